@@ -1,0 +1,156 @@
+"""Schemas of the compound-event tables the replay builds and the patterns read.
+
+A table is a :class:`Table`: a dict of equally long, contiguous numpy arrays
+(struct of arrays), one entry per row.  Builders in ``analyzer/`` fill them;
+patterns in ``patterns/`` only read them.  The column lists below are the
+contract between the two; a builder may add columns, never drop or rename one.
+
+Conventions for every table:
+
+* times are float64 seconds on the trace's global (clock-corrected) time line;
+* ``loc`` columns are global location ids (0..L-1), ``rank`` columns global MPI ranks;
+* ``cnode`` columns are call-tree node ids of :class:`analyzer.calltree.CallTree`;
+* ``*_enter`` / ``*_exit`` are the ENTER / EXIT times of the named call;
+* ids that do not apply are -1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Table(dict):
+    """Columns by name; every column is a 1-d numpy array of the same length."""
+
+    def __len__(self) -> int:  # number of rows, not of columns
+        for col in self.values():
+            return int(col.shape[0])
+        return 0
+
+    @property
+    def n_rows(self) -> int:
+        return len(self)
+
+    def columns(self) -> list[str]:
+        return list(self.keys())
+
+    def take(self, index) -> "Table":
+        """Rows selected by an integer index array or boolean mask."""
+        return Table({k: v[index] for k, v in self.items()})
+
+    @classmethod
+    def empty(cls, schema: dict[str, str]) -> "Table":
+        return cls({name: np.zeros(0, dtype=dt) for name, dt in schema.items()})
+
+
+# One row per matched point-to-point message (a SEND matched with its RECV).
+MESSAGES = {
+    "send_loc": "i4",
+    "send_rank": "i4",
+    "send_time": "f8",  # time of the MPI_SEND event
+    "send_region": "i4",  # region of the call holding the SEND (MPI_Send, MPI_Isend, ...)
+    "send_cnode": "i4",  # call path of that call
+    "send_enter": "f8",
+    "send_exit": "f8",
+    "send_flags": "u1",  # tracefmt.layout.SendFlag
+    "send_request": "i8",  # 0 for blocking sends
+    # completion of a non-blocking send (the Wait/Test call that completed it);
+    # for a blocking send these repeat the send call's values
+    "sendc_region": "i4",
+    "sendc_cnode": "i4",
+    "sendc_enter": "f8",
+    "sendc_exit": "f8",
+    "recv_loc": "i4",
+    "recv_rank": "i4",
+    "recv_time": "f8",  # time of the MPI_RECV event
+    # the call that completed the receive (MPI_Recv, or the Wait*/Test* of an Irecv)
+    "recv_region": "i4",
+    "recv_cnode": "i4",
+    "recv_enter": "f8",
+    "recv_exit": "f8",
+    "recv_call": "i8",  # id unique per completing call instance (groups a Waitall's messages)
+    # the call that posted the receive (MPI_Recv itself, or MPI_Irecv)
+    "recvp_region": "i4",
+    "recvp_cnode": "i4",
+    "recvp_enter": "f8",
+    "recvp_exit": "f8",
+    "recv_request": "i8",  # 0 for blocking receives
+    "recv_flags": "u1",  # tracefmt.layout.RecvFlag
+    "comm": "i4",
+    "tag": "i8",
+    "bytes": "i8",  # bytes as recorded by the sender
+    "recv_bytes": "i8",  # bytes as recorded by the receiver
+    "recv_seq": "i8",  # position of this receive among the receiver's receives (completion order)
+}
+
+# One row per (collective instance, member).  Instances are matched per
+# communicator in the order each member completed them (FIFO per comm and rank).
+COLLECTIVES = {
+    "instance": "i8",  # dense instance id over all communicators
+    "comm": "i4",
+    "seq": "i8",  # sequence number of the instance within its communicator
+    "loc": "i4",
+    "rank": "i4",
+    "region": "i4",
+    "cnode": "i4",
+    "enter": "f8",
+    "exit": "f8",
+    "root": "i4",  # global rank of the root, -1 if none
+    "sent": "i8",
+    "recvd": "i8",
+    "n_members": "i4",  # size of the communicator
+}
+
+# One row per OpenMP team instance (one fork/join).
+OMP_TEAMS = {
+    "team": "i8",  # dense id over the whole trace
+    "process": "i4",
+    "team_id": "i8",  # team id as recorded (unique within the process)
+    "master_loc": "i4",
+    "fork_time": "f8",
+    "join_time": "f8",
+    "size": "i4",
+    "parallel_region": "i4",
+    "parallel_cnode": "i4",  # call path of the parallel region
+    "parent_team": "i8",  # dense id of the enclosing team for nested parallelism, -1 at top level
+}
+
+# One row per (team instance, member thread).
+OMP_TEAM_MEMBERS = {
+    "team": "i8",
+    "loc": "i4",
+    "thread_num": "i4",
+    "enter": "f8",  # ENTER of the parallel region on that thread
+    "exit": "f8",  # EXIT of the parallel region on that thread
+}
+
+# One row per (barrier instance, member): explicit and implicit barriers,
+# matched within a team by their order on each member thread.
+OMP_BARRIERS = {
+    "instance": "i8",  # dense id
+    "team": "i8",
+    "seq": "i8",  # position of the barrier within the team instance
+    "loc": "i4",
+    "region": "i4",
+    "cnode": "i4",
+    "implicit": "?",
+    "enter": "f8",
+    "exit": "f8",
+    "n_members": "i4",  # team size
+}
+
+# One row per lock acquisition, in hand-over order per (process, lock).
+LOCKS = {
+    "process": "i4",
+    "lock": "i4",
+    "order": "i8",  # acquisition order from the trace (1, 2, ...)
+    "loc": "i4",
+    "acquire_time": "f8",
+    "release_time": "f8",
+    "prev_release_time": "f8",  # release time of the previous acquisition of that lock, NaN for the first
+    "region": "i4",  # the acquiring call: critical construct or omp_*_lock call
+    "cnode": "i4",
+    "call_enter": "f8",  # ENTER time of the acquiring call
+    "call_exit": "f8",
+    "lock_kind": "i4",  # tracefmt.layout.LockKind
+}
