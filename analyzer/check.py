@@ -1,0 +1,359 @@
+"""Gate a run against stored baselines: ``expert-check``.
+
+A threshold names a metric (unique name) and a limit:
+
+* ``--max-increase METRIC=SPEC`` fails when the new total exceeds the
+  baseline mean by more than SPEC allows.  SPEC is one or more parts joined by
+  ``,``: ``10%`` (of the baseline mean), ``0.5s`` / ``200ms`` / ``3MiB`` / ``12``
+  (an absolute amount in the metric's unit) or ``2sd`` (standard deviations of
+  the baselines, needs two or more of them).  Several parts allow the most
+  lenient of them, e.g. ``time=5%,2sd``; give the option twice to require both.
+* ``--max-value METRIC=QUANTITY`` fails when the new total exceeds QUANTITY.
+* ``--abs-floor QUANTITY`` or ``--abs-floor METRIC=QUANTITY``: an increase
+  not larger than this never fails (noise floor); a bare QUANTITY applies to
+  every metric whose unit it fits (time to time metrics, bytes to byte metrics).
+
+With ``per_callpath`` every call path of the metric is held to the same
+threshold against its own baseline.  A failed check names the call paths and
+locations that grew most, so the CI log points at the culprit.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from xml.sax.saxutils import escape as xml_escape, quoteattr
+
+import numpy as np
+
+from .compare import (
+    Result,
+    ResultError,
+    format_delta,
+    format_loc,
+    format_value,
+    is_time_unit,
+    load_result,
+)
+
+# --------------------------------------------------------------------------
+# Quantities and thresholds
+# --------------------------------------------------------------------------
+_TIME = {"s": 1.0, "sec": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0}
+_BYTES = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-zµ%]*)\s*$")
+
+
+@dataclass(frozen=True)
+class Quantity:
+    value: float
+    kind: str  # "time", "bytes", "number", "percent", "sd"
+    text: str
+
+
+def parse_quantity(text: str) -> Quantity:
+    m = _QUANTITY.match(text)
+    if not m:
+        raise ResultError(f"cannot read {text!r} as an amount (examples: 10%, 2sd, 0.5s, 1ms, 4MiB, 12)")
+    num, suffix = float(m.group(1)), m.group(2)
+    low = suffix.lower()
+    if suffix == "":
+        return Quantity(num, "number", text)
+    if suffix == "%":
+        return Quantity(num / 100.0, "percent", text)
+    if low == "sd":
+        return Quantity(num, "sd", text)
+    if suffix in _TIME or low in ("sec", "min"):
+        return Quantity(num * _TIME[low if low in _TIME else suffix], "time", text)
+    if low in _BYTES:
+        return Quantity(num * _BYTES[low], "bytes", text)
+    raise ResultError(f"unknown unit {suffix!r} in {text!r} (time: s ms us ns; bytes: B KiB MiB GiB KB MB GB; % ; sd)")
+
+
+def unit_kind(unit: str) -> str:
+    u = unit.strip().lower()
+    if is_time_unit(u):
+        return "time"
+    if u in ("bytes", "byte", "b"):
+        return "bytes"
+    return "number"
+
+
+def fits(q: Quantity, unit: str) -> bool:
+    """Does an absolute quantity fit a metric's unit?  Bare numbers fit every unit."""
+    return q.kind == "number" or q.kind == unit_kind(unit)
+
+
+@dataclass
+class Threshold:
+    kind: str  # "increase" or "value"
+    metric: str
+    parts: list[Quantity]
+    text: str  # as given, for messages
+
+    @property
+    def option(self) -> str:
+        return f"--max-{self.kind} {self.text}"
+
+
+def parse_threshold(kind: str, text: str) -> Threshold:
+    if "=" not in text:
+        raise ResultError(f"--max-{kind} {text!r}: expected METRIC=LIMIT, e.g. mpi_latesender=10%")
+    metric, spec = text.split("=", 1)
+    metric = metric.strip()
+    if not metric:
+        raise ResultError(f"--max-{kind} {text!r}: no metric name before '='")
+    parts = [parse_quantity(p) for p in spec.split(",") if p.strip()]
+    if not parts:
+        raise ResultError(f"--max-{kind} {text!r}: no limit after '='")
+    if kind == "value":
+        if len(parts) != 1 or parts[0].kind in ("percent", "sd"):
+            raise ResultError(f"--max-value {text!r}: the limit must be one absolute amount such as 0.5s")
+    return Threshold(kind, metric, parts, text)
+
+
+def parse_floor(text: str) -> tuple[str | None, Quantity]:
+    """``1ms`` -> (None, q) for every metric it fits; ``metric=1ms`` -> (metric, q)."""
+    metric = None
+    if "=" in text:
+        metric, text = (s.strip() for s in text.split("=", 1))
+    q = parse_quantity(text)
+    if q.kind in ("percent", "sd"):
+        raise ResultError(f"--abs-floor {text!r}: the floor must be an absolute amount such as 1ms")
+    return metric, q
+
+
+# --------------------------------------------------------------------------
+# Evaluation
+# --------------------------------------------------------------------------
+@dataclass
+class Contributor:
+    key: str
+    baseline: float
+    new: float
+
+    @property
+    def delta(self) -> float:
+        return self.new - self.baseline
+
+
+@dataclass
+class Outcome:
+    threshold: Threshold
+    scope: str  # "total" or a call path
+    passed: bool
+    new: float
+    baseline_mean: float | None
+    baseline_sd: float | None
+    limit: float
+    unit: str
+    message: str
+    callpaths: list[Contributor] = field(default_factory=list)  # largest growth first
+    locations: list[Contributor] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        where = "" if self.scope == "total" else f" @ {self.scope}"
+        return f"{self.threshold.metric}{where}: {self.threshold.option.split(' ', 1)[0]} {self.threshold.text.split('=', 1)[1]}"
+
+
+@dataclass
+class CheckReport:
+    new: Result
+    baselines: list[Result]
+    outcomes: list[Outcome]
+
+    @property
+    def failures(self) -> list[Outcome]:
+        return [o for o in self.outcomes if not o.passed]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+
+def _stats(values: list[float]) -> tuple[float, float | None]:
+    arr = np.asarray(values, dtype=np.float64)
+    mean = float(arr.mean())
+    sd = float(arr.std(ddof=1)) if len(arr) >= 2 else None
+    return mean, sd
+
+
+def _allowance(th: Threshold, mean: float, sd: float | None, unit: str, where: str) -> float:
+    """How much above the baseline mean the value may go: the most lenient part."""
+    best = -math.inf
+    for q in th.parts:
+        if q.kind == "percent":
+            a = abs(mean) * q.value
+        elif q.kind == "sd":
+            if sd is None:
+                raise ResultError(f"{th.option}: a limit in standard deviations needs at least two baselines{where}")
+            a = sd * q.value
+        else:
+            if not fits(q, unit):
+                raise ResultError(f"{th.option}: {q.text} is a {q.kind} amount but metric {th.metric!r} is in {unit!r}")
+            a = q.value
+        best = max(best, a)
+    return best
+
+
+def _floor_for(metric: str, unit: str, floors: list[tuple[str | None, Quantity]]) -> float:
+    value = 0.0
+    for m, q in floors:  # a metric-specific floor overrides a general one
+        if m == metric:
+            if not fits(q, unit):
+                raise ResultError(f"--abs-floor {metric}={q.text}: {q.kind} amount for a metric in {unit!r}")
+            return q.value
+        if m is None and fits(q, unit):
+            value = q.value
+    return value
+
+
+def _contributors(new: dict, bases: list[dict], fmt, top: int) -> list[Contributor]:
+    keys = list(new) + [k for b in bases for k in b if k not in new]
+    seen = set()
+    out = []
+    for k in keys:
+        if k in seen:
+            continue
+        seen.add(k)
+        mean = float(np.mean([b.get(k, 0.0) for b in bases]))
+        c = Contributor(fmt(k), mean, float(new.get(k, 0.0)))
+        if c.delta > 0:
+            out.append(c)
+    out.sort(key=lambda c: (-c.delta, c.key))
+    return out[:top]
+
+
+def _evaluate(th: Threshold, scope: str, new_v: float, base_vs: list[float], unit: str, floor: float) -> Outcome:
+    where = "" if scope == "total" else f" (call path {scope})"
+    if th.kind == "value":
+        limit = th.parts[0].value
+        if not fits(th.parts[0], unit):
+            raise ResultError(f"{th.option}: {th.parts[0].text} is a {th.parts[0].kind} amount "
+                              f"but metric {th.metric!r} is in {unit!r}")
+        mean, sd = _stats(base_vs) if base_vs else (None, None)
+        passed = new_v <= limit
+        msg = (f"{th.metric}{where} = {format_value(new_v, unit)}, "
+               f"{'within' if passed else 'above'} the maximum {format_value(limit, unit)}")
+        return Outcome(th, scope, passed, new_v, mean, sd, limit, unit, msg)
+    mean, sd = _stats(base_vs)
+    allowance = _allowance(th, mean, sd, unit, where)
+    limit = mean + allowance
+    increase = new_v - mean
+    passed = new_v <= limit or increase <= floor
+    rel = f" ({increase / abs(mean) * 100:+.1f}%)" if mean != 0 else ""
+    spread = f" ± {format_value(sd, unit)}" if sd is not None else ""
+    msg = (f"{th.metric}{where} = {format_value(new_v, unit)}, baseline {format_value(mean, unit)}{spread}: "
+           f"change {format_delta(increase, unit)}{rel}, allowed up to {format_value(limit, unit)}")
+    if not passed:
+        msg = "REGRESSION " + msg
+    elif new_v > limit:
+        msg += f" (increase below the floor {format_value(floor, unit)})"
+    return Outcome(th, scope, passed, new_v, mean, sd, limit, unit, msg)
+
+
+def check(new, baselines, thresholds: list[Threshold], floors=(), per_callpath: bool = False,
+          top: int = 3) -> CheckReport:
+    """Evaluate every threshold; raises ResultError for unusable input (missing metric, wrong unit)."""
+    new_r = load_result(new)
+    bases = [load_result(b) for b in baselines]
+    needs_baseline = any(t.kind == "increase" for t in thresholds)
+    if needs_baseline and not bases:
+        raise ResultError("--max-increase needs at least one --baseline")
+    floors = list(floors)
+    outcomes = []
+    for th in thresholds:
+        m = new_r.metric(th.metric, why=th.option)
+        bms = [b.metric(th.metric, why=th.option) for b in bases] if (bases and th.kind == "increase") else [
+            b.metrics[th.metric] for b in bases if th.metric in b.metrics]
+        floor = _floor_for(th.metric, m.unit, floors)
+        cps = _contributors(m.per_callpath, [b.per_callpath for b in bms], str, top) if bms else []
+        locs = _contributors(m.per_location, [b.per_location for b in bms], format_loc, top) if bms else []
+        o = _evaluate(th, "total", m.total, [b.total for b in bms], m.unit, floor)
+        o.callpaths, o.locations = cps, locs
+        outcomes.append(o)
+        if per_callpath:
+            paths = list(m.per_callpath) + [p for b in bms for p in b.per_callpath if p not in m.per_callpath]
+            for p in dict.fromkeys(paths):
+                oc = _evaluate(th, p, m.per_callpath.get(p, 0.0), [b.per_callpath.get(p, 0.0) for b in bms],
+                               m.unit, floor)
+                if not oc.passed:  # passing call paths would flood the report
+                    outcomes.append(oc)
+    return CheckReport(new_r, bases, outcomes)
+
+
+# --------------------------------------------------------------------------
+# Output for people and CI systems
+# --------------------------------------------------------------------------
+def _culprits(o: Outcome) -> list[str]:
+    lines = []
+    if o.callpaths:
+        lines.append("  grew most at call path: " + "; ".join(
+            f"{c.key} ({format_delta(c.delta, o.unit)})" for c in o.callpaths))
+    if o.locations:
+        lines.append("  grew most at location: " + "; ".join(
+            f"{c.key} ({format_delta(c.delta, o.unit)})" for c in o.locations))
+    return lines
+
+
+def format_text(rep: CheckReport) -> str:
+    lines = [f"expert-check: {rep.new.source} against "
+             + (", ".join(b.source for b in rep.baselines) if rep.baselines else "no baseline")]
+    for o in rep.outcomes:
+        lines.append(("PASS  " if o.passed else "FAIL  ") + o.message)
+        if not o.passed:
+            lines += _culprits(o)
+    n_fail = len(rep.failures)
+    lines.append(f"{len(rep.outcomes) - n_fail} passed, {n_fail} failed")
+    return "\n".join(lines)
+
+
+def format_markdown(rep: CheckReport) -> str:
+    def cell(s: str) -> str:  # names come from traces: keep them from breaking the table or the markup
+        return s.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
+
+    status = "✅ passed" if rep.passed else f"❌ {len(rep.failures)} regression(s)"
+    lines = [f"### expert-check: {status}", "",
+             f"New run `{cell(rep.new.source)}` against {len(rep.baselines)} baseline run(s).", "",
+             "| | check | new | baseline | limit | where it grew most |",
+             "|---|---|---:|---:|---:|---|"]
+    for o in rep.outcomes:
+        base = "" if o.baseline_mean is None else format_value(o.baseline_mean, o.unit)
+        if o.baseline_sd is not None:
+            base += f" ± {format_value(o.baseline_sd, o.unit)}"
+        grew = "<br>".join(f"`{cell(c.key)}` {format_delta(c.delta, o.unit)}" for c in o.callpaths[:3])
+        lines.append(f"| {'✅' if o.passed else '❌'} | {cell(o.name)} | {format_value(o.new, o.unit)} | "
+                     f"{base} | {format_value(o.limit, o.unit)} | {grew} |")
+    return "\n".join(lines) + "\n"
+
+
+def format_junit(rep: CheckReport) -> str:
+    """JUnit XML: one testsuite, one testcase per check; failures carry the message and the culprits."""
+    cases = []
+    for o in rep.outcomes:
+        body = ""
+        if not o.passed:
+            detail = "\n".join([o.message] + _culprits(o))
+            body = f"<failure message={quoteattr(o.message)} type=\"regression\">{xml_escape(detail)}</failure>"
+        cases.append(f"  <testcase classname={quoteattr('expert-check.' + o.threshold.metric)} "
+                     f"name={quoteattr(o.name)} time=\"0\">{body}</testcase>")
+    head = (f"<testsuite name=\"expert-check\" tests=\"{len(rep.outcomes)}\" failures=\"{len(rep.failures)}\" "
+            f"errors=\"0\" skipped=\"0\">")
+    return "\n".join(['<?xml version="1.0" encoding="UTF-8"?>', "<testsuites>", head, *cases, "</testsuite>",
+                      "</testsuites>"]) + "\n"
+
+
+def junit_error(message: str) -> str:
+    """JUnit XML for a check that could not run (bad input, exit 2): one errored testcase."""
+    return "\n".join([
+        '<?xml version="1.0" encoding="UTF-8"?>', "<testsuites>",
+        '<testsuite name="expert-check" tests="1" failures="0" errors="1" skipped="0">',
+        f'  <testcase classname="expert-check" name="input" time="0"><error message={quoteattr(message)} '
+        f'type="bad-input">{xml_escape(message)}</error></testcase>',
+        "</testsuite>", "</testsuites>"]) + "\n"
