@@ -1,0 +1,370 @@
+"""TraceBuilder: write traces event by event in readable code (tests, examples).
+
+Times are seconds on the location's process clock and become ticks at
+1e9 ticks/s (rounded to the nearest tick).  Definitions (machine, node,
+process, location, regions, communicators, locks, metrics) are made on
+first use.  The builder keeps a region stack per location so that ``exit``
+and the collective exits know what they close; it refuses calls that could
+not come from a correct measurement (use :meth:`TraceBuilder.event` to write
+anything at all, e.g. to test a validator).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import struct
+
+import numpy as np
+
+from . import layout
+from .conventions import classify
+from .definitions import (
+    Clock,
+    Comm,
+    Definitions,
+    Location,
+    Lock,
+    Machine,
+    Metric,
+    Node,
+    Offset,
+    Process,
+    Region,
+)
+from .layout import ANY, NO_ID, EventType, LockKind, MetricDtype, MetricMode, Paradigm, Role
+from .writer import TraceWriter
+
+TICKS_PER_SECOND = 1e9
+
+
+class BuilderError(ValueError):
+    """A builder call that does not make sense (unknown location, unbalanced exit, ...)."""
+
+
+def _id(value) -> int:
+    return NO_ID if value is None else int(value)
+
+
+class TraceBuilder:
+    def __init__(self, creator: str = "tracefmt.TraceBuilder"):
+        self.creator = creator
+        self.defs = Definitions()
+        self.defs.machines[0] = Machine(0, "machine 0")
+        self._events: dict[int, list[tuple]] = {}
+        self._stack: dict[int, list[int]] = {}  # location -> region ids entered, innermost last
+        self._team_stack: dict[int, list[int]] = {}  # location -> teams of the parallel regions it is in
+        self._forked: dict[int, list[int]] = {}  # process -> teams forked and not yet joined
+        self._by_name: dict[tuple[str, str], int] = {}  # (kind, name) -> id
+        self._world: int | None = None
+        self._lock_count: dict[tuple[int, int], int] = {}  # (process, lock) -> acquisitions so far
+        self._held: dict[tuple[int, int], int] = {}  # (location, lock) -> order of the held acquisition
+
+    # ------------------------------------------------------------------ definitions
+    def location(self, rank: int = 0, thread: int = 0, node: int = 0, name: str | None = None) -> int:
+        """Global id of thread `thread` of MPI rank `rank`; created (with its process) on first use."""
+        key = ("location", f"{rank}/{thread}")
+        if key in self._by_name:
+            return self._by_name[key]
+        if rank < 0 or thread < 0 or node < 0:
+            raise BuilderError(f"rank, thread and node must be >= 0 (got {rank}, {thread}, {node})")
+        d = self.defs
+        if node not in d.nodes:
+            d.nodes[node] = Node(node, 0, f"node {node}")
+        if rank not in d.processes:
+            d.processes[rank] = Process(rank, node, f"rank {rank}")
+            d.clocks[rank] = Clock(rank, TICKS_PER_SECOND, 0)
+        lid = len(d.locations)
+        d.locations[lid] = Location(lid, rank, thread, name or f"rank {rank} thread {thread}")
+        self._events[lid] = []
+        self._stack[lid] = []
+        self._team_stack[lid] = []
+        self._by_name[key] = lid
+        return lid
+
+    def region(
+        self,
+        name: str,
+        paradigm: Paradigm | None = None,
+        role: Role | None = None,
+        file: str | None = None,
+        begin_line: int | None = None,
+        end_line: int | None = None,
+    ) -> int:
+        """Id of the region `name`; made on first use, paradigm and role by naming convention unless given."""
+        key = ("region", name)
+        if key in self._by_name:
+            r = self.defs.regions[self._by_name[key]]
+            if (paradigm is not None and paradigm != r.paradigm) or (role is not None and role != r.role):
+                raise BuilderError(f"region {name!r} already exists as ({r.paradigm.name}, {r.role.name})")
+            return r.id
+        conv_paradigm, conv_role = classify(name)
+        fid = NO_ID
+        if file is not None:
+            fkey = ("file", file)
+            if fkey not in self._by_name:
+                self._by_name[fkey] = len(self.defs.files)
+                self.defs.files[len(self.defs.files)] = file
+            fid = self._by_name[fkey]
+        rid = len(self.defs.regions)
+        self.defs.regions[rid] = Region(
+            rid,
+            name,
+            fid,
+            _id(begin_line),
+            _id(end_line),
+            Paradigm(paradigm if paradigm is not None else conv_paradigm),
+            Role(role if role is not None else conv_role),
+        )
+        self._by_name[key] = rid
+        return rid
+
+    def world(self) -> int:
+        """Id of MPI_COMM_WORLD: every rank that has a location when the trace is built."""
+        if self._world is None:
+            self._world = self._new_comm((), "MPI_COMM_WORLD", NO_ID)
+        return self._world
+
+    def comm(self, ranks, name: str | None = None, parent: int | None = None) -> int:
+        """A communicator over these global ranks (in this order); returns its id."""
+        ranks = tuple(int(r) for r in ranks)
+        if len(set(ranks)) != len(ranks) or any(r < 0 for r in ranks):
+            raise BuilderError(f"communicator ranks must be distinct and >= 0: {ranks}")
+        return self._new_comm(ranks, name, _id(parent))
+
+    def _new_comm(self, ranks, name, parent) -> int:
+        cid = len(self.defs.comms)
+        gid = len(self.defs.groups)
+        self.defs.groups[gid] = ranks
+        self.defs.comms[cid] = Comm(cid, gid, name or f"comm {cid}", parent, ranks)
+        return cid
+
+    def lock(self, name: str, kind: LockKind = LockKind.OMP_LOCK) -> int:
+        """Id of the lock `name`; made on first use."""
+        key = ("lock", name)
+        if key not in self._by_name:
+            lid = len(self.defs.locks)
+            self.defs.locks[lid] = Lock(lid, LockKind(kind), name)
+            self._by_name[key] = lid
+        return self._by_name[key]
+
+    def metric(
+        self, name: str, unit: str = "", dtype: MetricDtype = MetricDtype.UINT64, mode=MetricMode.ACCUMULATED
+    ) -> int:
+        """Id of the metric (hardware counter) `name`; made on first use."""
+        key = ("metric", name)
+        if key not in self._by_name:
+            mid = len(self.defs.metrics)
+            self.defs.metrics[mid] = Metric(mid, name, unit, MetricDtype(dtype), MetricMode(mode))
+            self._by_name[key] = mid
+        return self._by_name[key]
+
+    def clock_offset(self, rank: int, local_time: float, offset: float) -> None:
+        """An offset measurement of `rank`'s clock: at `local_time`, global = local + `offset`."""
+        self.defs.offsets.setdefault(rank, []).append(Offset(float(local_time), float(offset)))
+
+    def attribute(self, key: str, value: str) -> None:
+        self.defs.attributes[str(key)] = str(value)
+
+    # ------------------------------------------------------------------ events
+    def _loc(self, loc: int) -> int:
+        if loc not in self._events:
+            raise BuilderError(f"unknown location {loc}; create it with b.location(rank, thread)")
+        return loc
+
+    @staticmethod
+    def _ticks(t: float) -> int:
+        if not math.isfinite(t) or t < 0:
+            raise BuilderError(f"time must be a finite number of seconds >= 0, got {t}")
+        return int(round(t * TICKS_PER_SECOND))
+
+    def _region_id(self, region) -> int:
+        if isinstance(region, str):
+            return self.region(region)
+        if region not in self.defs.regions:
+            raise BuilderError(f"unknown region id {region}")
+        return int(region)
+
+    def _comm_id(self, comm) -> int:
+        if comm is None:
+            return self.world()
+        if comm not in self.defs.comms:
+            raise BuilderError(f"unknown communicator {comm}")
+        return int(comm)
+
+    def _lock_id(self, lock) -> int:
+        if isinstance(lock, str):
+            return self.lock(lock)
+        if lock not in self.defs.locks:
+            raise BuilderError(f"unknown lock id {lock}")
+        return int(lock)
+
+    def event(self, loc: int, t: float, type: EventType, flags=0, a=0, b=0, c=0, d=0, e=0) -> None:
+        """Append one raw event record, unchecked (for tests of readers and validators)."""
+        self._events[self._loc(loc)].append((self._ticks(t), int(type), int(flags), 0, a, b, c, d, e))
+
+    def enter(self, loc: int, t: float, region, team: int | None = None, thread_num: int | None = None,
+              callsite: int | None = None) -> None:
+        """Enter a region (name or id).  For a parallel region, `team` defaults to the team the
+        process forked last and `thread_num` to the location's thread number."""
+        rid = self._region_id(region)
+        c, d = NO_ID, NO_ID
+        if self.defs.regions[rid].role == Role.OMP_PARALLEL:
+            process = self.defs.locations[self._loc(loc)].process
+            if team is None:
+                forked = self._forked.get(process)
+                if not forked:
+                    raise BuilderError(f"enter {self.defs.regions[rid].name!r} at {t}: no team forked; pass team=")
+                team = forked[-1]
+            c = int(team)
+            d = self.defs.locations[loc].thread if thread_num is None else int(thread_num)
+            self._team_stack[loc].append(c)
+        elif team is not None or thread_num is not None:
+            raise BuilderError(f"team= and thread_num= belong on a parallel region, not {region!r}")
+        self.event(loc, t, EventType.ENTER, a=rid, b=_id(callsite), c=c, d=d)
+        self._stack[loc].append(rid)
+
+    def _close(self, loc: int, t: float, region, what: str) -> int:
+        stack = self._stack[self._loc(loc)]
+        if not stack:
+            raise BuilderError(f"{what} on location {loc} at {t}: no region is open")
+        top = stack[-1]
+        if region is not None and self._region_id(region) != top:
+            raise BuilderError(
+                f"{what} of {region!r} on location {loc} at {t}, but the innermost open region is "
+                f"{self.defs.regions[top].name!r}"
+            )
+        stack.pop()
+        if self.defs.regions[top].role == Role.OMP_PARALLEL:
+            self._team_stack[loc].pop()
+        return top
+
+    def exit(self, loc: int, t: float, region=None) -> None:
+        """Leave the innermost open region (if `region` is given, it must be that one)."""
+        rid = self._close(loc, t, region, "exit")
+        self.event(loc, t, EventType.EXIT, a=rid)
+
+    def send(self, loc, t, dest, tag=0, nbytes=0, comm=None, request=0, flags=0) -> None:
+        """MPI_SEND to global rank `dest` (request id for a non-blocking send)."""
+        self.event(loc, t, EventType.MPI_SEND, flags, dest, self._comm_id(comm), tag, nbytes, request)
+
+    def recv(self, loc, t, source, tag=0, nbytes=0, comm=None, request=0, flags=0) -> None:
+        """MPI_RECV from global rank `source` (completion of a receive; request id if non-blocking)."""
+        self.event(loc, t, EventType.MPI_RECV, flags, source, self._comm_id(comm), tag, nbytes, request)
+
+    def recv_request(self, loc, t, request, source=None, tag=None, comm=None) -> None:
+        """A non-blocking receive was posted (source/tag None = MPI_ANY_SOURCE / MPI_ANY_TAG)."""
+        src = ANY if source is None else int(source)
+        tg = ANY if tag is None else int(tag)
+        self.event(loc, t, EventType.MPI_RECV_REQUEST, 0, src, self._comm_id(comm), tg, 0, request)
+
+    def send_complete(self, loc, t, request) -> None:
+        self.event(loc, t, EventType.MPI_SEND_COMPLETE, e=request)
+
+    def cancel(self, loc, t, request) -> None:
+        self.event(loc, t, EventType.MPI_REQUEST_CANCELLED, e=request)
+
+    def coll_exit(self, loc, t, region=None, comm=None, root=None, sent=0, recvd=0) -> None:
+        """Leave the innermost region (an MPI collective) with its collective data."""
+        rid = self._close(loc, t, region, "coll_exit")
+        self.event(loc, t, EventType.MPI_COLLEXIT, 0, rid, self._comm_id(comm), _id(root), sent, recvd)
+
+    def collective(self, loc, t_enter, t_exit, region, comm=None, root=None, sent=0, recvd=0) -> None:
+        """ENTER + MPI_COLLEXIT of one collective call."""
+        self.enter(loc, t_enter, region)
+        self.coll_exit(loc, t_exit, region, comm=comm, root=root, sent=sent, recvd=recvd)
+
+    def fork(self, loc, t, team: int, size: int) -> None:
+        process = self.defs.locations[self._loc(loc)].process
+        self._forked.setdefault(process, []).append(int(team))
+        self.event(loc, t, EventType.OMP_FORK, a=team, c=size)
+
+    def join(self, loc, t, team: int, size: int) -> None:
+        process = self.defs.locations[self._loc(loc)].process
+        forked = self._forked.get(process, [])
+        if team in forked:
+            forked.remove(team)
+        self.event(loc, t, EventType.OMP_JOIN, a=team, c=size)
+
+    def omp_coll_exit(self, loc, t, region=None, team=None) -> None:
+        """Leave the innermost region (an OpenMP construct with implicit synchronisation).
+        `team` defaults to the team of the innermost parallel region the location is in."""
+        if team is None:
+            teams = self._team_stack.get(self._loc(loc))
+            if not teams:
+                raise BuilderError(f"omp_coll_exit on location {loc} at {t}: not inside a parallel region")
+            team = teams[-1]
+        rid = self._close(loc, t, region, "omp_coll_exit")
+        self.event(loc, t, EventType.OMP_COLLEXIT, a=rid, b=team)
+
+    def barrier(self, loc, t_enter, t_exit, implicit: bool = False, team=None, region=None) -> None:
+        """An OpenMP barrier: ENTER of ``!$omp barrier`` (or the implicit one) + OMP_COLLEXIT."""
+        name = region or ("!$omp implicit barrier" if implicit else "!$omp barrier")
+        self.enter(loc, t_enter, name)
+        self.omp_coll_exit(loc, t_exit, name, team=team)
+
+    def acquire(self, loc, t, lock, order: int | None = None) -> None:
+        """OMP_ACQUIRE_LOCK; `order` counts acquisitions per (process, lock) from 1 unless given."""
+        lk = self._lock_id(lock)
+        key = (self.defs.locations[self._loc(loc)].process, lk)
+        if order is None:
+            order = self._lock_count.get(key, 0) + 1
+        self._lock_count[key] = max(self._lock_count.get(key, 0), int(order))
+        self._held[(loc, lk)] = int(order)
+        self.event(loc, t, EventType.OMP_ACQUIRE_LOCK, a=lk, d=order)
+
+    def release(self, loc, t, lock, order: int | None = None) -> None:
+        """OMP_RELEASE_LOCK; `order` defaults to that of this location's acquisition of the lock."""
+        lk = self._lock_id(lock)
+        held = self._held.pop((self._loc(loc), lk), None)
+        if order is None:
+            if held is None:
+                raise BuilderError(f"release of lock {lock!r} on location {loc} at {t}: not held there")
+            order = held
+        self.event(loc, t, EventType.OMP_RELEASE_LOCK, a=lk, d=order)
+
+    def counter(self, loc, t, metric, value) -> None:
+        """A counter reading (metric name or id); doubles are stored as their IEEE bits."""
+        mid = self.metric(metric) if isinstance(metric, str) else int(metric)
+        if mid not in self.defs.metrics:
+            raise BuilderError(f"unknown metric {metric}")
+        if self.defs.metrics[mid].dtype == MetricDtype.DOUBLE:
+            (bits,) = struct.unpack("<Q", struct.pack("<d", float(value)))
+        else:
+            bits = int(value)
+        self.event(loc, t, EventType.COUNTER, a=mid, d=bits)
+
+    # ------------------------------------------------------------------ output
+    def definitions(self) -> Definitions:
+        """The definitions as they will be written (world communicator filled in)."""
+        if self._world is not None:
+            ranks = tuple(sorted(self.defs.processes))
+            w = self.defs.comms[self._world]
+            self.defs.groups[w.group] = ranks
+            self.defs.comms[self._world] = Comm(w.id, w.group, w.name, w.parent, ranks)
+        return self.defs
+
+    def records(self, loc: int) -> np.ndarray:
+        """The event records of one location as a structured array of ``layout.EVENT_DTYPE``."""
+        rows = self._events[self._loc(loc)]
+        try:
+            return np.array(rows, dtype=layout.EVENT_DTYPE)
+        except OverflowError as e:
+            raise BuilderError(f"an event field of location {loc} is out of range: {e}") from None
+
+    def write(self, path, **kw) -> None:
+        with TraceWriter(path, creator=self.creator, **kw) as w:
+            w.write_definitions(self.definitions())
+            for loc in sorted(self._events):
+                w.write_events(loc, self.records(loc))
+
+    def to_bytes(self, **kw) -> bytes:
+        buf = io.BytesIO()
+        self.write(buf, **kw)
+        return buf.getvalue()
+
+    def build(self, **kw):
+        """The trace as :func:`tracefmt.open` returns it, after a round trip through the file format."""
+        from .reader import Trace
+
+        return Trace(self.to_bytes(**kw))

@@ -1,0 +1,375 @@
+"""In-memory definitions of a trace and their encoding as definition records.
+
+Names are held as Python strings; references between definitions (a
+region's file, a node's machine, a comm's group) are ids.  String ids are an
+encoding detail: the writer interns every name, the reader resolves them.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from . import layout
+from .layout import NO_ID, DefType, LockKind, MetricDtype, MetricMode, Paradigm, Role
+
+
+def _enum_or_int(enum_cls, value: int):
+    """Known codes become enum members; unknown ones (a newer minor version) stay ints."""
+    try:
+        return enum_cls(value)
+    except ValueError:
+        return int(value)
+
+
+@dataclass(frozen=True)
+class Region:
+    id: int
+    name: str
+    file: int = NO_ID  # id in Definitions.files
+    begin_line: int = NO_ID
+    end_line: int = NO_ID
+    paradigm: Paradigm = Paradigm.USER
+    role: Role = Role.FUNCTION
+
+
+@dataclass(frozen=True)
+class Callsite:
+    id: int
+    file: int
+    line: int
+    region_entered: int
+
+
+@dataclass(frozen=True)
+class Machine:
+    id: int
+    name: str
+
+
+@dataclass(frozen=True)
+class Node:
+    id: int
+    machine: int
+    name: str
+
+
+@dataclass(frozen=True)
+class Process:
+    id: int  # MPI rank in MPI_COMM_WORLD (0 for non-MPI programs)
+    node: int
+    name: str
+
+
+@dataclass(frozen=True)
+class Location:
+    id: int  # global location id, dense 0..L-1
+    process: int
+    thread: int  # thread number within the process
+    name: str
+
+
+@dataclass(frozen=True)
+class Comm:
+    id: int
+    group: int
+    name: str
+    parent: int = NO_ID
+    ranks: tuple[int, ...] = ()  # the group's global ranks, filled in by the reader
+
+
+@dataclass(frozen=True)
+class Lock:
+    id: int
+    kind: LockKind
+    name: str
+
+
+@dataclass(frozen=True)
+class Clock:
+    process: int
+    ticks_per_second: float = 1e9
+    origin: int = 0  # the tick that is local time 0
+
+
+@dataclass(frozen=True)
+class Offset:
+    local_time: float  # seconds on the process's local clock
+    offset: float  # seconds to add there to get global time
+
+
+@dataclass(frozen=True)
+class Metric:
+    id: int
+    name: str
+    unit: str = ""
+    dtype: MetricDtype = MetricDtype.UINT64
+    mode: MetricMode = MetricMode.ACCUMULATED
+
+
+@dataclass
+class Definitions:
+    """Every definition of a trace, each kind a dict keyed by id."""
+
+    strings: dict[int, str] = field(default_factory=dict)
+    files: dict[int, str] = field(default_factory=dict)
+    regions: dict[int, Region] = field(default_factory=dict)
+    callsites: dict[int, Callsite] = field(default_factory=dict)
+    machines: dict[int, Machine] = field(default_factory=dict)
+    nodes: dict[int, Node] = field(default_factory=dict)
+    processes: dict[int, Process] = field(default_factory=dict)
+    locations: dict[int, Location] = field(default_factory=dict)
+    groups: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    comms: dict[int, Comm] = field(default_factory=dict)
+    locks: dict[int, Lock] = field(default_factory=dict)
+    clocks: dict[int, Clock] = field(default_factory=dict)
+    offsets: dict[int, list[Offset]] = field(default_factory=dict)
+    metrics: dict[int, Metric] = field(default_factory=dict)
+    attributes: dict[str, str] = field(default_factory=dict)
+
+    def region_id(self, name: str) -> int:
+        """Id of the first region with this name (KeyError if none)."""
+        for r in self.regions.values():
+            if r.name == name:
+                return r.id
+        raise KeyError(f"no region named {name!r}")
+
+    def location_id(self, rank: int, thread: int = 0) -> int:
+        """Global location id of thread `thread` of process `rank` (KeyError if none)."""
+        for loc in self.locations.values():
+            if loc.process == rank and loc.thread == thread:
+                return loc.id
+        raise KeyError(f"no location for rank {rank} thread {thread}")
+
+    def clock(self, process: int) -> Clock:
+        """The process's clock; the format's default (1e9 ticks/s, origin 0) if undefined."""
+        return self.clocks.get(process) or Clock(process)
+
+
+# --------------------------------------------------------------------------
+# Encoding
+# --------------------------------------------------------------------------
+
+
+def _prefix(byte_order: int) -> str:
+    return "<" if byte_order == layout.BYTE_ORDER_LITTLE else ">"
+
+
+class StringTable:
+    """Interns strings to ids for a writer; ids stay stable across blocks."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.used: set[int] = set()
+        self.pending: list[tuple[int, str]] = []  # defined but not yet written
+        self._next = 0
+
+    def seed(self, strings: dict[int, str]) -> None:
+        """Keep the ids a trace already uses (round trips keep string ids)."""
+        for sid, s in sorted(strings.items()):
+            if s not in self.ids and sid not in self.used:
+                self.ids[s] = sid
+                self.used.add(sid)
+                self.pending.append((sid, s))
+
+    def __call__(self, s: str) -> int:
+        sid = self.ids.get(s)
+        if sid is None:
+            while self._next in self.used:
+                self._next += 1
+            sid = self._next
+            self.ids[s] = sid
+            self.used.add(sid)
+            self.pending.append((sid, s))
+        return sid
+
+
+def encode_definitions(defs: Definitions, strings: StringTable, byte_order: int) -> tuple[bytes, int]:
+    """Definition records of `defs` as one block payload; returns (payload, record count)."""
+    p = _prefix(byte_order)
+    head = struct.Struct(p + layout.DEF_RECORD_HEADER_FMT)
+    body_structs = {t: struct.Struct(p + f) for t, f in layout.DEF_BODY_FMT.items()}
+    out: list[bytes] = []
+
+    def rec(t: DefType, body: bytes) -> None:
+        out.append(head.pack(int(t), 0, len(body)))
+        out.append(body)
+
+    def fixed(t: DefType, *values) -> None:
+        rec(t, body_structs[t].pack(*values))
+
+    S = strings
+    strings.seed(defs.strings)
+    body: list[tuple[DefType, tuple]] = []
+    for fid, name in sorted(defs.files.items()):
+        body.append((DefType.SOURCE_FILE, (fid, S(name))))
+    for m in sorted(defs.machines.values(), key=lambda x: x.id):
+        body.append((DefType.MACHINE, (m.id, S(m.name))))
+    for n in sorted(defs.nodes.values(), key=lambda x: x.id):
+        body.append((DefType.NODE, (n.id, n.machine, S(n.name))))
+    for pr in sorted(defs.processes.values(), key=lambda x: x.id):
+        body.append((DefType.PROCESS, (pr.id, pr.node, S(pr.name))))
+    for loc in sorted(defs.locations.values(), key=lambda x: x.id):
+        body.append((DefType.LOCATION, (loc.id, loc.process, loc.thread, S(loc.name))))
+    for r in sorted(defs.regions.values(), key=lambda x: x.id):
+        body.append(
+            (DefType.REGION, (r.id, S(r.name), r.file, r.begin_line, r.end_line, int(r.paradigm), int(r.role), 0))
+        )
+    for c in sorted(defs.callsites.values(), key=lambda x: x.id):
+        body.append((DefType.CALLSITE, (c.id, c.file, c.line, c.region_entered)))
+    for c in sorted(defs.comms.values(), key=lambda x: x.id):
+        if c.group not in defs.groups:
+            raise ValueError(f"communicator {c.id} ({c.name!r}) refers to undefined group {c.group}")
+        body.append((DefType.COMM, (c.id, c.group, S(c.name), c.parent)))
+    for lk in sorted(defs.locks.values(), key=lambda x: x.id):
+        body.append((DefType.LOCK, (lk.id, int(lk.kind), S(lk.name))))
+    for proc, ck in sorted(defs.clocks.items()):
+        body.append((DefType.CLOCK, (proc, 0, float(ck.ticks_per_second), int(ck.origin))))
+    for proc, offs in sorted(defs.offsets.items()):
+        for o in offs:
+            body.append((DefType.OFFSET, (proc, 0, float(o.local_time), float(o.offset))))
+    for m in sorted(defs.metrics.values(), key=lambda x: x.id):
+        body.append((DefType.METRIC, (m.id, S(m.name), S(m.unit), int(m.dtype), int(m.mode), 0)))
+    for k, v in defs.attributes.items():
+        body.append((DefType.ATTRIBUTE, (S(k), S(v))))
+
+    # strings first, so a reader meets every string before its use
+    for sid, s in strings.pending:
+        rec(DefType.STRING, struct.pack(p + "I", sid) + s.encode("utf-8"))
+    n = len(strings.pending)
+    strings.pending = []
+    for gid, ranks in sorted(defs.groups.items()):
+        rec(DefType.GROUP, struct.pack(p + "II", gid, len(ranks)) + struct.pack(p + f"{len(ranks)}I", *ranks))
+        n += 1
+    for t, values in body:
+        fixed(t, *values)
+    return b"".join(out), n + len(body)
+
+
+# --------------------------------------------------------------------------
+# Decoding
+# --------------------------------------------------------------------------
+
+
+class RawDefinitions:
+    """Definition records as read, before string ids are resolved.
+
+    Several DEFINITIONS blocks feed one instance; `resolve` runs once all are read.
+    """
+
+    def __init__(self) -> None:
+        self.strings: dict[int, str] = {}
+        self.records: list[tuple[DefType, tuple]] = []
+        self.groups: dict[int, tuple[int, ...]] = {}
+
+
+def decode_definitions(payload, count: int, byte_order: int, raw: RawDefinitions, where) -> None:
+    """Parse one DEFINITIONS payload into `raw`.
+
+    `where(msg, rel_offset)` builds the TraceFormatError for a problem at a
+    byte offset relative to the payload start.
+    """
+    p = _prefix(byte_order)
+    head = struct.Struct(p + layout.DEF_RECORD_HEADER_FMT)
+    body_structs = {t: struct.Struct(p + f) for t, f in layout.DEF_BODY_FMT.items()}
+    u32 = struct.Struct(p + "I")
+    pos, end, n = 0, len(payload), 0
+    while pos < end:
+        if pos + head.size > end:
+            raise where(f"definition record {n} header runs past the block end", pos)
+        t, _reserved, length = head.unpack_from(payload, pos)
+        body_at = pos + head.size
+        if length > end - body_at:
+            raise where(f"definition record {n} (type {t}) claims {length} body bytes, only {end - body_at} left", pos)
+        body = payload[body_at : body_at + length]
+        if t == DefType.STRING:
+            if length < 4:
+                raise where(f"STRING record {n} is too short ({length} bytes)", pos)
+            (sid,) = u32.unpack_from(body, 0)
+            try:
+                raw.strings[sid] = bytes(body[4:]).decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise where(f"STRING record {n} (id {sid}) is not valid UTF-8: {e.reason}", pos) from None
+        elif t == DefType.GROUP:
+            if length < 8:
+                raise where(f"GROUP record {n} is too short ({length} bytes)", pos)
+            gid, k = struct.unpack_from(p + "II", body, 0)
+            if 8 + 4 * k > length:
+                raise where(f"GROUP record {n} (id {gid}) claims {k} ranks but has room for {(length - 8) // 4}", pos)
+            raw.groups[gid] = struct.unpack_from(p + f"{k}I", body, 8)
+        elif t in body_structs:
+            s = body_structs[t]
+            if length < s.size:
+                raise where(f"{DefType(t).name} record {n} is too short ({length} bytes, need {s.size})", pos)
+            raw.records.append((DefType(t), s.unpack_from(body, 0)))
+        # unknown record types (a newer minor version) are skipped: the length makes that safe
+        pos = body_at + length
+        n += 1
+    if n != count:
+        raise where(f"block header announces {count} definition records, payload holds {n}", 0)
+
+
+def resolve(raw: RawDefinitions, problems: list[str]) -> Definitions:
+    """Turn raw records into a :class:`Definitions`; dangling string ids become problems."""
+    d = Definitions(strings=dict(raw.strings), groups=dict(raw.groups))
+
+    def S(sid: int, what: str) -> str:
+        if sid == NO_ID:
+            return ""
+        s = raw.strings.get(sid)
+        if s is None:
+            problems.append(f"{what} refers to undefined string {sid}")
+            return f"<string {sid}>"
+        return s
+
+    comms = []
+    for t, v in raw.records:
+        if t == DefType.SOURCE_FILE:
+            d.files[v[0]] = S(v[1], f"source file {v[0]}")
+        elif t == DefType.REGION:
+            rid, name, fid, bl, el, par, role, _ = v
+            d.regions[rid] = Region(
+                rid, S(name, f"region {rid}"), fid, bl, el, _enum_or_int(Paradigm, par), _enum_or_int(Role, role)
+            )
+        elif t == DefType.CALLSITE:
+            d.callsites[v[0]] = Callsite(*v)
+        elif t == DefType.MACHINE:
+            d.machines[v[0]] = Machine(v[0], S(v[1], f"machine {v[0]}"))
+        elif t == DefType.NODE:
+            d.nodes[v[0]] = Node(v[0], v[1], S(v[2], f"node {v[0]}"))
+        elif t == DefType.PROCESS:
+            d.processes[v[0]] = Process(v[0], v[1], S(v[2], f"process {v[0]}"))
+        elif t == DefType.LOCATION:
+            d.locations[v[0]] = Location(v[0], v[1], v[2], S(v[3], f"location {v[0]}"))
+        elif t == DefType.COMM:
+            comms.append(v)
+        elif t == DefType.LOCK:
+            d.locks[v[0]] = Lock(v[0], _enum_or_int(LockKind, v[1]), S(v[2], f"lock {v[0]}"))
+        elif t == DefType.CLOCK:
+            proc, _, tps, origin = v
+            if not tps > 0:  # also rejects NaN
+                problems.append(f"clock of process {proc} has a tick rate of {tps}; using 1e9")
+                tps = 1e9
+            d.clocks[proc] = Clock(proc, tps, origin)
+        elif t == DefType.OFFSET:
+            d.offsets.setdefault(v[0], []).append(Offset(v[2], v[3]))
+        elif t == DefType.METRIC:
+            mid, name, unit, dt, mode, _ = v
+            d.metrics[mid] = Metric(
+                mid,
+                S(name, f"metric {mid}"),
+                S(unit, f"metric {mid}"),
+                _enum_or_int(MetricDtype, dt),
+                _enum_or_int(MetricMode, mode),
+            )
+        elif t == DefType.ATTRIBUTE:
+            d.attributes[S(v[0], "attribute key")] = S(v[1], "attribute value")
+    for cid, gid, name, parent in comms:
+        ranks = raw.groups.get(gid)
+        if ranks is None:
+            problems.append(f"communicator {cid} refers to undefined group {gid}")
+            ranks = ()
+        d.comms[cid] = Comm(cid, gid, S(name, f"communicator {cid}"), parent, tuple(ranks))
+    for offs in d.offsets.values():
+        offs.sort(key=lambda o: o.local_time)
+    return d
