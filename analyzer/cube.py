@@ -1,0 +1,789 @@
+"""The severity cube: performance properties x call paths x locations.
+
+A :class:`Cube` holds the three dimensions of an analysis result and its
+values:
+
+* the **metric tree** (:class:`MetricInfo`, parents before children),
+* the **call tree** (``cnode_parent`` / ``cnode_region`` arrays over
+  :class:`RegionInfo` regions; node ids are the row index of every value array),
+* the **system tree** (one :class:`LocationInfo` per location, i.e. per
+  thread; machine / node / process are attributes of the location),
+* **values**: per metric a dense float64 array ``[n_cnodes, n_locations]``,
+  *inclusive along the metric tree* (a parent's value contains its
+  children's) and *exclusive along the call tree* (charged to one call path).
+  These are CUBE's and Scalasca's conventions.
+
+The cube is the hub between the analyzer and every output: CUBE4 ``.cubex``
+(:mod:`analyzer.cubex`), the JSON summary (:mod:`analyzer.cube_json`) and HDF5
+(:mod:`analyzer.cube_hdf5`).  Readers return :class:`Cube` objects too, so a
+file written by Scalasca or Score-P can be queried the same way as our own.
+``docs/cube.md`` describes the file formats.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+import numpy as np
+
+__all__ = [
+    "Cube",
+    "CubeError",
+    "CubeFormatError",
+    "MetricInfo",
+    "RegionInfo",
+    "LocationInfo",
+    "region_strings",
+    "diff_cubes",
+    "read_cubex",
+    "read_cube3",
+    "check_cubex",
+    "read_json",
+    "compare_json",
+    "read_hdf5",
+]
+
+UNITS = ("sec", "occ", "bytes")
+DTYPES = ("FLOAT", "INTEGER")
+#: how values of a metric combine along the call tree and over locations;
+#: "min"/"max" only occur in files from other tools (CUBE's MINDOUBLE/MAXDOUBLE)
+AGGREGATIONS = ("sum", "min", "max")
+
+
+class CubeError(ValueError):
+    """A cube is inconsistent (bad shapes, ids, names) or cannot be written."""
+
+
+class CubeFormatError(CubeError):
+    """A cube file cannot be read; the message names the file, member and offset."""
+
+
+# --------------------------------------------------------------------------
+# Dimension records
+# --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MetricInfo:
+    """One performance property (CUBE metric).
+
+    ``name`` is the unique name (CUBE ``uniq_name``, e.g. ``mpi_latesender``),
+    ``parent`` the unique name of the parent property or ``None`` for a root.
+    ``dtype`` is ``"FLOAT"`` (severities, written as CUBE ``DOUBLE``) or
+    ``"INTEGER"`` (counts, written as ``UINT64``).
+    """
+
+    name: str
+    display_name: str = ""
+    parent: str | None = None
+    unit: str = "sec"
+    description: str = ""
+    diagnosis: str = ""
+    dtype: str = "FLOAT"
+    url: str = ""
+    aggregation: str = "sum"
+
+    def __post_init__(self):
+        if self.parent == "":
+            object.__setattr__(self, "parent", None)
+        if not self.display_name:
+            object.__setattr__(self, "display_name", self.name)
+
+
+@dataclass(frozen=True)
+class RegionInfo:
+    """A code region (function, MPI call, OpenMP construct).
+
+    ``paradigm`` and ``role`` are CUBE's strings (see :func:`region_strings`).
+    Lines are -1 when unknown.
+    """
+
+    name: str
+    file: str = ""
+    begin_line: int = -1
+    end_line: int = -1
+    paradigm: str = "unknown"
+    role: str = "unknown"
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class LocationInfo:
+    """One location (a thread of a process) and where it ran.
+
+    ``rank`` is the process (MPI rank), ``thread`` the thread number within
+    the process.  ``name`` and ``process_name`` default to ``thread N`` /
+    ``rank N`` when written.
+    """
+
+    machine: str = "machine"
+    node: str = "node"
+    rank: int = 0
+    thread: int = 0
+    name: str = ""
+    process_name: str = ""
+
+    @property
+    def key(self) -> str:
+        """The location's key in the JSON summary: ``"rank R thread T"``."""
+        return f"rank {self.rank} thread {self.thread}"
+
+    @property
+    def thread_name(self) -> str:
+        return self.name or f"thread {self.thread}"
+
+    @property
+    def group_name(self) -> str:
+        return self.process_name or f"rank {self.rank}"
+
+
+# --------------------------------------------------------------------------
+# tracefmt Paradigm/Role -> CUBE strings
+# --------------------------------------------------------------------------
+# CUBE's role vocabulary is the one Score-P and Scalasca write (and that
+# Scalasca's remapping rules match on): "function", "loop", "point2point",
+# "barrier", "one2all", "implicit barrier", "critical sblock", ...
+_PARADIGM_STRINGS = {0: "unknown", 1: "user", 2: "compiler", 3: "mpi", 4: "openmp", 5: "measurement"}
+_ROLE_STRINGS = {
+    0: "function",  # FUNCTION
+    1: "user",  # USER_REGION (Score-P's name for SCOREP_REGION_USER)
+    2: "loop",  # LOOP
+    10: "point2point",  # MPI_POINT2POINT
+    11: "barrier",  # MPI_COLL_BARRIER
+    12: "one2all",  # MPI_COLL_ONE2ALL
+    13: "all2one",  # MPI_COLL_ALL2ONE
+    14: "all2all",  # MPI_COLL_ALL2ALL
+    15: "other collective",  # MPI_COLL_OTHER (Scan, Exscan)
+    16: "function",  # MPI_INIT_FINALIZE: CUBE has no role for it; classified by name
+    17: "file io",  # MPI_FILE_IO
+    18: "rma",  # MPI_RMA
+    19: "function",  # MPI_OTHER
+    30: "parallel",
+    31: "loop",
+    32: "sections",
+    33: "section",
+    34: "single",
+    35: "single sblock",
+    36: "master",
+    37: "workshare",
+    38: "critical",
+    39: "critical sblock",
+    40: "atomic",
+    41: "barrier",
+    42: "implicit barrier",
+    43: "flush",
+    44: "ordered",
+    45: "ordered sblock",
+    46: "wrapper",  # OMP_LOCK_API: Score-P marks omp_*_lock as wrapper regions
+    47: "task",
+    48: "taskwait",
+    60: "artificial",  # MEASUREMENT_FLUSH
+    61: "artificial",  # MEASUREMENT_PAUSE
+}
+
+
+def region_strings(paradigm: int, role: int) -> tuple[str, str]:
+    """CUBE ``(paradigm, role)`` strings for ``tracefmt.layout.Paradigm`` / ``Role`` codes.
+
+    Unknown codes map to ``"unknown"`` so that a newer trace never breaks
+    writing a cube.
+    """
+    return _PARADIGM_STRINGS.get(int(paradigm), "unknown"), _ROLE_STRINGS.get(int(role), "unknown")
+
+
+# --------------------------------------------------------------------------
+# Values container: a dict whose missing metrics read as zeros
+# --------------------------------------------------------------------------
+class CubeValues(dict):
+    """``metric name -> float64 [n_cnodes, n_locations]``.
+
+    A metric of the cube without stored values reads as a read-only array of
+    zeros (no memory is allocated for it); an unknown name raises ``KeyError``.
+    """
+
+    def __init__(self, data, metric_names, shape):
+        super().__init__(data)
+        self._names = frozenset(metric_names)
+        self._shape = shape
+
+    def __missing__(self, name):
+        if name not in self._names:
+            raise KeyError(f"no metric {name!r} in this cube; metrics: {sorted(self._names)}")
+        return np.broadcast_to(np.zeros((), np.float64), self._shape)
+
+
+_NAME_RE = re.compile(r"[a-z][a-z0-9_.\-]*")
+
+
+# --------------------------------------------------------------------------
+# The cube
+# --------------------------------------------------------------------------
+class Cube:
+    """Severity cube; see the module docstring for the value semantics.
+
+    Args:
+        metrics: the metric tree, parents before their children.
+        regions: regions by id.
+        cnode_parent: int array, parent cnode of every cnode, -1 for the root.
+        cnode_region: int array, region id of every cnode.
+        locations: locations by id (= column of every value array).
+        values: metric name -> array ``[n_cnodes, n_locations]``; metrics left
+            out are all zero.
+        attrs: free-form key/value facts (written as CUBE ``<attr>``).
+        cnode_line: optional int array, call-site line of every cnode (-1 unknown).
+        cnode_file: optional list of call-site file names ("" unknown).
+        strict: enforce our naming conventions (lower-case unique names, units
+            sec/occ/bytes, one root cnode, unique (rank, thread)).  Readers of
+            files from other tools pass ``False``.
+
+    Raises:
+        CubeError: with a message naming the offending metric/cnode/location.
+    """
+
+    def __init__(
+        self,
+        metrics: list[MetricInfo],
+        regions: list[RegionInfo],
+        cnode_parent,
+        cnode_region,
+        locations: list[LocationInfo],
+        values: Mapping[str, np.ndarray] | None = None,
+        attrs: Mapping[str, str] | None = None,
+        *,
+        cnode_line=None,
+        cnode_file: list[str] | None = None,
+        strict: bool = True,
+    ):
+        self.metrics: list[MetricInfo] = list(metrics)
+        self.regions: list[RegionInfo] = list(regions)
+        self.locations: list[LocationInfo] = list(locations)
+        self.attrs: dict[str, str] = {str(k): str(v) for k, v in (attrs or {}).items()}
+        #: notes from a reader: what in the file could not be represented
+        self.problems: list[str] = []
+        self.strict = strict
+
+        self.cnode_parent = self._int_array(cnode_parent, "cnode_parent")
+        self.cnode_region = self._int_array(cnode_region, "cnode_region")
+        n = self.cnode_parent.shape[0]
+        if self.cnode_region.shape[0] != n:
+            raise CubeError(f"cnode_region has {self.cnode_region.shape[0]} entries, cnode_parent has {n}")
+        self.cnode_line = (
+            np.full(n, -1, np.int64) if cnode_line is None else self._int_array(cnode_line, "cnode_line")
+        )
+        if self.cnode_line.shape[0] != n:
+            raise CubeError(f"cnode_line has {self.cnode_line.shape[0]} entries, expected {n}")
+        self.cnode_file = [""] * n if cnode_file is None else [str(f) for f in cnode_file]
+        if len(self.cnode_file) != n:
+            raise CubeError(f"cnode_file has {len(self.cnode_file)} entries, expected {n}")
+
+        self._index = {}
+        self._validate_metrics()
+        self._validate_calltree()
+        self._validate_locations()
+        self.values = CubeValues(self._validate_values(values or {}), self._index, (n, len(self.locations)))
+        self._paths: list[str] | None = None
+        self._children: list[list[int]] | None = None
+
+    @classmethod
+    def from_arrays(
+        cls,
+        metrics: list[MetricInfo],
+        regions: list[RegionInfo],
+        cnode_parent,
+        cnode_region,
+        locations: list[LocationInfo],
+        values,
+        attrs: Mapping[str, str] | None = None,
+        **kwargs,
+    ) -> "Cube":
+        """Build a cube from a dense ``[n_metrics, n_cnodes, n_locations]`` array
+        (metric order as in ``metrics``) or a name -> array mapping."""
+        if isinstance(values, np.ndarray):
+            if values.ndim != 3 or values.shape[0] != len(metrics):
+                raise CubeError(
+                    f"values array has shape {values.shape}; expected ({len(metrics)}, n_cnodes, n_locations)"
+                )
+            values = {m.name: values[i] for i, m in enumerate(metrics)}
+        return cls(metrics, regions, cnode_parent, cnode_region, locations, values, attrs, **kwargs)
+
+    # ---------------------------------------------------------------- validation
+    @staticmethod
+    def _int_array(a, what: str) -> np.ndarray:
+        arr = np.asarray(a)
+        if arr.ndim != 1:
+            raise CubeError(f"{what} must be a 1-d integer array, got shape {arr.shape}")
+        if arr.size and not np.issubdtype(arr.dtype, np.integer):
+            if not np.all(np.equal(np.mod(arr, 1), 0)):
+                raise CubeError(f"{what} must hold integers, got dtype {arr.dtype}")
+        return arr.astype(np.int64)
+
+    def _validate_metrics(self):
+        for i, m in enumerate(self.metrics):
+            if not isinstance(m, MetricInfo):
+                raise CubeError(f"metric #{i} is a {type(m).__name__}, not a MetricInfo")
+            if not m.name or any(ch.isspace() for ch in m.name) or "/" in m.name:
+                raise CubeError(f"metric #{i}: unique name {m.name!r} must be non-empty without spaces or '/'")
+            if m.name in self._index:
+                raise CubeError(f"metric #{i}: unique name {m.name!r} is used twice")
+            if m.parent is not None:
+                if m.parent not in self._index:
+                    later = any(o.name == m.parent for o in self.metrics[i + 1 :])
+                    raise CubeError(
+                        f"metric {m.name!r}: parent {m.parent!r} "
+                        + ("comes after its child; list parents first" if later else "does not exist")
+                    )
+            if m.dtype not in DTYPES:
+                raise CubeError(f"metric {m.name!r}: dtype {m.dtype!r} is not one of {DTYPES}")
+            if m.aggregation not in AGGREGATIONS:
+                raise CubeError(f"metric {m.name!r}: aggregation {m.aggregation!r} is not one of {AGGREGATIONS}")
+            if self.strict:
+                if not _NAME_RE.fullmatch(m.name):
+                    raise CubeError(
+                        f"metric {m.name!r}: unique names are lower case ([a-z][a-z0-9_.-]*), as in Scalasca"
+                    )
+                if m.unit not in UNITS:
+                    raise CubeError(f"metric {m.name!r}: unit {m.unit!r} is not one of {UNITS}")
+            self._index[m.name] = i
+
+    def _validate_calltree(self):
+        parent, region = self.cnode_parent, self.cnode_region
+        n = parent.shape[0]
+        if n == 0:
+            raise CubeError("the call tree is empty; a cube needs at least one (root) cnode")
+        bad = np.flatnonzero((parent < -1) | (parent >= n) | (parent == np.arange(n)))
+        if bad.size:
+            c = int(bad[0])
+            raise CubeError(f"cnode {c}: parent {int(parent[c])} is not a cnode id in [-1, {n}) other than itself")
+        bad = np.flatnonzero((region < 0) | (region >= len(self.regions)))
+        if bad.size:
+            c = int(bad[0])
+            raise CubeError(f"cnode {c}: region {int(region[c])} is not a region id in [0, {len(self.regions)})")
+        roots = np.flatnonzero(parent == -1)
+        if roots.size == 0:
+            raise CubeError("the call tree has no root cnode (parent -1)")
+        if self.strict and roots.size > 1:
+            names = [self.regions[int(region[r])].name for r in roots[:5]]
+            raise CubeError(
+                f"the call tree has {roots.size} root cnodes (ids {roots[:5].tolist()}, regions {names}); "
+                "a cube needs exactly one: add a synthetic root (e.g. the program) above them"
+            )
+        # every node must reach a root: depth by repeated parent lookup
+        depth = self._depths()
+        if depth is None:
+            raise CubeError("the call tree has a cycle (a cnode is its own ancestor)")
+        for i, r in enumerate(self.regions):
+            if not isinstance(r, RegionInfo):
+                raise CubeError(f"region #{i} is a {type(r).__name__}, not a RegionInfo")
+
+    def _depths(self) -> np.ndarray | None:
+        parent = self.cnode_parent
+        n = parent.shape[0]
+        depth = np.zeros(n, np.int64)
+        cur = parent.copy()
+        for _ in range(n + 1):
+            live = cur >= 0
+            if not live.any():
+                self._depth = depth
+                return depth
+            depth[live] += 1
+            cur[live] = parent[cur[live]]
+        return None
+
+    def _validate_locations(self):
+        if not self.locations:
+            raise CubeError("a cube needs at least one location")
+        seen: dict[tuple[int, int], int] = {}
+        where: dict[int, tuple[str, str]] = {}
+        for i, loc in enumerate(self.locations):
+            if not isinstance(loc, LocationInfo):
+                raise CubeError(f"location {i} is a {type(loc).__name__}, not a LocationInfo")
+            if loc.rank < 0 or loc.thread < 0:
+                raise CubeError(f"location {i}: rank {loc.rank} and thread {loc.thread} must be >= 0")
+            if not self.strict:
+                continue
+            key = (loc.rank, loc.thread)
+            if key in seen:
+                raise CubeError(f"locations {seen[key]} and {i} are both rank {loc.rank} thread {loc.thread}")
+            seen[key] = i
+            host = (loc.machine, loc.node)
+            if where.setdefault(loc.rank, host) != host:
+                raise CubeError(
+                    f"location {i}: rank {loc.rank} is on {host[0]}/{host[1]} but another thread of it "
+                    f"is on {where[loc.rank][0]}/{where[loc.rank][1]}"
+                )
+
+    def _validate_values(self, values: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        shape = (self.cnode_parent.shape[0], len(self.locations))
+        out = {}
+        for name, arr in values.items():
+            if name not in self._index:
+                raise CubeError(f"values given for unknown metric {name!r}; metrics: {list(self._index)}")
+            a = np.ascontiguousarray(arr, dtype=np.float64)
+            if a.shape != shape:
+                raise CubeError(f"metric {name!r}: values have shape {a.shape}, expected {shape} (cnodes, locations)")
+            if not np.all(np.isfinite(a)):
+                c, loc = np.argwhere(~np.isfinite(a))[0]
+                raise CubeError(f"metric {name!r}: value at cnode {c}, location {loc} is {a[c, loc]}")
+            out[name] = a
+        return out
+
+    # ---------------------------------------------------------------- dimensions
+    @property
+    def n_cnodes(self) -> int:
+        return int(self.cnode_parent.shape[0])
+
+    @property
+    def n_locations(self) -> int:
+        return len(self.locations)
+
+    @property
+    def metric_names(self) -> list[str]:
+        return [m.name for m in self.metrics]
+
+    def metric(self, name: str) -> MetricInfo:
+        try:
+            return self.metrics[self._index[name]]
+        except KeyError:
+            raise KeyError(f"no metric {name!r} in this cube; metrics: {self.metric_names}") from None
+
+    def metric_children(self, name: str) -> list[str]:
+        self.metric(name)
+        return [m.name for m in self.metrics if m.parent == name]
+
+    def metric_roots(self) -> list[str]:
+        return [m.name for m in self.metrics if m.parent is None]
+
+    def roots(self) -> list[int]:
+        return np.flatnonzero(self.cnode_parent == -1).tolist()
+
+    def children(self, cnode: int) -> list[int]:
+        if self._children is None:
+            kids: list[list[int]] = [[] for _ in range(self.n_cnodes)]
+            for c, p in enumerate(self.cnode_parent.tolist()):
+                if p >= 0:
+                    kids[p].append(c)
+            self._children = kids
+        return self._children[cnode]
+
+    def dfs_order(self) -> list[int]:
+        """Cnode ids in depth-first pre-order, roots and children by ascending id."""
+        order: list[int] = []
+        stack = list(reversed(self.roots()))
+        while stack:
+            c = stack.pop()
+            order.append(c)
+            stack.extend(reversed(self.children(c)))
+        return order
+
+    def region_of(self, cnode: int) -> RegionInfo:
+        return self.regions[int(self.cnode_region[cnode])]
+
+    @property
+    def callpaths(self) -> list[str]:
+        """``main/foo/MPI_Recv`` for every cnode (index = cnode id)."""
+        if self._paths is None:
+            paths: list[str | None] = [None] * self.n_cnodes
+            for c in self.dfs_order():
+                name = self.regions[int(self.cnode_region[c])].name
+                p = int(self.cnode_parent[c])
+                paths[c] = name if p < 0 else f"{paths[p]}/{name}"
+            self._paths = paths  # type: ignore[assignment]
+        return self._paths  # type: ignore[return-value]
+
+    def callpath(self, cnode: int) -> str:
+        if not 0 <= cnode < self.n_cnodes:
+            raise IndexError(f"cnode {cnode} out of range [0, {self.n_cnodes})")
+        return self.callpaths[cnode]
+
+    def find_cnodes(self, path: str) -> list[int]:
+        """Cnode ids whose call path is ``path`` (several when only the call site differs)."""
+        return [c for c, p in enumerate(self.callpaths) if p == path]
+
+    # ---------------------------------------------------------------- values
+    def _reduce(self, name: str, arr: np.ndarray, axis) -> np.ndarray:
+        agg = self.metric(name).aggregation
+        if agg == "min":
+            return arr.min(axis=axis)
+        if agg == "max":
+            return arr.max(axis=axis)
+        return arr.sum(axis=axis)
+
+    def total(self, name: str) -> float:
+        """The metric's value over the whole run (call paths and locations)."""
+        return float(self._reduce(name, self.values[name], None))
+
+    def per_location(self, name: str) -> np.ndarray:
+        """``[n_locations]``: the metric summed over all call paths."""
+        return np.asarray(self._reduce(name, self.values[name], 0), dtype=np.float64)
+
+    def per_cnode(self, name: str) -> np.ndarray:
+        """``[n_cnodes]``: the metric summed over all locations (exclusive along the call tree)."""
+        return np.asarray(self._reduce(name, self.values[name], 1), dtype=np.float64)
+
+    def per_callpath(self, name: str) -> dict[str, float]:
+        """Call path string -> value summed over locations, in cnode order.
+
+        Cnodes that share a path string (same regions, different call sites)
+        are combined.
+        """
+        agg = self.metric(name).aggregation
+        out: dict[str, float] = {}
+        for path, v in zip(self.callpaths, self.per_cnode(name).tolist()):
+            if path in out:
+                out[path] = min(out[path], v) if agg == "min" else max(out[path], v) if agg == "max" else out[path] + v
+            else:
+                out[path] = v
+        return out
+
+    def inclusive(self, name: str) -> np.ndarray:
+        """``[n_cnodes, n_locations]`` inclusive along the call tree (a cnode plus its subtree)."""
+        incl = np.array(self.values[name], dtype=np.float64, copy=True)
+        agg = self.metric(name).aggregation
+        depth = self._depth
+        parent = self.cnode_parent
+        for d in range(int(depth.max()), 0, -1):
+            nodes = np.flatnonzero(depth == d)
+            if agg == "sum":
+                np.add.at(incl, parent[nodes], incl[nodes])
+            elif agg == "min":
+                np.minimum.at(incl, parent[nodes], incl[nodes])
+            else:
+                np.maximum.at(incl, parent[nodes], incl[nodes])
+        return incl
+
+    def exclusive_in_metric(self, name: str) -> np.ndarray:
+        """The metric's own share: its values minus its children's (CUBE's
+        "exclusive along the metric tree" view)."""
+        own = np.array(self.values[name], dtype=np.float64, copy=True)
+        if self.metric(name).aggregation != "sum":
+            return own
+        for child in self.metric_children(name):
+            if self.metric(child).aggregation == "sum":
+                own -= self.values[child]
+        return own
+
+    # ---------------------------------------------------------------- outputs
+    def write_cubex(self, path) -> None:
+        """Write a CUBE4 ``.cubex`` file (see :mod:`analyzer.cubex`)."""
+        from .cubex import write_cubex
+
+        write_cubex(self, path)
+
+    def to_json_dict(self) -> dict:
+        from .cube_json import to_json_dict
+
+        return to_json_dict(self)
+
+    def write_json(self, path) -> None:
+        from .cube_json import write_json
+
+        write_json(self, path)
+
+    def write_hdf5(self, path, compression: str | None = "gzip") -> None:
+        from .cube_hdf5 import write_hdf5
+
+        write_hdf5(self, path, compression=compression)
+
+    def calltree_graph(self, metrics: Iterable[str] | str | None = None):
+        """The call tree as a ``networkx.DiGraph`` (edge parent -> child).
+
+        Node = cnode id with attributes ``region``, ``path``, ``file``,
+        ``line`` (call-site line, else the region's first line), ``paradigm``,
+        ``role``.  For every metric in ``metrics`` (a name, a list, or
+        ``"all"``) two more: ``<metric>`` (the cnode's own value summed over
+        locations) and ``<metric>.incl`` (inclusive along the call tree).
+        """
+        import networkx as nx
+
+        names = self._metric_selection(metrics)
+        g = nx.DiGraph(kind="calltree")
+        paths = self.callpaths
+        for c in range(self.n_cnodes):
+            r = self.region_of(c)
+            line = int(self.cnode_line[c]) if self.cnode_line[c] >= 0 else r.begin_line
+            g.add_node(
+                c,
+                region=r.name,
+                path=paths[c],
+                file=self.cnode_file[c] or r.file,
+                line=line,
+                paradigm=r.paradigm,
+                role=r.role,
+            )
+        for c, p in enumerate(self.cnode_parent.tolist()):
+            if p >= 0:
+                g.add_edge(p, c)
+        for name in names:
+            excl = self.per_cnode(name)
+            incl = self._reduce(name, self.inclusive(name), 1)
+            for c in range(self.n_cnodes):
+                g.nodes[c][name] = float(excl[c])
+                g.nodes[c][name + ".incl"] = float(incl[c])
+        return g
+
+    def system_graph(self, metrics: Iterable[str] | str | None = None):
+        """The system tree as a ``networkx.DiGraph``: machine -> node -> process -> thread.
+
+        Node keys are tuples: ``("machine", m)``, ``("node", m, n)``,
+        ``("process", rank)``, ``("thread", rank, thread)``; every node has
+        ``kind`` and ``name``; processes have ``rank``; threads ``rank``,
+        ``thread`` and ``location`` (the value column).  For each metric in
+        ``metrics`` every node gets ``<metric>``: the sum over its locations.
+        """
+        import networkx as nx
+
+        names = self._metric_selection(metrics)
+        g = nx.DiGraph(kind="system")
+        per_loc = {name: self.per_location(name) for name in names}
+        for i, loc in enumerate(self.locations):
+            m = ("machine", loc.machine)
+            n = ("node", loc.machine, loc.node)
+            p = ("process", loc.rank)
+            t = ("thread", loc.rank, loc.thread)
+            g.add_node(m, kind="machine", name=loc.machine)
+            g.add_node(n, kind="node", name=loc.node)
+            g.add_node(p, kind="process", name=loc.group_name, rank=loc.rank)
+            g.add_node(t, kind="thread", name=loc.thread_name, rank=loc.rank, thread=loc.thread, location=i)
+            g.add_edge(m, n)
+            g.add_edge(n, p)
+            g.add_edge(p, t)
+            for name in names:
+                v = float(per_loc[name][i])
+                g.nodes[t][name] = v
+        # aggregate upwards (sum) for the inner nodes
+        for name in names:
+            for node in reversed(list(nx.topological_sort(g))):
+                if g.nodes[node]["kind"] != "thread":
+                    g.nodes[node][name] = float(sum(g.nodes[k][name] for k in g.successors(node)))
+        return g
+
+    def _metric_selection(self, metrics) -> list[str]:
+        if metrics is None:
+            return []
+        if metrics == "all":
+            return self.metric_names
+        if isinstance(metrics, str):
+            metrics = [metrics]
+        names = list(metrics)
+        for n in names:
+            self.metric(n)
+        return names
+
+    def to_dataframe(self, metrics: Iterable[str] | str | None = "all"):
+        """A tidy ``pandas.DataFrame``: one row per non-zero (metric, cnode, location) value.
+
+        Columns: ``metric``, ``cnode``, ``callpath``, ``region``, ``location``,
+        ``rank``, ``thread``, ``value`` (as stored: inclusive along the metric
+        tree, exclusive along the call tree).  Needs pandas
+        (``pip install expert-analyze[dataframe]``).
+        """
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError(
+                "Cube.to_dataframe() needs pandas, which is not installed: "
+                "pip install pandas  (or: pip install 'expert-analyze[dataframe]')"
+            ) from None
+        names = self._metric_selection(metrics)
+        cols: dict[str, list] = {k: [] for k in ("metric", "cnode", "location", "value")}
+        for name in names:
+            c, loc = np.nonzero(self.values[name])
+            cols["metric"].append(np.full(c.size, name, dtype=object))
+            cols["cnode"].append(c)
+            cols["location"].append(loc)
+            cols["value"].append(np.asarray(self.values[name])[c, loc])
+        cat = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in cols.items()}
+        cnode = cat["cnode"].astype(np.int64)
+        location = cat["location"].astype(np.int64)
+        paths = np.array(self.callpaths, dtype=object)
+        region_names = np.array([self.region_of(c).name for c in range(self.n_cnodes)], dtype=object)
+        ranks = np.array([loc.rank for loc in self.locations], dtype=np.int64)
+        threads = np.array([loc.thread for loc in self.locations], dtype=np.int64)
+        return pd.DataFrame(
+            {
+                "metric": cat["metric"].astype(object),
+                "cnode": cnode,
+                "callpath": paths[cnode],
+                "region": region_names[cnode],
+                "location": location,
+                "rank": ranks[location],
+                "thread": threads[location],
+                "value": cat["value"].astype(np.float64),
+            }
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"<Cube {len(self.metrics)} metrics, {self.n_cnodes} call paths, "
+            f"{self.n_locations} locations, {len(self.values)} with data>"
+        )
+
+
+# --------------------------------------------------------------------------
+# Comparing two cubes
+# --------------------------------------------------------------------------
+def diff_cubes(a: Cube, b: Cube, rtol: float = 1e-12, atol: float = 0.0, limit: int = 20) -> list[str]:
+    """Differences between two cubes, matched by identity, not by id.
+
+    Metrics match by unique name, call paths by their path string, locations
+    by (rank, thread) -- the identities cubelib's algebra tools use.  Values
+    agree when ``|x - y| <= atol + rtol * max(|x|, |y|)``.  Returns at most
+    ``limit`` human-readable lines; empty when the cubes agree.
+    """
+    out: list[str] = []
+    ma, mb = set(a.metric_names), set(b.metric_names)
+    for name in sorted(ma - mb):
+        out.append(f"metric {name!r} only in the first cube")
+    for name in sorted(mb - ma):
+        out.append(f"metric {name!r} only in the second cube")
+    for name in sorted(ma & mb):
+        ia, ib = a.metric(name), b.metric(name)
+        if (ia.parent, ia.unit) != (ib.parent, ib.unit):
+            out.append(f"metric {name!r}: parent/unit {ia.parent}/{ia.unit} vs {ib.parent}/{ib.unit}")
+    pa, pb = _path_index(a), _path_index(b)
+    for p in sorted(set(pa) - set(pb))[:limit]:
+        out.append(f"call path {p!r} only in the first cube")
+    for p in sorted(set(pb) - set(pa))[:limit]:
+        out.append(f"call path {p!r} only in the second cube")
+    la = {(loc.rank, loc.thread): i for i, loc in enumerate(a.locations)}
+    lb = {(loc.rank, loc.thread): i for i, loc in enumerate(b.locations)}
+    if set(la) != set(lb):
+        out.append(f"locations differ: {sorted(set(la) ^ set(lb))[:10]}")
+    if out:
+        return out[:limit]
+    paths = sorted(pa)
+    keys = sorted(la)
+    ca = [pa[p] for p in paths]
+    cb = [pb[p] for p in paths]
+    cols_a = [la[k] for k in keys]
+    cols_b = [lb[k] for k in keys]
+    for name in sorted(ma & mb):
+        va = _rows_by_path(a, name, ca)[:, cols_a]
+        vb = _rows_by_path(b, name, cb)[:, cols_b]
+        bad = np.abs(va - vb) > atol + rtol * np.maximum(np.abs(va), np.abs(vb))
+        for r, c in np.argwhere(bad)[: max(0, limit - len(out))]:
+            out.append(
+                f"metric {name!r} at {paths[r]!r}, rank {keys[c][0]} thread {keys[c][1]}: "
+                f"{va[r, c]!r} vs {vb[r, c]!r}"
+            )
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _path_index(cube: Cube) -> dict[str, list[int]]:
+    idx: dict[str, list[int]] = {}
+    for c, p in enumerate(cube.callpaths):
+        idx.setdefault(p, []).append(c)
+    return idx
+
+
+def _rows_by_path(cube: Cube, name: str, groups: list[list[int]]) -> np.ndarray:
+    vals = cube.values[name]
+    return np.stack([vals[g].sum(axis=0) for g in groups]) if groups else np.zeros((0, cube.n_locations))
+
+
+# Re-exports: the readers live with their formats.
+from .cubex import check_cubex, read_cube3, read_cubex  # noqa: E402
+from .cube_json import compare_json, read_json  # noqa: E402
+from .cube_hdf5 import read_hdf5  # noqa: E402

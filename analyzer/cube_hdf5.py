@@ -1,0 +1,123 @@
+"""The whole cube as HDF5 (h5py), for large results and for tools outside Python.
+
+Layout (``docs/cube.md``)::
+
+    /                  attrs: format="expert-analyze-cube", version=1
+    /attrs             attrs: the cube's key/value facts
+    /metrics/<field>   1-d, one entry per metric in tree order: name, display_name, parent ("" = root),
+                       unit, description, diagnosis, dtype, url, aggregation (strings)
+    /regions/<field>   name, file, paradigm, role, description (strings); begin_line, end_line (int64)
+    /calltree/<field>  parent, region, line (int64, -1 = none); file (strings)
+    /locations/<field> machine, node, name, process_name (strings); rank, thread (int64)
+    /values/<metric>   float64 [n_cnodes, n_locations], chunked and gzip-compressed;
+                       absent = all zero
+
+Values have the cube's semantics (inclusive along the metric tree,
+exclusive along the call tree).
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+
+import numpy as np
+
+from .cube import Cube, CubeFormatError, LocationInfo, MetricInfo, RegionInfo
+
+FORMAT = "expert-analyze-cube"
+VERSION = 1
+
+
+def _strings(group, name: str, items: list[str]):
+    import h5py
+
+    group.create_dataset(name, data=np.array(items, dtype=object), dtype=h5py.string_dtype("utf-8"))
+
+
+def write_hdf5(cube: Cube, path, compression: str | None = "gzip") -> None:
+    import h5py
+
+    with h5py.File(Path(path), "w") as f:
+        f.attrs["format"] = FORMAT
+        f.attrs["version"] = VERSION
+        ga = f.create_group("attrs")
+        for k, v in cube.attrs.items():
+            ga.attrs[k] = v
+        for gname, records, cls in (
+            ("metrics", cube.metrics, MetricInfo),
+            ("regions", cube.regions, RegionInfo),
+            ("locations", cube.locations, LocationInfo),
+        ):
+            g = f.create_group(gname)
+            for fld in fields(cls):
+                col = [getattr(r, fld.name) for r in records]
+                if fld.type in ("int", int):
+                    g.create_dataset(fld.name, data=np.asarray(col, dtype=np.int64).reshape(len(col)))
+                else:
+                    _strings(g, fld.name, ["" if c is None else str(c) for c in col])
+        gc = f.create_group("calltree")
+        gc.create_dataset("parent", data=cube.cnode_parent)
+        gc.create_dataset("region", data=cube.cnode_region)
+        gc.create_dataset("line", data=cube.cnode_line)
+        _strings(gc, "file", cube.cnode_file)
+        gv = f.create_group("values")
+        for m in cube.metrics:
+            if m.name not in cube.values:  # a stored metric; missing ones read back as zeros
+                continue
+            vals = cube.values[m.name]
+            kw = {}
+            if compression:
+                kw = {"chunks": True, "compression": compression, "shuffle": True}
+            gv.create_dataset(m.name, data=vals, **kw)
+
+
+def read_hdf5(path) -> Cube:
+    """Read a cube written by :func:`write_hdf5`.
+
+    Raises:
+        CubeFormatError: naming the file and the missing or malformed dataset.
+    """
+    import h5py
+
+    path = Path(path)
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        raise CubeFormatError(f"{path}: not an HDF5 file or unreadable: {e}") from None
+    with f:
+        if f.attrs.get("format") != FORMAT:
+            raise CubeFormatError(f"{path}: HDF5 file without format={FORMAT!r}; not a cube written by us")
+        try:
+            records = {}
+            for gname, cls in (("metrics", MetricInfo), ("regions", RegionInfo), ("locations", LocationInfo)):
+                g = f[gname]
+                cols = {}
+                for fld in fields(cls):
+                    ds = g[fld.name]
+                    if fld.type in ("int", int):
+                        cols[fld.name] = [int(x) for x in ds[()]]
+                    else:
+                        cols[fld.name] = [x.decode("utf-8") if isinstance(x, bytes) else str(x) for x in ds[()]]
+                n = len(next(iter(cols.values()))) if cols else 0
+                records[gname] = [cls(**{k: v[i] for k, v in cols.items()}) for i in range(n)]
+            parent = f["calltree/parent"][()]
+            region = f["calltree/region"][()]
+            line = f["calltree/line"][()]
+            files = [x.decode("utf-8") if isinstance(x, bytes) else str(x) for x in f["calltree/file"][()]]
+            values = {name: ds[()] for name, ds in f["values"].items()}
+            attrs = {k: str(v) for k, v in f["attrs"].attrs.items()}
+        except KeyError as e:
+            raise CubeFormatError(f"{path}: missing dataset or group: {e}") from None
+    return Cube(
+        records["metrics"],
+        records["regions"],
+        parent,
+        region,
+        records["locations"],
+        values,
+        attrs,
+        cnode_line=line,
+        cnode_file=files,
+        strict=False,
+    )

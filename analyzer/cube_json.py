@@ -1,0 +1,131 @@
+"""The JSON summary of a cube, for scripts and CI gates.
+
+Schema (``docs/cube.md`` has the full description)::
+
+    {"format": "expert-analyze-summary", "version": 1,
+     "metrics": {
+        "<unique name>": {
+            "display_name": "...", "parent": "<unique name>" | null, "unit": "sec" | "occ" | "bytes",
+            "total": <value over the whole run>,
+            "per_location": {"rank R thread T": value, ...},
+            "per_callpath": {"main/foo/MPI_Recv": value, ...}}, ...}}
+
+Values are inclusive along the metric tree (as in the cube) and, per call
+path, exclusive along the call tree.  Zero entries are left out of
+``per_location`` and ``per_callpath``; INTEGER metrics are written as JSON
+integers, others with Python's shortest round-trip float ``repr``.  Key order
+follows the cube (metric tree order, location order, call-tree order), so two
+identical analyses give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from .cube import Cube, CubeFormatError
+
+FORMAT = "expert-analyze-summary"
+VERSION = 1
+
+
+def _num(v: float, integer: bool):
+    if integer:
+        return int(round(v))
+    v = float(v)
+    return 0.0 if v == 0 else v  # no "-0.0"
+
+
+def to_json_dict(cube: Cube) -> dict:
+    metrics = {}
+    keys = [loc.key for loc in cube.locations]
+    for m in cube.metrics:
+        integer = m.dtype == "INTEGER"
+        per_loc = {}
+        for key, v in zip(keys, cube.per_location(m.name).tolist()):
+            if v != 0:
+                per_loc[key] = per_loc.get(key, 0) + _num(v, integer)
+        per_path = {p: _num(v, integer) for p, v in cube.per_callpath(m.name).items() if v != 0}
+        metrics[m.name] = {
+            "display_name": m.display_name,
+            "parent": m.parent,
+            "unit": m.unit,
+            "total": _num(cube.total(m.name), integer),
+            "per_location": per_loc,
+            "per_callpath": per_path,
+        }
+    return {"format": FORMAT, "version": VERSION, "metrics": metrics}
+
+
+def dumps(cube: Cube) -> str:
+    return json.dumps(to_json_dict(cube), indent=1, allow_nan=False) + "\n"
+
+
+def write_json(cube: Cube, path) -> None:
+    Path(path).write_text(dumps(cube), encoding="utf-8")
+
+
+def read_json(path) -> dict:
+    """Load a summary written by :func:`write_json`; checks its shape.
+
+    Raises:
+        CubeFormatError: naming the file and the line/column or key at fault.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise CubeFormatError(f"{path}: cannot read: {e}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CubeFormatError(f"{path}: not JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
+        raise CubeFormatError(f"{path}: not a cube summary (no 'metrics' object at the top level)")
+    for name, m in data["metrics"].items():
+        if not isinstance(m, dict):
+            raise CubeFormatError(f"{path}: metrics[{name!r}] is not an object")
+        for key in ("unit", "total", "per_location", "per_callpath"):
+            if key not in m:
+                raise CubeFormatError(f"{path}: metrics[{name!r}] lacks {key!r}")
+        for key in ("per_location", "per_callpath"):
+            if not isinstance(m[key], dict):
+                raise CubeFormatError(f"{path}: metrics[{name!r}][{key!r}] is not an object")
+    return data
+
+
+def compare_json(a: dict, b: dict, rtol: float = 1e-9, atol: float = 0.0, metrics=None) -> list[str]:
+    """Differences between two summaries (as returned by :func:`read_json`).
+
+    Entries missing on one side count as zero; values agree when
+    ``|x - y| <= atol + rtol * max(|x|, |y|)``.  ``metrics`` limits the
+    comparison to some unique names.  Returns readable lines, empty if equal.
+    """
+    out: list[str] = []
+    ma, mb = a["metrics"], b["metrics"]
+    names = list(ma) + [n for n in mb if n not in ma]
+    if metrics is not None:
+        names = [n for n in names if n in set(metrics)]
+    for name in names:
+        if name not in ma or name not in mb:
+            out.append(f"{name}: only in the {'second' if name not in ma else 'first'} summary")
+            continue
+        x, y = ma[name], mb[name]
+        if x.get("unit") != y.get("unit"):
+            out.append(f"{name}: unit {x.get('unit')!r} vs {y.get('unit')!r}")
+        if not _close(x["total"], y["total"], rtol, atol):
+            out.append(f"{name}: total {x['total']!r} vs {y['total']!r}")
+        for part in ("per_location", "per_callpath"):
+            keys = list(x[part]) + [k for k in y[part] if k not in x[part]]
+            for k in keys:
+                u, v = x[part].get(k, 0), y[part].get(k, 0)
+                if not _close(u, v, rtol, atol):
+                    out.append(f"{name} {part}[{k!r}]: {u!r} vs {v!r}")
+    return out
+
+
+def _close(u, v, rtol, atol) -> bool:
+    if not all(isinstance(t, (int, float)) for t in (u, v)):
+        return u == v
+    return math.fabs(u - v) <= atol + rtol * max(math.fabs(u), math.fabs(v))
