@@ -83,56 +83,26 @@ def parse_loc_key(key: str, source: str) -> Loc:
     raise ResultError(f"{source}: location key {key!r} names no rank/thread")
 
 
-def cube_callpaths(cube) -> list[str]:
-    """Region-name path of every call-tree node of a Cube, by cnode id."""
-    parent = np.asarray(cube.cnode_parent)
-    region = np.asarray(cube.cnode_region)
-    names = [r.name for r in cube.regions]
-    paths: list[str] = [""] * len(parent)
-    # parents may come after children in a foreign cube: resolve recursively with memo
-    done = np.zeros(len(parent), dtype=bool)
-    for start in range(len(parent)):
-        chain = []
-        node = start
-        while node >= 0 and not done[node]:
-            chain.append(node)
-            node = int(parent[node])
-        prefix = paths[node] if node >= 0 else ""
-        for n in reversed(chain):
-            own = names[int(region[n])]
-            prefix = f"{prefix}/{own}" if prefix else own
-            paths[n] = prefix
-            done[n] = True
-    return paths
-
-
 def cube_locations(cube) -> list[Loc]:
     return [(int(loc.rank), int(loc.thread)) for loc in cube.locations]
 
 
 def from_cube(cube, source: str = "<cube>") -> Result:
-    paths = cube_callpaths(cube)
     locs = cube_locations(cube)
     metrics: dict[str, MetricSummary] = {}
     for m in cube.metrics:
-        vals = np.asarray(cube.values[m.name], dtype=np.float64)
-        by_cnode = vals.sum(axis=1)
-        by_loc = vals.sum(axis=0)
-        per_cp: dict[str, float] = {}
-        for path, v in zip(paths, by_cnode):
-            per_cp[path] = per_cp.get(path, 0.0) + float(v)
         per_loc: dict[Loc, float] = {}
-        for loc, v in zip(locs, by_loc):
+        for loc, v in zip(locs, cube.per_location(m.name).tolist()):
             per_loc[loc] = per_loc.get(loc, 0.0) + float(v)
         metrics[m.name] = MetricSummary(
             name=m.name,
-            display_name=getattr(m, "display_name", "") or m.name,
-            unit=getattr(m, "unit", "") or "",
-            parent=getattr(m, "parent", None) or None,
-            description=getattr(m, "description", "") or "",
-            diagnosis=getattr(m, "diagnosis", "") or "",
-            total=float(vals.sum()),
-            per_callpath=per_cp,
+            display_name=m.display_name or m.name,
+            unit=m.unit or "",
+            parent=m.parent or None,
+            description=m.description or "",
+            diagnosis=m.diagnosis or "",
+            total=float(cube.total(m.name)),
+            per_callpath={str(k): float(v) for k, v in cube.per_callpath(m.name).items()},
             per_location=per_loc,
         )
     return Result(source=source, kind="cube", metrics=metrics, cube=cube)
@@ -473,4 +443,4 @@ def diff_cube(base, new):
     values = {m.name: scatter(cn, tn, m.name) - scatter(cb, tb, m.name) for m in metrics}
     attrs = {"expert.diff.base": b.source, "expert.diff.new": n.source}
     return Cube(metrics, [region_info[nm] for nm in region_names], cnode_parent, cnode_region,
-                [loc_info[k] for k in loc_keys], values, attrs=attrs)
+                [loc_info[k] for k in loc_keys], values, attrs=attrs, strict=False)
