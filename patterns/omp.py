@@ -95,7 +95,7 @@ def time_in_roles(ctx, roles) -> np.ndarray:
 
 
 def _team_rows(ctx):
-    """Team-member rows joined with their team: (loc, cnode, enter, exit, fork, join)."""
+    """Team-member rows joined with their team: (loc, cnode, enter, exit, fork, join, master_loc)."""
     teams = ctx.table("omp_teams")
     members = ctx.table("omp_team_members")
     if len(teams) == 0 or len(members) == 0:
@@ -118,6 +118,7 @@ def _team_rows(ctx):
         np.asarray(members["exit"], np.float64)[keep],
         np.asarray(teams["fork_time"], np.float64)[row][keep],
         np.asarray(teams["join_time"], np.float64)[row][keep],
+        np.asarray(teams["master_loc"], np.int64)[row][keep],
     )
 
 
@@ -132,11 +133,30 @@ def management(ctx, fork_only: bool = False) -> Severity:
     rows = _team_rows(ctx)
     if rows is None:
         return Severity.empty()
-    loc, cnode, enter, exit_, fork, join = rows
+    loc, cnode, enter, exit_, fork, join, _ = rows
     value = _positive(enter - fork)
     if not fork_only:
         value = value + _positive(join - exit_)
     return Severity(cnode, loc, value)
+
+
+def _management_shift_inside(ctx, below_par: np.ndarray) -> np.ndarray:
+    """Dense [C, L] management that Scalasca's `time` adds inside parallel regions.
+
+    Every member gains its fork/join span at the parallel region's call path;
+    a master also loses it at the call path it forked from (where the replay
+    counted it).  For a nested team that call path lies inside the outer
+    region too, so for the nested master the two cancel and nothing is added.
+    """
+    out = np.zeros((ctx.n_cnodes, ctx.n_locations))
+    rows = _team_rows(ctx)
+    if rows is None:
+        return out
+    loc, cnode, enter, exit_, fork, join, master = rows
+    value = _positive(enter - fork) + _positive(join - exit_)
+    keep = ~((loc == master) & below_par[cnode])
+    np.add.at(out, (cnode[keep], loc[keep]), value[keep])
+    return out
 
 
 def barrier_wait(ctx, roles) -> Severity:
@@ -259,7 +279,7 @@ def idle_threads(ctx, limited_only: bool = False) -> np.ndarray:
 
     # inclusive time per thread at each outermost parallel region, with the
     # management time a Scalasca `time` metric carries at parallel call paths
-    mgmt = management(ctx).to_dense(n_c, n_l)
+    mgmt = _management_shift_inside(ctx, below_par)
     tvalue = ctx.incl_time[outermost] + _subtree_sum(parent, mgmt)[outermost]
     limited = tvalue[:, masters] - tvalue
     limited = np.where(limited >= IDLE_THRESHOLD, limited, 0.0)

@@ -149,6 +149,7 @@ def _validate_all(found: list[Pattern]) -> dict[str, Pattern]:
         validate_pattern(p, _origin(p))
         _check_names_tuple(p, "requires")
         _check_names_tuple(p, "depends")
+        _check_names_tuple(p, "optional_depends")
         other = by_name.get(p.name)
         if other is not None:
             if type(other) is type(p) and _origin(other) == _origin(p):
@@ -163,7 +164,7 @@ def _validate_all(found: list[Pattern]) -> dict[str, Pattern]:
             hint = difflib.get_close_matches(p.parent, list(by_name), n=1)
             extra = f"; did you mean {hint[0]!r}?" if hint else ""
             raise PatternError(f"pattern {p.name!r} (from {_origin(p)}): unknown parent {p.parent!r}{extra}")
-        if p.name in p.depends:
+        if p.name in _order_deps(p):
             raise PatternError(f"pattern {p.name!r} (from {_origin(p)}): depends on itself")
 
     # the metric tree must be a forest
@@ -185,6 +186,17 @@ def _validate_all(found: list[Pattern]) -> dict[str, Pattern]:
 # --------------------------------------------------------------------------
 # Ordering
 # --------------------------------------------------------------------------
+def _order_deps(p: Pattern) -> tuple[str, ...]:
+    """Patterns that must be computed before ``p`` when they are loaded.
+
+    ``depends`` entries are also pulled in when ``p`` is selected by name;
+    ``optional_depends`` entries (a pattern that uses another's result only
+    if it happens to be computed, like ``time`` with ``omp_idle_threads``)
+    only order.
+    """
+    return tuple(p.depends) + tuple(getattr(p, "optional_depends", ()))
+
+
 def _children(by_name: dict[str, Pattern], order: list[str]) -> dict[str | None, list[str]]:
     kids: dict[str | None, list[str]] = {None: []}
     for name in order:
@@ -220,15 +232,16 @@ def _reaches(edges: dict[str, set[str]], start: str, goal: str) -> bool:
 
 
 def _topological(by_name: dict[str, Pattern], names: list[str], use_parents: bool = True) -> list[str]:
-    """``names`` ordered so every `depends` entry comes first, and every
-    parent too unless that contradicts a `depends` (``time`` depends on its
-    own child ``omp_idle_threads``, so the child is computed first).
+    """``names`` ordered so every dependency (`depends`, `optional_depends`)
+    comes first, and every parent too unless that contradicts a dependency
+    (``time`` uses its own child ``omp_idle_threads``, so the child is
+    computed first).
     Ties keep the metric tree's pre-order."""
     selected = set(names)
     rank = {n: i for i, (_, n) in enumerate(_preorder(by_name, names))}
     after: dict[str, set[str]] = {n: set() for n in names}  # edge a -> b: a before b
     for n in names:
-        for d in by_name[n].depends:
+        for d in _order_deps(by_name[n]):
             if d in selected:  # a dependency on a pattern not loaded is skipped
                 after[d].add(n)
     if use_parents:
@@ -252,7 +265,7 @@ def _topological(by_name: dict[str, Pattern], names: list[str], use_parents: boo
         ready.sort(key=rank.__getitem__)
     if len(out) != len(names):
         stuck = sorted(set(names) - set(out), key=rank.__getitem__)
-        desc = ", ".join(f"{n!r} (from {_origin(by_name[n])}) depends on {list(by_name[n].depends)}" for n in stuck)
+        desc = ", ".join(f"{n!r} (from {_origin(by_name[n])}) depends on {list(_order_deps(by_name[n]))}" for n in stuck)
         raise PatternError(f"cycle in pattern dependencies: {desc}")
     return out
 
@@ -320,10 +333,11 @@ class HierarchyEntry(NamedTuple):
 def hierarchy(patterns: Iterable[Pattern] | None = None) -> list[HierarchyEntry]:
     """The metric tree in pre-order (children in load order), for reports.
 
-    ``patterns`` defaults to :func:`all_patterns`; a pattern whose parent is
-    not among them is shown as a root.
+    ``patterns`` defaults to every available pattern in discovery order
+    (built-in modules, then plugins); a pattern whose parent is not among
+    them is shown as a root.
     """
-    pats = all_patterns() if patterns is None else list(patterns)
+    pats = list(_discover(True).values()) if patterns is None else list(patterns)
     by_name = {p.name: p for p in pats}
     return [HierarchyEntry(d, by_name[n]) for d, n in _preorder(by_name, list(by_name))]
 
