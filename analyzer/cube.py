@@ -321,8 +321,8 @@ class Cube:
         for i, m in enumerate(self.metrics):
             if not isinstance(m, MetricInfo):
                 raise CubeError(f"metric #{i} is a {type(m).__name__}, not a MetricInfo")
-            if not m.name or any(ch.isspace() for ch in m.name) or "/" in m.name:
-                raise CubeError(f"metric #{i}: unique name {m.name!r} must be non-empty without spaces or '/'")
+            if not m.name:
+                raise CubeError(f"metric #{i} has an empty unique name")
             if m.name in self._index:
                 raise CubeError(f"metric #{i}: unique name {m.name!r} is used twice")
             if m.parent is not None:
@@ -764,7 +764,7 @@ def diff_cubes(a: Cube, b: Cube, rtol: float = 1e-12, atol: float = 0.0, limit: 
         for r, c in np.argwhere(bad)[: max(0, limit - len(out))]:
             out.append(
                 f"metric {name!r} at {paths[r]!r}, rank {keys[c][0]} thread {keys[c][1]}: "
-                f"{va[r, c]!r} vs {vb[r, c]!r}"
+                f"{float(va[r, c])!r} vs {float(vb[r, c])!r}"
             )
         if len(out) >= limit:
             break

@@ -10,7 +10,8 @@ Layout (``docs/cube.md``)::
     /calltree/<field>  parent, region, line (int64, -1 = none); file (strings)
     /locations/<field> machine, node, name, process_name (strings); rank, thread (int64)
     /values/<metric>   float64 [n_cnodes, n_locations], chunked and gzip-compressed;
-                       absent = all zero
+                       attribute "metric" = the unique name ("/" in it is stored as %2F in
+                       the dataset name); absent = all zero
 
 Values have the cube's semantics (inclusive along the metric tree,
 exclusive along the call tree).
@@ -33,6 +34,11 @@ def _strings(group, name: str, items: list[str]):
     import h5py
 
     group.create_dataset(name, data=np.array(items, dtype=object), dtype=h5py.string_dtype("utf-8"))
+
+
+def _dataset_name(metric: str) -> str:
+    # HDF5 names cannot hold "/" (a path separator); the true name is kept in the "metric" attribute
+    return metric.replace("%", "%25").replace("/", "%2F")
 
 
 def write_hdf5(cube: Cube, path, compression: str | None = "gzip") -> None:
@@ -69,7 +75,8 @@ def write_hdf5(cube: Cube, path, compression: str | None = "gzip") -> None:
             kw = {}
             if compression:
                 kw = {"chunks": True, "compression": compression, "shuffle": True}
-            gv.create_dataset(m.name, data=vals, **kw)
+            ds = gv.create_dataset(_dataset_name(m.name), data=vals, **kw)
+            ds.attrs["metric"] = m.name
 
 
 def read_hdf5(path) -> Cube:
@@ -105,7 +112,7 @@ def read_hdf5(path) -> Cube:
             region = f["calltree/region"][()]
             line = f["calltree/line"][()]
             files = [x.decode("utf-8") if isinstance(x, bytes) else str(x) for x in f["calltree/file"][()]]
-            values = {name: ds[()] for name, ds in f["values"].items()}
+            values = {str(ds.attrs.get("metric", name)): ds[()] for name, ds in f["values"].items()}
             attrs = {k: str(v) for k, v in f["attrs"].attrs.items()}
         except KeyError as e:
             raise CubeFormatError(f"{path}: missing dataset or group: {e}") from None
