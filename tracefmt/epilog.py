@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .foreign import LocationInfo, RegionInfo, TraceAssembly, classify_name, mpi_role
+from .foreign import EventRows, LocationInfo, RegionInfo, Row, TraceAssembly, classify_name, mpi_role
 from .layout import (
     ANY,
     EVENT_DTYPE,
@@ -504,12 +504,6 @@ def classify_region(name: str, file: str, descr: str, rtype: int) -> tuple[int, 
 # --------------------------------------------------------------------------
 # Events
 # --------------------------------------------------------------------------
-class _Row(list):
-    """One event under construction: [time, type, flags, a, b, c, d, e]."""
-
-    __slots__ = ()
-
-
 @dataclass
 class _FileContext:
     """How ids in one event file translate to global ones."""
@@ -554,7 +548,7 @@ class _Importer:
                                  ticks_per_second=TICKS_PER_SECOND)
         self.metc = len(defs.metrics)
         self.metc_known = bool(defs.metrics)
-        self.rows: dict[int, list[_Row]] = defaultdict(list)  # global EPILOG lid -> rows
+        self.rows: dict[int, list[Row]] = defaultdict(list)  # global EPILOG lid -> rows
         self.region_role: dict[int, tuple[int, int]] = {}
         self.problems = self.asm.problems
         self._warned: set[str] = set()
@@ -713,7 +707,7 @@ class _Importer:
 
         def counters():
             for i, v in enumerate(metv):
-                rows.append(_Row([t, EventType.COUNTER, 0, i, 0, 0, v, 0]))
+                rows.append(Row([t, EventType.COUNTER, 0, i, 0, 0, v, 0]))
 
         if rtype in (R.ENTER, R.ENTER_CS):
             (x,) = struct.unpack_from(e + "I", body, p)
@@ -729,7 +723,7 @@ class _Importer:
             if rid not in self.asm.regions:
                 raise _bad(f, off, rtype, f"region {rid} is not defined")
             stack.append(rid)
-            rows.append(_Row([t, EventType.ENTER, 0, rid, cs, NO_ID, NO_ID, 0]))
+            rows.append(Row([t, EventType.ENTER, 0, rid, cs, NO_ID, NO_ID, 0]))
             counters()
         elif rtype in (R.EXIT, R.OMP_COLLEXIT, R.MPI_COLLEXIT, R.COLLEXIT, R.MPI_WINEXIT, R.MPI_WINCOLLEXIT):
             if not stack:
@@ -739,22 +733,22 @@ class _Importer:
                 self.warn("exit-region", f"{f.path}: byte offset {off}: exit names region "
                                          f"{attrs[ATTR_REGION]} but region {rid} is open")
             if rtype == R.OMP_COLLEXIT:
-                rows.append(_Row([t, EventType.OMP_COLLEXIT, 0, rid, NO_ID, 0, 0, 0]))
+                rows.append(Row([t, EventType.OMP_COLLEXIT, 0, rid, NO_ID, 0, 0, 0]))
             elif rtype in (R.MPI_COLLEXIT, R.COLLEXIT):
                 root, cid, sent, recvd = struct.unpack_from(e + "IIII", body, p + 8 * metc)
                 cid = _mapped(ctx.comm_map, cid, "communicator", ctx, off, rtype)
                 if root != ELG_NO_ID:
                     root = self.partner(ctx, root, cid, rank, off, rtype)
-                rows.append(_Row([t, EventType.MPI_COLLEXIT, 0, rid, self.our_comm(cid, rank), root, sent, recvd]))
+                rows.append(Row([t, EventType.MPI_COLLEXIT, 0, rid, self.our_comm(cid, rank), root, sent, recvd]))
             else:
-                rows.append(_Row([t, EventType.EXIT, 0, rid, 0, 0, 0, 0]))
+                rows.append(Row([t, EventType.EXIT, 0, rid, 0, 0, 0, 0]))
             counters()
         elif rtype == R.MPI_SEND:
             dest, cid, tag, sent = struct.unpack_from(e + "IIII", body, p)
             cid = _mapped(ctx.comm_map, cid, "communicator", ctx, off, rtype)
             dest = self.partner(ctx, dest, cid, rank, off, rtype)
             req = attrs.get(ATTR_REQUEST, 0)
-            rows.append(_Row([t, EventType.MPI_SEND, 0, dest, self.our_comm(cid, rank), tag, sent, req]))
+            rows.append(Row([t, EventType.MPI_SEND, 0, dest, self.our_comm(cid, rank), tag, sent, req]))
         elif rtype == R.MPI_RECV:
             src, cid, tag = struct.unpack_from(e + "III", body, p)
             cid = _mapped(ctx.comm_map, cid, "communicator", ctx, off, rtype)
@@ -767,37 +761,37 @@ class _Importer:
                 flags |= RecvFlag.ANY_TAG
             nbytes = attrs.get(ATTR_BYTES, -1)  # -1: filled from the matching send later
             req = attrs.get(ATTR_REQUEST, 0)
-            rows.append(_Row([t, EventType.MPI_RECV, int(flags), src, self.our_comm(cid, rank), tag, nbytes, req]))
+            rows.append(Row([t, EventType.MPI_RECV, int(flags), src, self.our_comm(cid, rank), tag, nbytes, req]))
         elif rtype == R.MPI_SEND_COMPLETE:
             (req,) = struct.unpack_from(e + "I", body, p)
-            rows.append(_Row([t, EventType.MPI_SEND_COMPLETE, 0, 0, 0, 0, 0, req]))
+            rows.append(Row([t, EventType.MPI_SEND_COMPLETE, 0, 0, 0, 0, 0, req]))
         elif rtype == R.MPI_RECV_REQUEST:
             (req,) = struct.unpack_from(e + "I", body, p)
             # EPIK does not record the posted source/tag of a receive request
-            rows.append(_Row([t, EventType.MPI_RECV_REQUEST, 0, ANY, NO_ID, ANY, 0, req]))
+            rows.append(Row([t, EventType.MPI_RECV_REQUEST, 0, ANY, NO_ID, ANY, 0, req]))
         elif rtype == R.MPI_CANCELLED:
             (req,) = struct.unpack_from(e + "I", body, p)
-            rows.append(_Row([t, EventType.MPI_REQUEST_CANCELLED, 0, 0, 0, 0, 0, req]))
+            rows.append(Row([t, EventType.MPI_REQUEST_CANCELLED, 0, 0, 0, 0, 0, req]))
         elif rtype == R.MPI_REQUEST_TESTED:
             pass  # an unsuccessful test changes nothing in the analysis
         elif rtype in (R.OMP_FORK, R.OMP_JOIN):
-            rows.append(_Row([t, EventType.OMP_FORK if rtype == R.OMP_FORK else EventType.OMP_JOIN,
+            rows.append(Row([t, EventType.OMP_FORK if rtype == R.OMP_FORK else EventType.OMP_JOIN,
                               0, NO_ID, 0, 0, 0, 0]))
         elif rtype in (R.OMP_ALOCK, R.OMP_RLOCK, R.ALOCK, R.RLOCK):
             (lk,) = struct.unpack_from(e + "I", body, p)
             acquire = rtype in (R.OMP_ALOCK, R.ALOCK)
             gl = self.lock_id(rank, lk, stack)
-            rows.append(_Row([t, EventType.OMP_ACQUIRE_LOCK if acquire else EventType.OMP_RELEASE_LOCK,
+            rows.append(Row([t, EventType.OMP_ACQUIRE_LOCK if acquire else EventType.OMP_RELEASE_LOCK,
                               0, gl, 0, 0, 0, 0]))
         elif rtype in (R.LOG_OFF, R.ENTER_TRACING):
             name = "PAUSING" if rtype == R.LOG_OFF else "TRACING"
             rid = self.asm.region_id(name, file="EPIK")
             stack.append(rid)
-            rows.append(_Row([t, EventType.ENTER, 0, rid, NO_ID, NO_ID, NO_ID, 0]))
+            rows.append(Row([t, EventType.ENTER, 0, rid, NO_ID, NO_ID, NO_ID, 0]))
             counters()
         elif rtype in (R.LOG_ON, R.EXIT_TRACING):
             rid = stack.pop() if stack else self.asm.region_id("TRACING", file="EPIK")
-            rows.append(_Row([t, EventType.EXIT, 0, rid, 0, 0, 0, 0]))
+            rows.append(Row([t, EventType.EXIT, 0, rid, 0, 0, 0, 0]))
             counters()
 
     def partner(self, ctx: _FileContext, x: int, cid: int, rank, off, rtype) -> int:
@@ -848,135 +842,18 @@ class _Importer:
                 ours[lid] = i
                 a.locations[i] = LocationInfo(pid, tid, d.threads.get((pid, tid), "") or f"rank {pid} thread {tid}")
                 self.rows.setdefault(lid, [])
-        self._resolve_teams()
-        self._resolve_lock_orders()
-        self._resolve_receive_bytes()
+        rank_thread = {lid: (d.locations.get(lid, (0, 0, lid, 0))[2], d.locations.get(lid, (0, 0, lid, 0))[3])
+                       for lid in self.rows}
+        rs = EventRows(self.rows, rank_thread, a)
+        rs.resolve_teams()
+        rs.resolve_lock_orders()
+        rs.resolve_receive_bytes()
         t_min = min((r[0][0] for r in self.rows.values() if r), default=0.0)
         a.attributes["epilog.version"] = f"{self.version // 1000}.{self.version % 1000}"
         a.attributes["epilog.time_origin_seconds"] = repr(t_min)
-        for lid, rows in self.rows.items():
-            ev = np.zeros(len(rows), dtype=EVENT_DTYPE)
-            if rows:
-                arr = np.array([r[1:] for r in rows], dtype=np.int64)
-                times = np.array([r[0] for r in rows], dtype=np.float64)
-                ticks = np.rint((times - t_min) * TICKS_PER_SECOND)
-                if np.any(np.diff(ticks) < 0):
-                    k = int(np.flatnonzero(np.diff(ticks) < 0)[0])
-                    self.warn(f"order-{lid}", f"location {lid}: event {k + 1} is earlier than event {k}; "
-                                              f"times kept as recorded")
-                ev["time"] = ticks.astype(np.uint64)
-                ev["type"] = arr[:, 0]
-                ev["flags"] = arr[:, 1]
-                ev["a"] = arr[:, 2] & 0xFFFFFFFF
-                ev["b"] = arr[:, 3] & 0xFFFFFFFF
-                ev["c"] = arr[:, 4] & 0xFFFFFFFF
-                ev["d"] = arr[:, 5].astype(np.uint64)
-                ev["e"] = arr[:, 6].astype(np.uint64)
+        for lid, ev in rs.arrays(t_min, TICKS_PER_SECOND).items():
             a.events[ours[lid]] = ev
         return a
-
-    def _locations_by_rank(self):
-        by_rank = defaultdict(list)
-        for lid in self.rows:
-            _m, _n, pid, tid = self.defs.locations.get(lid, (0, 0, lid, 0))
-            by_rank[pid].append((tid, lid))
-        return by_rank
-
-    def _resolve_teams(self) -> None:
-        """Team ids from the master's FORK events; thread numbers and team sizes; OMP_COLLEXIT teams."""
-        par_regions = {rid for rid, r in self.asm.regions.items() if r.role == Role.OMP_PARALLEL}
-        for rank, locs in self._locations_by_rank().items():
-            locs.sort()
-            forks: list[tuple[float, int]] = []  # (fork time, team id)
-            fork_rows: dict[int, list[_Row]] = defaultdict(list)
-            next_team = 0
-            master = locs[0][1]
-            open_team = NO_ID
-            for row in self.rows[master]:
-                if row[1] == EventType.OMP_FORK:
-                    open_team = next_team
-                    next_team += 1
-                    forks.append((row[0], open_team))
-                    row[3] = open_team
-                    fork_rows[open_team].append(row)
-                elif row[1] == EventType.OMP_JOIN:
-                    row[3] = open_team
-                    fork_rows[open_team].append(row)
-            fork_times = [ft for ft, _ in forks]
-            members: dict[int, set[int]] = defaultdict(set)
-            for tid, lid in locs:
-                teams: list[int] = []
-                for row in self.rows[lid]:
-                    typ = row[1]
-                    if typ == EventType.ENTER and row[3] in par_regions:
-                        k = bisect.bisect_right(fork_times, row[0]) - 1
-                        if k < 0:
-                            self.warn(f"nofork-{rank}", f"rank {rank}: parallel region entered at {row[0]!r} "
-                                                        f"before any FORK; team left undefined")
-                            team = NO_ID
-                        else:
-                            team = forks[k][1]
-                            members[team].add(tid)
-                        row[5], row[6] = team, tid
-                        teams.append(team)
-                    elif typ == EventType.OMP_COLLEXIT:
-                        row[4] = teams[-1] if teams else NO_ID
-                        if row[3] in par_regions and teams:
-                            teams.pop()
-                    elif typ == EventType.EXIT and row[3] in par_regions and teams:
-                        teams.pop()
-            n_threads = len(locs)
-            for team, rows in fork_rows.items():
-                size = len(members.get(team, ())) or n_threads
-                for row in rows:
-                    row[5] = size
-
-    def _resolve_lock_orders(self) -> None:
-        acquires: dict[int, list[tuple[float, int, _Row]]] = defaultdict(list)
-        for lid, rows in self.rows.items():
-            for row in rows:
-                if row[1] == EventType.OMP_ACQUIRE_LOCK:
-                    acquires[row[3]].append((row[0], lid, row))
-        for lock, lst in acquires.items():
-            lst.sort(key=lambda x: (x[0], x[1]))
-            for i, (_t, _lid, row) in enumerate(lst, start=1):
-                row[6] = i
-        for lid, rows in self.rows.items():
-            held: dict[int, list[int]] = defaultdict(list)
-            for row in rows:
-                if row[1] == EventType.OMP_ACQUIRE_LOCK:
-                    held[row[3]].append(row[6])
-                elif row[1] == EventType.OMP_RELEASE_LOCK:
-                    if held[row[3]]:
-                        row[6] = held[row[3]].pop()
-                    else:
-                        self.warn(f"rel-{lid}", f"location {lid}: lock {row[3]} released at {row[0]!r} "
-                                                f"without being acquired")
-
-    def _resolve_receive_bytes(self) -> None:
-        """EPILOG receives carry no byte count: take it from the matching send (non-overtaking order)."""
-        sends: dict[tuple, list[int]] = defaultdict(list)
-        recvs: dict[tuple, list[_Row]] = defaultdict(list)
-        for lid in sorted(self.rows):
-            rank = self.location_rank(lid)
-            for row in self.rows[lid]:
-                if row[1] == EventType.MPI_SEND:
-                    sends[(rank, row[3], row[4], row[5])].append(row[6])
-                elif row[1] == EventType.MPI_RECV:
-                    recvs[(row[3], rank, row[4], row[5])].append(row)
-        unmatched = 0
-        for key, rows in recvs.items():
-            sizes = sends.get(key, [])
-            for i, row in enumerate(rows):
-                if row[6] == -1:
-                    if i < len(sizes):
-                        row[6] = sizes[i]
-                    else:
-                        row[6] = 0
-                        unmatched += 1
-        if unmatched:
-            self.problems.append(f"{unmatched} receive(s) have no matching send; their byte count is set to 0")
-
 
 # --------------------------------------------------------------------------
 # Entry points

@@ -13,7 +13,9 @@ OTF2 exporter need it: the EPIK/Score-P conventions name MPI functions
 
 from __future__ import annotations
 
+import bisect
 import os
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -185,7 +187,176 @@ class TraceAssembly:
         return trace
 
 
+# --------------------------------------------------------------------------
+# Events under construction, and the whole-trace fix-ups both importers need
+# --------------------------------------------------------------------------
+class Row(list):
+    """One event under construction: [time, type, flags, a, b, c, d, e] (field meaning: layout.EventType)."""
+
+    __slots__ = ()
+
+
+T, TYPE, FLAGS, A, B, C, D, E = range(8)
+
+
+class EventRows:
+    """Per-location rows of an import, with the fix-ups that need more than one location.
+
+    ``rank_thread[key]`` gives the process and thread number of each row list.
+    ENTER rows of parallel regions may carry a thread number in d already
+    (OTF2 knows it from the team); NO_ID there means "use the thread id".
+    """
+
+    def __init__(self, rows: dict, rank_thread: dict, asm: TraceAssembly):
+        self.rows, self.rank_thread, self.asm = rows, rank_thread, asm
+        self._warned: set[str] = set()
+
+    def warn(self, key: str, msg: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            self.asm.problems.append(msg)
+
+    def _by_rank(self) -> dict[int, list[tuple[int, object]]]:
+        by_rank: dict[int, list] = defaultdict(list)
+        for key in self.rows:
+            rank, tid = self.rank_thread[key]
+            by_rank[rank].append((tid, key))
+        for v in by_rank.values():
+            v.sort(key=lambda x: x[0])
+        return by_rank
+
+    def resolve_teams(self) -> None:
+        """Team ids (numbered per process from the master's FORKs), thread numbers, team sizes.
+
+        A parallel region entered at time t belongs to the latest FORK of its
+        process at or before t; the team's size is the number of threads that
+        entered it.
+        """
+        par = {rid for rid, r in self.asm.regions.items() if r.role == Role.OMP_PARALLEL}
+        for rank, locs in self._by_rank().items():
+            forks: list[tuple] = []  # (fork time, team id)
+            fork_rows: dict[int, list[Row]] = defaultdict(list)
+            open_team = NO_ID
+            for row in self.rows[locs[0][1]]:
+                if row[TYPE] == EventType.OMP_FORK:
+                    open_team = len(forks)
+                    forks.append((row[T], open_team))
+                    row[A] = open_team
+                    fork_rows[open_team].append(row)
+                elif row[TYPE] == EventType.OMP_JOIN:
+                    row[A] = open_team
+                    fork_rows[open_team].append(row)
+            fork_times = [ft for ft, _ in forks]
+            members: dict[int, set] = defaultdict(set)
+            for tid, key in locs:
+                teams: list[int] = []
+                for row in self.rows[key]:
+                    typ = row[TYPE]
+                    if typ == EventType.ENTER and row[A] in par:
+                        k = bisect.bisect_right(fork_times, row[T]) - 1
+                        if k < 0:
+                            self.warn(f"nofork-{rank}", f"rank {rank}: parallel region entered at {row[T]!r} "
+                                                        f"before any FORK; its team is left undefined")
+                            team = NO_ID
+                        else:
+                            team = forks[k][1]
+                        num = tid if row[D] == NO_ID else row[D]
+                        if team != NO_ID:
+                            members[team].add(num)
+                        row[C], row[D] = team, num
+                        teams.append(team)
+                    elif typ in (EventType.EXIT, EventType.OMP_COLLEXIT):
+                        if typ == EventType.OMP_COLLEXIT:
+                            row[B] = teams[-1] if teams else NO_ID
+                        if row[A] in par and teams:
+                            teams.pop()
+            for team, rows in fork_rows.items():
+                size = len(members.get(team, ())) or len(locs)
+                for row in rows:
+                    if row[C] in (0, NO_ID):
+                        row[C] = size
+
+    def resolve_lock_orders(self) -> None:
+        """Acquisition order per lock, counted from 1 over all threads, by time; releases get their acquire's."""
+        acquires: dict[int, list] = defaultdict(list)
+        keys = list(self.rows)
+        for i, key in enumerate(keys):
+            for row in self.rows[key]:
+                if row[TYPE] == EventType.OMP_ACQUIRE_LOCK:
+                    acquires[row[A]].append((row[T], i, row))
+        for lst in acquires.values():
+            lst.sort(key=lambda x: (x[0], x[1]))
+            for n, (_t, _i, row) in enumerate(lst, start=1):
+                row[D] = n
+        for key in keys:
+            held: dict[int, list[int]] = defaultdict(list)
+            for row in self.rows[key]:
+                if row[TYPE] == EventType.OMP_ACQUIRE_LOCK:
+                    held[row[A]].append(row[D])
+                elif row[TYPE] == EventType.OMP_RELEASE_LOCK:
+                    if held[row[A]]:
+                        row[D] = held[row[A]].pop()
+                    else:
+                        self.warn(f"rel-{key}", f"lock {row[A]} released at {row[T]!r} without being acquired "
+                                                f"(rank {self.rank_thread[key][0]}, thread {self.rank_thread[key][1]})")
+
+    def resolve_receive_bytes(self) -> None:
+        """Receives with byte count -1 take it from the matching send (MPI's non-overtaking order)."""
+        sends: dict[tuple, list[int]] = defaultdict(list)
+        recvs: dict[tuple, list[Row]] = defaultdict(list)
+        for key in self.rows:
+            rank = self.rank_thread[key][0]
+            for row in self.rows[key]:
+                if row[TYPE] == EventType.MPI_SEND:
+                    sends[(rank, row[A], row[B], row[C])].append(row[D])
+                elif row[TYPE] == EventType.MPI_RECV:
+                    recvs[(row[A], rank, row[B], row[C])].append(row)
+        unmatched = 0
+        for chan, rows in recvs.items():
+            sizes = sends.get(chan, [])
+            for i, row in enumerate(rows):
+                if row[D] == -1:
+                    if i < len(sizes):
+                        row[D] = sizes[i]
+                    else:
+                        row[D] = 0
+                        unmatched += 1
+        if unmatched:
+            self.asm.problems.append(f"{unmatched} receive(s) have no matching send; their byte count is set to 0")
+
+    def arrays(self, origin, ticks_per_unit: float | None) -> dict:
+        """Event arrays per key.  Times become ticks: (t - origin) x ticks_per_unit, or t - origin for
+        integer tick times (ticks_per_unit None)."""
+        out = {}
+        for key, rows in self.rows.items():
+            ev = np.zeros(len(rows), dtype=EVENT_DTYPE)
+            if rows:
+                arr = np.array([r[1:] for r in rows], dtype=np.int64)
+                if ticks_per_unit is None:
+                    ticks = np.array([r[0] for r in rows], dtype=np.int64) - int(origin)
+                else:
+                    times = np.array([r[0] for r in rows], dtype=np.float64)
+                    ticks = np.rint((times - origin) * ticks_per_unit).astype(np.int64)
+                if np.any(np.diff(ticks) < 0):
+                    k = int(np.flatnonzero(np.diff(ticks) < 0)[0])
+                    rk, th = self.rank_thread[key]
+                    self.warn(f"order-{key}", f"rank {rk} thread {th}: event {k + 1} is earlier than event {k}; "
+                                              f"times kept as recorded")
+                ev["time"] = np.maximum(ticks, 0).astype(np.uint64)
+                ev["type"] = arr[:, 0]
+                ev["flags"] = arr[:, 1]
+                ev["a"] = arr[:, 2] & 0xFFFFFFFF
+                ev["b"] = arr[:, 3] & 0xFFFFFFFF
+                ev["c"] = arr[:, 4] & 0xFFFFFFFF
+                ev["d"] = arr[:, 5].astype(np.uint64)
+                ev["e"] = arr[:, 6].astype(np.uint64)
+            out[key] = ev
+        return out
+
+
 __all__ = [
+    "EventRows",
+    "Row",
     "TraceAssembly",
     "RegionInfo",
     "LocationInfo",
