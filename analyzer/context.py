@@ -66,6 +66,11 @@ class AnalysisContext:
     # results of patterns computed earlier in this run, by unique name, as
     # dense [C, L] arrays; patterns that build on others read them here
     results: dict[str, np.ndarray] = field(default_factory=dict)
+    # what the replay had to skip or repair (unmatched messages, truncated
+    # locations, incomplete collectives), one line each, for the report
+    problems: list[str] = field(default_factory=list)
+    # True when the trace had several roots and a synthetic root was added
+    synthetic_root: bool = False
 
     @property
     def n_cnodes(self) -> int:

@@ -1,0 +1,145 @@
+"""From a trace to a severity cube: replay, compute every pattern, assemble the Cube.
+
+``analyze(path_or_trace, patterns=None)`` is the whole analysis as one call,
+for scripts and notebooks; ``expert-analyze`` (``analyzer.cli``) wraps it.
+"""
+
+from __future__ import annotations
+
+import os
+import time as _time
+
+import numpy as np
+
+import tracefmt
+from patterns.api import Pattern, PatternError, Severity
+
+from .cube import Cube, LocationInfo, MetricInfo, RegionInfo, region_strings
+from .replay import replay
+
+__all__ = ["analyze", "compute_patterns", "build_cube", "select_patterns"]
+
+
+def select_patterns(patterns=None, plugins: bool = True) -> list[Pattern]:
+    """Pattern instances in computation order.
+
+    ``patterns``: None (all built-ins and plugins), unique names (a list or a
+    comma-separated string; parents and dependencies come along), or Pattern
+    classes / instances used as given.
+    """
+    from patterns.registry import load_patterns
+
+    if patterns is None or isinstance(patterns, str):
+        return load_patterns(patterns, plugins=plugins)
+    patterns = list(patterns)
+    if all(isinstance(p, str) for p in patterns):
+        return load_patterns(patterns, plugins=plugins)
+    from patterns.api import validate_pattern
+
+    out = []
+    for p in patterns:
+        inst = p() if isinstance(p, type) else p
+        validate_pattern(inst, "analyze(patterns=...)")
+        out.append(inst)
+    return out
+
+
+def compute_patterns(ctx, pats: list[Pattern]) -> None:
+    """Compute each pattern into ``ctx.results[name]`` (dense [C, L] float64), in order."""
+    C, L = ctx.n_cnodes, ctx.n_locations
+    for p in pats:
+        try:
+            res = p.compute(ctx)
+        except PatternError:
+            raise
+        except Exception as exc:
+            origin = getattr(p, "origin", type(p).__module__)
+            raise PatternError(f"pattern {p.name!r} (from {origin}) failed: {type(exc).__name__}: {exc}") from exc
+        if isinstance(res, Severity):
+            if len(res.value) and (np.max(res.cnode, initial=0) >= C or np.max(res.location, initial=0) >= L
+                                   or np.min(res.cnode, initial=0) < 0 or np.min(res.location, initial=0) < 0):
+                raise PatternError(f"pattern {p.name!r} returned call-path or location ids out of range")
+            dense = res.to_dense(C, L)
+        else:
+            dense = np.asarray(res, np.float64)
+            if dense.shape != (C, L):
+                raise PatternError(f"pattern {p.name!r} returned shape {dense.shape}, expected {(C, L)}")
+        if not np.isfinite(dense).all():
+            raise PatternError(f"pattern {p.name!r} produced non-finite values")
+        ctx.results[p.name] = dense
+
+
+def _metric_order(pats: list[Pattern]) -> list[Pattern]:
+    """Parents before children, siblings in load order (the report's tree order)."""
+    from patterns.registry import hierarchy
+
+    return [e.pattern if hasattr(e, "pattern") else e[1] for e in hierarchy(pats)]
+
+
+def build_cube(ctx, pats: list[Pattern], attrs: dict | None = None) -> Cube:
+    defs = ctx.trace.defs
+    names = {p.name for p in pats}
+    metrics = []
+    for p in _metric_order(pats):
+        metrics.append(MetricInfo(
+            name=p.name, display_name=p.display_name, parent=p.parent if p.parent in names else None, unit=p.unit,
+            description=p.description, diagnosis=p.diagnosis, dtype="FLOAT" if p.unit == "sec" else "INTEGER",
+        ))
+    regions = []
+    for rid, name in enumerate(ctx.region_name):
+        r = defs.regions.get(rid)
+        par, role = region_strings(int(ctx.region_paradigm[rid]), int(ctx.region_role[rid]))
+        if r is None:
+            regions.append(RegionInfo(name=name or f"region {rid}", paradigm=par, role=role))
+            continue
+        line = lambda v: -1 if v is None or v == tracefmt.layout.NO_ID else int(v)  # noqa: E731
+        regions.append(RegionInfo(name=r.name, file=defs.files.get(r.file, ""), begin_line=line(r.begin_line),
+                                  end_line=line(r.end_line), paradigm=par, role=role))
+    locations = []
+    for lid in range(ctx.n_locations):
+        d = defs.locations.get(lid)
+        if d is None:
+            locations.append(LocationInfo(rank=int(ctx.location_process[lid]), thread=int(ctx.location_thread[lid])))
+            continue
+        proc = defs.processes.get(d.process)
+        node = defs.nodes.get(proc.node) if proc is not None else None
+        machine = defs.machines.get(node.machine) if node is not None else None
+        locations.append(LocationInfo(
+            machine=machine.name if machine is not None else "machine",
+            node=node.name if node is not None else "node",
+            rank=int(d.process), thread=int(d.thread), name=d.name or "",
+            process_name=proc.name if proc is not None and proc.name else "",
+        ))
+    values = {p.name: ctx.results[p.name] for p in pats if p.name in ctx.results}
+    return Cube(metrics, regions, ctx.calltree.parent, ctx.calltree.region, locations, values, attrs or {})
+
+
+def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None) -> Cube:
+    """Analyze a trace (path or opened ``tracefmt.Trace``) and return the severity :class:`Cube`.
+
+    ``patterns``: see :func:`select_patterns`.  ``progress``: optional
+    callable ``progress(n_events)`` called as locations are replayed.  The
+    replay context stays available as ``cube.context``.
+    """
+    t0 = _time.perf_counter()
+    if isinstance(path_or_trace, (str, os.PathLike)):
+        trace = tracefmt.open(path_or_trace)
+        source = os.fspath(path_or_trace)
+    else:
+        trace = path_or_trace
+        source = str(getattr(trace, "path", "") or "<trace>")
+    pats = select_patterns(patterns, plugins=plugins)
+    ctx = replay(trace, progress=progress)
+    compute_patterns(ctx, pats)
+    attrs = {
+        "expert-analyze::trace": source,
+        "expert-analyze::events": str(sum(int(trace.n_events(int(l))) for l in trace.location_ids)),
+        "expert-analyze::seconds": f"{_time.perf_counter() - t0:.3f}",
+        "CUBE_CT_AGGR": "SUM",
+    }
+    for i, prob in enumerate(ctx.problems):
+        attrs[f"expert-analyze::problem{i}"] = prob
+    cube = build_cube(ctx, pats, attrs)
+    cube.context = ctx
+    cube.problems.extend(ctx.problems)
+    return cube

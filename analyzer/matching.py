@@ -1,0 +1,222 @@
+"""Joining the per-location fragments into the replay tables.
+
+Every builder here is vectorised numpy over the rows of all locations:
+FIFO matching is a lexicographic sort plus a rank-within-group, never a
+per-event Python loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .tables import COLLECTIVES, LOCKS, MESSAGES, OMP_BARRIERS, OMP_TEAM_MEMBERS, OMP_TEAMS, Table
+
+
+def concat(frags: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    if not frags:
+        return {}
+    return {k: np.concatenate([f[k] for f in frags]) for k in frags[0]}
+
+
+def _rank_in_group(*keys_sorted: np.ndarray) -> np.ndarray:
+    """Position of each row within its run of equal keys (rows already sorted)."""
+    n = len(keys_sorted[0]) if keys_sorted else 0
+    if n == 0:
+        return np.zeros(0, np.int64)
+    new = np.zeros(n, bool)
+    new[0] = True
+    for k in keys_sorted:
+        new[1:] |= k[1:] != k[:-1]
+    starts = np.flatnonzero(new)
+    group_start = starts[np.cumsum(new) - 1]
+    return np.arange(n, dtype=np.int64) - group_start
+
+
+def _typed(cols: dict, schema: dict) -> Table:
+    return Table({name: np.ascontiguousarray(cols[name], dtype=dt) for name, dt in schema.items()} |
+                 {k: v for k, v in cols.items() if k not in schema and not k.startswith("_")})
+
+
+def build_messages(S: dict, R: dict, problems: list[str]) -> Table:
+    """Match sends to receives per (source, dest, comm, tag) in FIFO order.
+
+    Sends are ordered by their SEND event (time, location, position); receives
+    by the posting of the receive (MPI_RECV_REQUEST for non-blocking, the
+    RECV itself otherwise), which is the order MPI's non-overtaking rule
+    matches them in.
+    """
+    if not S or not R or len(S["send_time"]) == 0 or len(R["recv_time"]) == 0:
+        n_un = (len(S["send_time"]) if S else 0) + (len(R["recv_time"]) if R else 0)
+        if n_un:
+            problems.append(f"{n_un} point-to-point events have no matching partner")
+        return Table.empty(MESSAGES)
+    so = np.lexsort((S["send_pos"], S["send_loc"], S["send_time"], S["tag"], S["comm"], S["dest"], S["send_rank"]))
+    ro = np.lexsort((R["post_pos"], R["recv_loc"], R["post_time"], R["tag"], R["comm"], R["recv_rank"], R["source"]))
+    s_k = _rank_in_group(S["send_rank"][so], S["dest"][so], S["comm"][so], S["tag"][so])
+    r_k = _rank_in_group(R["source"][ro], R["recv_rank"][ro], R["comm"][ro], R["tag"][ro])
+    ns, nr = len(so), len(ro)
+    src = np.concatenate([S["send_rank"][so], R["source"][ro]]).astype(np.int64)
+    dst = np.concatenate([S["dest"][so], R["recv_rank"][ro]]).astype(np.int64)
+    comm = np.concatenate([S["comm"][so], R["comm"][ro]]).astype(np.int64)
+    tag = np.concatenate([S["tag"][so], R["tag"][ro]]).astype(np.int64)
+    kk = np.concatenate([s_k, r_k])
+    side = np.concatenate([np.zeros(ns, np.int8), np.ones(nr, np.int8)])
+    row = np.concatenate([so, ro])
+    o = np.lexsort((side, kk, tag, comm, dst, src))
+    same = np.ones(len(o) - 1, bool)
+    for a in (src, dst, comm, tag, kk):
+        same &= a[o][1:] == a[o][:-1]
+    pair = np.flatnonzero(same & (side[o][:-1] == 0) & (side[o][1:] == 1))
+    si = row[o][pair]
+    ri = row[o][pair + 1]
+    unmatched = ns + nr - 2 * len(pair)
+    if unmatched:
+        problems.append(f"{unmatched} point-to-point events have no matching partner "
+                        f"({ns - len(pair)} sends, {nr - len(pair)} receives); they are ignored")
+    cols = {}
+    for k in ("send_loc", "send_rank", "send_time", "send_region", "send_cnode", "send_enter", "send_exit",
+              "send_flags", "send_request", "sendc_region", "sendc_cnode", "sendc_enter", "sendc_exit"):
+        cols[k] = S[k][si]
+    cols["comm"] = S["comm"][si]
+    cols["tag"] = S["tag"][si]
+    cols["bytes"] = S["bytes"][si]
+    for k in ("recv_loc", "recv_rank", "recv_time", "recv_region", "recv_cnode", "recv_enter", "recv_exit",
+              "recv_call", "recvp_region", "recvp_cnode", "recvp_enter", "recvp_exit", "recv_request",
+              "recv_flags", "recv_bytes", "recv_seq"):
+        cols[k] = R[k][ri]
+    # present rows in receiver order: (receiving location, completion order)
+    o2 = np.lexsort((cols["recv_seq"], cols["recv_loc"]))
+    return _typed({k: v[o2] for k, v in cols.items()}, MESSAGES)
+
+
+def build_collectives(C: dict, comm_size: dict[int, int], problems: list[str]) -> Table:
+    """Collective instances per communicator, FIFO per (communicator, rank)."""
+    if not C or len(C["comm"]) == 0:
+        return Table.empty(COLLECTIVES | {"complete": "?"})
+    o = np.lexsort((C["pos"], C["loc"], C["enter"], C["rank"], C["comm"]))
+    C = {k: v[o] for k, v in C.items()}
+    seq = _rank_in_group(C["comm"], C["rank"])
+    io = np.lexsort((seq, C["comm"]))
+    first = np.ones(len(io), bool)
+    first[1:] = (C["comm"][io][1:] != C["comm"][io][:-1]) | (seq[io][1:] != seq[io][:-1])
+    inst = np.empty(len(io), np.int64)
+    inst[io] = np.cumsum(first) - 1
+    counts = np.bincount(inst)
+    observed = {}
+    for cm in np.unique(C["comm"]):
+        observed[int(cm)] = len(np.unique(C["rank"][C["comm"] == cm]))
+    sizes = np.array([comm_size.get(int(cm), observed[int(cm)]) for cm in C["comm"]], np.int32)
+    missing = sorted({int(cm) for cm in np.unique(C["comm"]) if int(cm) not in comm_size})
+    if missing:
+        problems.append(f"collectives on undefined communicators {missing}: size taken from the ranks seen")
+    complete = counts[inst] == sizes
+    n_incomplete = len(np.unique(inst[~complete]))
+    if n_incomplete:
+        problems.append(f"{n_incomplete} collective instances miss members; wait states are not computed for them")
+    cols = dict(C)
+    cols.update(instance=inst, seq=seq, n_members=sizes, complete=complete)
+    o3 = np.lexsort((cols["loc"], inst))
+    return _typed({k: v[o3] for k, v in cols.items()}, COLLECTIVES | {"complete": "?"})
+
+
+def build_omp(F: dict, J: dict, M: dict, B: dict, loc_process: np.ndarray,
+              problems: list[str]) -> tuple[Table, Table, Table]:
+    """Team instances, their members and their barrier instances."""
+    empty = (Table.empty(OMP_TEAMS), Table.empty(OMP_TEAM_MEMBERS), Table.empty(OMP_BARRIERS))
+    if not F or len(F["team_id"]) == 0:
+        if M and len(M["team_id"]):
+            problems.append(f"{len(M['team_id'])} parallel-region entries name teams without an OMP_FORK; ignored")
+        return empty
+    proc = loc_process[F["master_loc"]].astype(np.int64)
+    o = np.lexsort((F["team_id"], proc, F["fork_time"]))
+    F = {k: v[o] for k, v in F.items()}
+    proc = proc[o]
+    n_t = len(proc)
+    # (process, team id) -> dense team via a sorted key
+    key = (proc << 32) | F["team_id"]
+    korder = np.argsort(key, kind="stable")
+    ksorted = key[korder]
+
+    def lookup(p, t):
+        q = (np.asarray(p, np.int64) << 32) | np.asarray(t, np.int64)
+        i = np.searchsorted(ksorted, q)
+        i = np.minimum(i, max(n_t - 1, 0))
+        ok = (n_t > 0) & (ksorted[i] == q)
+        return np.where(ok, korder[i], -1)
+
+    join_time = np.full(n_t, np.nan)
+    if J and len(J["team_id"]):
+        jt = lookup(loc_process[J["loc"]], J["team_id"])
+        okj = jt >= 0
+        join_time[jt[okj]] = J["join_time"][okj]
+    parent_team = np.where(F["parent_team_id"] >= 0, lookup(proc, np.maximum(F["parent_team_id"], 0)), -1)
+    mt = lookup(loc_process[M["loc"]], M["team_id"]) if M and len(M["team_id"]) else np.zeros(0, np.int64)
+    if (mt < 0).any():
+        problems.append(f"{int((mt < 0).sum())} parallel-region entries name teams without an OMP_FORK; ignored")
+    okm = mt >= 0
+    Mk = {k: v[okm] for k, v in M.items()}
+    mt = mt[okm]
+    par_region = np.full(n_t, -1, np.int32)
+    par_cnode = np.full(n_t, -1, np.int64)
+    master_rows = np.flatnonzero(Mk["loc"] == F["master_loc"][mt])
+    par_region[mt[master_rows]] = Mk["region"][master_rows]
+    par_cnode[mt[master_rows]] = Mk["cnode"][master_rows]
+    teams = _typed({
+        "team": np.arange(n_t, dtype=np.int64), "process": proc, "team_id": F["team_id"],
+        "master_loc": F["master_loc"], "fork_time": F["fork_time"], "join_time": join_time,
+        "size": F["size"], "parallel_region": par_region, "parallel_cnode": par_cnode,
+        "parent_team": parent_team,
+        # the master's call path at the FORK; -1 when it forked outside every region
+        "fork_cnode": np.where(F["fork_node"] == 0, -1, F["fork_node"]),
+    }, OMP_TEAMS)
+    mo = np.lexsort((Mk["thread_num"], mt))
+    members = _typed({"team": mt[mo], "loc": Mk["loc"][mo], "thread_num": Mk["thread_num"][mo],
+                      "enter": Mk["enter"][mo], "exit": Mk["exit"][mo], "cnode": Mk["cnode"][mo]},
+                     OMP_TEAM_MEMBERS)
+    # barriers: k-th barrier of each member within a team instance is instance k of that team
+    if B and len(B["team_id"]):
+        bt = lookup(loc_process[B["loc"]], B["team_id"])
+        okb = bt >= 0
+        Bk = {k: v[okb] for k, v in B.items()}
+        bt = bt[okb]
+        bo = np.lexsort((Bk["call"], Bk["loc"], bt))
+        Bk = {k: v[bo] for k, v in Bk.items()}
+        bt = bt[bo]
+        seq = _rank_in_group(bt, Bk["loc"])
+        io = np.lexsort((seq, bt))
+        first = np.ones(len(io), bool)
+        first[1:] = (bt[io][1:] != bt[io][:-1]) | (seq[io][1:] != seq[io][:-1])
+        inst = np.empty(len(io), np.int64)
+        inst[io] = np.cumsum(first) - 1
+        o4 = np.lexsort((Bk["loc"], inst))
+        barriers = _typed({"instance": inst[o4], "team": bt[o4], "seq": seq[o4], "loc": Bk["loc"][o4],
+                           "region": Bk["region"][o4], "cnode": Bk["cnode"][o4], "implicit": Bk["implicit"][o4],
+                           "enter": Bk["enter"][o4], "exit": Bk["exit"][o4],
+                           "n_members": teams["size"][bt[o4]]}, OMP_BARRIERS)
+    else:
+        barriers = Table.empty(OMP_BARRIERS)
+    return teams, members, barriers
+
+
+def build_locks(L: dict, loc_process: np.ndarray, lock_kind: dict[int, int]) -> Table:
+    """Lock acquisitions in hand-over order per (process, lock)."""
+    if not L or len(L["lock"]) == 0:
+        return Table.empty(LOCKS)
+    proc = loc_process[L["loc"]].astype(np.int64)
+    o = np.lexsort((L["acquire_time"], L["order"], L["lock"], proc))
+    cols = {k: v[o] for k, v in L.items()}
+    proc = proc[o]
+    prev = np.full(len(o), np.nan)
+    same = (proc[1:] == proc[:-1]) & (cols["lock"][1:] == cols["lock"][:-1])
+    prev[1:] = np.where(same, cols["release_time"][:-1], np.nan)
+    cols.update(process=proc, prev_release_time=prev,
+                lock_kind=np.array([lock_kind.get(int(x), -1) for x in cols["lock"]], np.int32))
+    return _typed(cols, LOCKS)
+
+
+def remap_cnodes(table: Table, new_id: np.ndarray) -> None:
+    """Rewrite builder node ids (columns named cnode / *_cnode) into final ids, in place."""
+    for k in list(table.keys()):
+        if k == "cnode" or k.endswith("_cnode"):
+            v = table[k].astype(np.int64)
+            table[k] = np.where(v >= 0, new_id[np.maximum(v, 0)], -1).astype(np.int32)

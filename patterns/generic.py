@@ -1,0 +1,281 @@
+"""Generic properties: time, visits, execution, overhead and computational imbalance.
+
+Time follows Scalasca 1.4 (SCOUT's TIME plus cube3_remap):
+
+* the exclusive time of every call path on every location (replay), with the
+  OpenMP fork and join spans moved onto the parallel region's call path: on
+  every team member ENTER(parallel) - FORK and JOIN - EXIT(parallel) are
+  added there, and on the master the same amount is taken from the call path
+  it forked from (where the replay had counted it);
+* plus ``omp_idle_threads`` (worker threads outside parallel regions) when
+  that pattern is computed in the same run.
+
+``execution`` is that time minus measurement overhead (the ``TRACING``
+region of buffer flushes) and minus idle threads, so time = execution +
+overhead + idle threads exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tracefmt.layout import Paradigm, Role
+
+from .api import Pattern, Severity
+
+
+def _cache(ctx) -> dict:
+    c = ctx.__dict__.get("_pattern_cache")
+    if c is None:
+        c = ctx.__dict__["_pattern_cache"] = {}
+    return c
+
+
+def management_shift(ctx) -> np.ndarray:
+    """[C, L] time moved onto parallel-region call paths by the fork/join spans (see module doc).
+
+    Positive at the parallel region's call path on every member, negative
+    (the master's part only) at the call path the master forked from.
+    """
+    cache = _cache(ctx)
+    if "management_shift" in cache:
+        return cache["management_shift"]
+    C, L = ctx.n_cnodes, ctx.n_locations
+    out = np.zeros((C, L))
+    teams = ctx.tables.get("omp_teams")
+    members = ctx.tables.get("omp_team_members")
+    if teams is not None and members is not None and len(members) and len(teams):
+        t = members["team"]
+        fork = teams["fork_time"][t]
+        join = teams["join_time"][t]
+        fork_part = np.maximum(members["enter"] - fork, 0.0)
+        join_part = np.where(np.isnan(join), 0.0, np.maximum(join - members["exit"], 0.0))
+        span = fork_part + join_part
+        pc = teams["parallel_cnode"][t]
+        ok = (pc >= 0) & (span > 0)
+        np.add.at(out, (pc[ok], members["loc"][ok]), span[ok])
+        fc = teams["fork_cnode"][t] if "fork_cnode" in teams else np.full(len(t), -1)
+        is_master = (members["loc"] == teams["master_loc"][t]) & ok & (fc >= 0)
+        np.add.at(out, (fc[is_master], members["loc"][is_master]), -span[is_master])
+    cache["management_shift"] = out
+    return out
+
+
+def overhead_mask(ctx) -> np.ndarray:
+    """[C] True where the callee is a measurement region (buffer flush, pause)."""
+    return ctx.cnode_paradigm() == Paradigm.MEASUREMENT
+
+
+def base_time(ctx) -> np.ndarray:
+    """Exclusive time with the fork/join spans on the parallel regions (no idle threads)."""
+    cache = _cache(ctx)
+    if "base_time" not in cache:
+        cache["base_time"] = ctx.excl_time + management_shift(ctx)
+    return cache["base_time"]
+
+
+class Time(Pattern):
+    name = "time"
+    parent = None
+    display_name = "Time"
+    unit = "sec"
+    description = ("Total time of the program on every location: the exclusive wall-clock time of each call path, "
+                   "including the time worker threads are idle outside parallel regions, which is charged as "
+                   "Idle Threads. It is the root of every other time property.")
+    diagnosis = ("Expand the metric tree to see how time splits into execution, overhead and idle threads, then "
+                 "expand the call tree to find the call paths that take the most time.")
+    #: computed first when registered, so its value can be added; not a hard dependency
+    optional_depends = ("omp_idle_threads",)
+
+    def compute(self, ctx):
+        t = base_time(ctx).copy()
+        idle = ctx.results.get("omp_idle_threads")
+        if idle is not None:
+            t += idle
+        return t
+
+
+class Visits(Pattern):
+    name = "visits"
+    parent = None
+    display_name = "Visits"
+    unit = "occ"
+    description = "Number of times each call path was entered on each location."
+    diagnosis = ("Compare visits with time: a call path with many short visits may carry more instrumentation and "
+                 "call overhead than work; consider inlining it or excluding it from measurement.")
+
+    def compute(self, ctx):
+        return ctx.visits.astype(np.float64)
+
+
+class Execution(Pattern):
+    name = "execution"
+    parent = "time"
+    display_name = "Execution"
+    unit = "sec"
+    description = ("Time spent executing the program, its MPI and OpenMP calls included: Time without measurement "
+                   "overhead and without idle threads.")
+    diagnosis = "Expand the metric tree to separate MPI and OpenMP time from the remaining computation."
+
+    def compute(self, ctx):
+        t = base_time(ctx).copy()
+        t[overhead_mask(ctx)] = 0.0
+        return t
+
+
+class Overhead(Pattern):
+    name = "overhead"
+    parent = "time"
+    display_name = "Overhead"
+    unit = "sec"
+    description = ("Time the measurement system spent on its own work that shows in the trace, mainly writing full "
+                   "trace buffers to disk (the TRACING region).")
+    diagnosis = ("Large overhead distorts every other measurement: enlarge the trace buffers so they are not flushed "
+                 "during the run, or exclude frequently called small functions from instrumentation.")
+
+    def compute(self, ctx):
+        t = np.zeros_like(ctx.excl_time)
+        m = overhead_mask(ctx)
+        t[m] = ctx.excl_time[m]
+        return t
+
+
+# --------------------------------------------------------------------------
+# Computational imbalance (cube3_remap's definition)
+# --------------------------------------------------------------------------
+def in_parallel_mask(ctx) -> np.ndarray:
+    """[C] True for call paths at or below an OpenMP parallel region."""
+    tree = ctx.calltree
+    par = ctx.cnode_role() == Role.OMP_PARALLEL
+    out = par.copy()
+    # pre-order ids: a parent always has a smaller id than its children
+    for c in range(1, len(tree)):
+        p = tree.parent[c]
+        if p >= 0 and out[p]:
+            out[c] = True
+    return out
+
+
+def imbalance_parts(ctx) -> dict[str, np.ndarray]:
+    """Deviation of each participant's execution time from the call path's average.
+
+    Participants of a call path are all threads when it lies inside a
+    parallel region, otherwise one location per process (its master thread).
+    """
+    cache = _cache(ctx)
+    if "imbalance" in cache:
+        return cache["imbalance"]
+    ex = ctx.results.get("execution")
+    if ex is None:
+        ex = Execution().compute(ctx)
+    C, L = ex.shape
+    inpar = in_parallel_mask(ctx)
+    master = ctx.location_thread[:L] == 0
+    part = np.where(inpar[:, None], True, master[None, :])  # [C, L]
+    n_part = part.sum(axis=1)
+    avg = np.where(n_part > 0, (ex * part).sum(axis=1) / np.maximum(n_part, 1), 0.0)
+    dev = np.where(part, ex - avg[:, None], 0.0)
+    above = np.maximum(dev, 0.0)
+    below = np.maximum(-dev, 0.0)
+    visited = part & (ctx.visits[:, :L] > 0)
+    n_vis = visited.sum(axis=1)
+    bypass = np.where(part & ~visited, below, 0.0)
+    single = (n_vis == 1)[:, None]
+    parts = {
+        "above": above,
+        "below": below,
+        "bypass": bypass,
+        "above_single": np.where(single, above, 0.0),
+        "singularity": np.where(single, bypass, 0.0),
+    }
+    cache["imbalance"] = parts
+    return parts
+
+
+class Imbalance(Pattern):
+    name = "imbalance"
+    parent = None
+    display_name = "Computational imbalance"
+    unit = "sec"
+    depends = ("execution",)
+    description = ("How far each location's execution time at a call path deviates from the average over the "
+                   "participants (all threads inside parallel regions, one thread per process elsewhere): the "
+                   "sum of the time above and below the average.")
+    diagnosis = ("Call paths with a large imbalance are where work is distributed unevenly; expand to Overload and "
+                 "Underload to see which locations have too much or too little work, and rebalance the "
+                 "decomposition there.")
+
+    def compute(self, ctx):
+        p = imbalance_parts(ctx)
+        return p["above"] + p["below"]
+
+
+class ImbalanceAbove(Pattern):
+    name = "imbalance_above"
+    parent = "imbalance"
+    display_name = "Overload"
+    unit = "sec"
+    depends = ("execution",)
+    description = "Execution time above the call path's average, on the locations that have more work than average."
+    diagnosis = "Move work away from these locations, or split their work into smaller pieces that others can take."
+
+    def compute(self, ctx):
+        return imbalance_parts(ctx)["above"]
+
+
+class ImbalanceAboveSingle(Pattern):
+    name = "imbalance_above_single"
+    parent = "imbalance_above"
+    display_name = "Single participant"
+    unit = "sec"
+    depends = ("execution",)
+    description = ("Overload at call paths that only one participant executes: all the others are idle there, so "
+                   "the whole deviation is serialisation.")
+    diagnosis = "Parallelise this code, or overlap it with work on the other locations."
+
+    def compute(self, ctx):
+        return imbalance_parts(ctx)["above_single"]
+
+
+class ImbalanceBelow(Pattern):
+    name = "imbalance_below"
+    parent = "imbalance"
+    display_name = "Underload"
+    unit = "sec"
+    depends = ("execution",)
+    description = "Execution time below the call path's average, on the locations that have less work than average."
+    diagnosis = "Give these locations more of the work at this call path."
+
+    def compute(self, ctx):
+        return imbalance_parts(ctx)["below"]
+
+
+class ImbalanceBelowBypass(Pattern):
+    name = "imbalance_below_bypass"
+    parent = "imbalance_below"
+    display_name = "Non-participation"
+    unit = "sec"
+    depends = ("execution",)
+    description = ("Underload of participants that never visited the call path: their deviation is the whole "
+                   "average.")
+    diagnosis = "These locations skip the call path entirely; check whether the work could be divided among them too."
+
+    def compute(self, ctx):
+        return imbalance_parts(ctx)["bypass"]
+
+
+class ImbalanceBelowSingularity(Pattern):
+    name = "imbalance_below_singularity"
+    parent = "imbalance_below_bypass"
+    display_name = "Singularity"
+    unit = "sec"
+    depends = ("execution",)
+    description = "Non-participation at call paths that only a single participant executes."
+    diagnosis = "The call path is serial: parallelise it or overlap it with other work."
+
+    def compute(self, ctx):
+        return imbalance_parts(ctx)["singularity"]
+
+
+PATTERNS = [Time, Visits, Execution, Overhead, Imbalance, ImbalanceAbove, ImbalanceAboveSingle, ImbalanceBelow,
+            ImbalanceBelowBypass, ImbalanceBelowSingularity]
