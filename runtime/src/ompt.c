@@ -1,0 +1,492 @@
+/* ompt.c - OpenMP events through the OMPT tool interface (LLVM libomp).
+ *
+ * Two ordering quirks of libomp are repaired here (see docs/runtime.md):
+ *  - a work-sharing construct's end is reported before its implicit barrier begins: the end is
+ *    held back (xt_thread.held_exit_*) so the barrier nests inside the construct, as in EPILOG;
+ *  - a worker's end-of-parallel barrier end (and its implicit-task end) are reported only when the
+ *    worker is reused or at shutdown: their times are clamped to the master's barrier end.
+ */
+#define _GNU_SOURCE
+#include <omp-tools.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xt.h"
+
+/* ---------------------------------------------------------------- teams */
+#define TEAM_SLOTS 4096 /* ring of team records; a slot is checked by id before use */
+typedef struct team {
+    uint32_t id, size;
+    const void *codeptr;
+    uint32_t par_region;
+    _Atomic uint64_t barrier_end; /* master's end-of-parallel barrier exit time, 0 until known */
+    uint64_t fork_spooled;        /* where the FORK record sits, to patch in the actual team size */
+    uint32_t fork_index;
+} team_t;
+static team_t teams[TEAM_SLOTS];
+static atomic_uint next_team = 1; /* team ids count from 1 */
+
+#define MSTACK 32
+typedef struct omp_thread {
+    team_t *team;      /* innermost team of this thread */
+    uint32_t team_id;
+    uint32_t index;    /* thread number in that team */
+    /* the barrier in progress */
+    uint32_t bar_region, bar_team, bar_work; /* bar_work: held-back work region the barrier ends */
+    int bar_parallel_end;
+    /* open work-sharing constructs */
+    struct {
+        uint32_t region, body;
+    } work[MSTACK];
+    int nwork;
+    /* open mutex constructs (critical, ordered, atomic, lock API) */
+    struct {
+        uint64_t wait_id;
+        uint32_t outer, body;
+        int kind;
+    } mutex[MSTACK];
+    int nmutex;
+} omp_thread;
+
+static inline omp_thread *omp_state(xt_thread *t)
+{
+    if (XT_UNLIKELY(!t->omp)) {
+        omp_thread *o = calloc(1, sizeof(omp_thread));
+        o->bar_region = o->bar_work = o->bar_team = ELG_NO_ID;
+        t->omp = o;
+    }
+    return t->omp;
+}
+
+static inline xt_thread *active_thread(void)
+{
+    if (XT_UNLIKELY(!atomic_load_explicit(&xt_recording, memory_order_relaxed))) return NULL;
+    return xt_self();
+}
+
+static uint32_t omp_region(const void *codeptr, uint32_t subkind, const char *label, uint8_t role)
+{
+    return xt_region_by_addr((uintptr_t)codeptr, subkind, XT_ADDR_OMP, label, ELG_PARADIGM_OPENMP, role);
+}
+
+static uint32_t api_region(const char *name)
+{
+    return xt_region_define(name, "OMP", ELG_NO_ID, ELG_PARADIGM_OPENMP, ELG_ROLE_OMP_LOCK_API);
+}
+
+/* a clamped time never goes back behind the thread's last event */
+static uint64_t clamp_to(xt_thread *t, uint64_t now, uint64_t limit)
+{
+    uint64_t v = limit && limit < now ? limit : now;
+    if (t->n && t->buf[t->n - 1].time > v) v = t->buf[t->n - 1].time;
+    return v;
+}
+
+/* ---------------------------------------------------------------- parallel regions */
+static void on_parallel_begin(ompt_data_t *enc_task, const ompt_frame_t *enc_frame, ompt_data_t *parallel_data,
+                              unsigned int requested, int flags, const void *codeptr)
+{
+    (void)enc_task, (void)enc_frame, (void)flags;
+    xt_thread *t = active_thread();
+    uint32_t id = atomic_fetch_add(&next_team, 1);
+    team_t *tm = &teams[id % TEAM_SLOTS];
+    tm->id = id;
+    tm->size = requested;
+    tm->codeptr = codeptr;
+    atomic_store(&tm->barrier_end, 0);
+    tm->par_region = omp_region(codeptr, 1, "!$omp parallel", ELG_ROLE_OMP_PARALLEL);
+    parallel_data->ptr = tm;
+    if (!t) return;
+    if (t->held_exit_region != ELG_NO_ID) xt_flush_held_exit(t);
+    xt_record(t, xt_now(), ELG_OMP_FORK, 0, id, 0, requested, 0, 0);
+    tm->fork_spooled = t->spooled;
+    tm->fork_index = t->n - 1;
+}
+
+static void on_parallel_end(ompt_data_t *parallel_data, ompt_data_t *enc_task, int flags, const void *codeptr)
+{
+    (void)enc_task, (void)flags, (void)codeptr;
+    xt_thread *t = active_thread();
+    team_t *tm = parallel_data->ptr;
+    if (!t || !tm) return;
+    if (t->held_exit_region != ELG_NO_ID) xt_flush_held_exit(t);
+    xt_record(t, xt_now(), ELG_OMP_JOIN, 0, tm->id, 0, tm->size, 0, 0);
+}
+
+static void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t *parallel_data, ompt_data_t *task_data,
+                             unsigned int actual, unsigned int index, int flags)
+{
+    if (flags & ompt_task_initial) return;
+    xt_thread *t = active_thread();
+    if (!t) return;
+    omp_thread *o = omp_state(t);
+    if (endpoint == ompt_scope_begin) {
+        team_t *tm = parallel_data ? parallel_data->ptr : NULL;
+        if (!tm) return;
+        task_data->ptr = tm;
+        if (index == 0 && actual != tm->size) { /* the FORK carried the requested size: patch in the actual one */
+            tm->size = actual;
+            if (t->spooled == tm->fork_spooled && tm->fork_index < t->n &&
+                t->buf[tm->fork_index].type == ELG_OMP_FORK)
+                t->buf[tm->fork_index].c = actual;
+        }
+        o->team = tm;
+        o->team_id = tm->id;
+        o->index = index;
+        xt_enter(t, xt_now(), tm->par_region, tm->id, index);
+    } else {
+        team_t *tm = task_data->ptr;
+        if (!tm) return;
+        uint64_t now = xt_now();
+        if (index != 0 && tm->id == o->team_id) now = clamp_to(t, now, atomic_load(&tm->barrier_end));
+        xt_exit(t, now, tm->par_region);
+        task_data->ptr = NULL;
+    }
+}
+
+/* ---------------------------------------------------------------- work sharing */
+static void on_work(ompt_work_t wstype, ompt_scope_endpoint_t endpoint, ompt_data_t *parallel_data,
+                    ompt_data_t *task_data, uint64_t count, const void *codeptr)
+{
+    (void)parallel_data, (void)task_data, (void)count;
+    xt_thread *t = active_thread();
+    if (!t) return;
+    omp_thread *o = omp_state(t);
+    if (endpoint == ompt_scope_begin) {
+        uint32_t region, body = ELG_NO_ID;
+        switch ((int)wstype) {
+        case ompt_work_loop:
+        case 10: case 11: case 12: case 13: /* loop_static / dynamic / guided / other (OpenMP 5.2) */
+            region = omp_region(codeptr, 2, "!$omp for", ELG_ROLE_OMP_LOOP);
+            break;
+        case ompt_work_sections:
+            region = omp_region(codeptr, 3, "!$omp sections", ELG_ROLE_OMP_SECTIONS);
+            break;
+        case ompt_work_single_executor:
+            region = omp_region(codeptr, 4, "!$omp single", ELG_ROLE_OMP_SINGLE);
+            body = omp_region(codeptr, 5, "!$omp single sblock", ELG_ROLE_OMP_SINGLE_BODY);
+            break;
+        case ompt_work_single_other:
+            region = omp_region(codeptr, 4, "!$omp single", ELG_ROLE_OMP_SINGLE);
+            break;
+        case ompt_work_workshare:
+            region = omp_region(codeptr, 6, "!$omp workshare", ELG_ROLE_OMP_WORKSHARE);
+            break;
+        default: /* distribute, taskloop, scope: not recorded */
+            return;
+        }
+        uint64_t now = xt_now();
+        xt_enter(t, now, region, ELG_NO_ID, ELG_NO_ID);
+        if (body != ELG_NO_ID) xt_enter(t, now, body, ELG_NO_ID, ELG_NO_ID);
+        if (o->nwork < MSTACK) {
+            o->work[o->nwork].region = region;
+            o->work[o->nwork].body = body;
+        }
+        o->nwork++;
+    } else {
+        if (o->nwork == 0) return;
+        o->nwork--;
+        if (o->nwork >= MSTACK) return;
+        uint64_t now = xt_now();
+        if (o->work[o->nwork].body != ELG_NO_ID) xt_exit(t, now, o->work[o->nwork].body);
+        if (t->held_exit_region != ELG_NO_ID) xt_flush_held_exit(t);
+        /* hold the end back: an implicit barrier may follow and belongs inside the construct */
+        t->held_exit_region = o->work[o->nwork].region;
+        t->held_exit_time = now;
+    }
+}
+
+static void on_masked(ompt_scope_endpoint_t endpoint, ompt_data_t *parallel_data, ompt_data_t *task_data,
+                      const void *codeptr)
+{
+    (void)parallel_data, (void)task_data;
+    xt_thread *t = active_thread();
+    if (!t) return;
+    if (endpoint == ompt_scope_begin) {
+        xt_enter(t, xt_now(), omp_region(codeptr, 7, "!$omp master", ELG_ROLE_OMP_MASTER), ELG_NO_ID, ELG_NO_ID);
+    } else if (t->depth > 0 && t->depth <= XT_STACK_MAX) {
+        /* the end's codeptr is the end of the block, not the construct: close what the begin opened */
+        xt_exit(t, xt_now(), t->stack[t->depth - 1].region);
+    }
+}
+
+/* ---------------------------------------------------------------- barriers and taskwait */
+static int is_barrier(int kind)
+{
+    switch (kind) {
+    case 1: case 2: case 3: case 4: case 8: case 9: case 10:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoint, ompt_data_t *parallel_data,
+                           ompt_data_t *task_data, const void *codeptr)
+{
+    (void)parallel_data, (void)task_data;
+    xt_thread *t = active_thread();
+    if (!t) return;
+    omp_thread *o = omp_state(t);
+    if ((int)kind == 5) { /* taskwait */
+        uint32_t region = omp_region(codeptr, 8, "!$omp taskwait", ELG_ROLE_OMP_TASKWAIT);
+        if (endpoint == ompt_scope_begin) xt_enter(t, xt_now(), region, ELG_NO_ID, ELG_NO_ID);
+        else xt_exit(t, xt_now(), region);
+        return;
+    }
+    if (!is_barrier((int)kind)) return;
+    team_t *tm = o->team;
+    if (endpoint == ompt_scope_begin) {
+        if ((int)kind == 3 && t->held_exit_region != ELG_NO_ID) xt_flush_held_exit(t); /* after a nowait */
+        if (t->held_exit_region == ELG_NO_ID && o->nwork > 0 && o->nwork <= MSTACK) {
+            /* a construct whose end the runtime does not report (GCC's single on libomp): it ends here */
+            o->nwork--;
+            uint64_t now = xt_now();
+            if (o->work[o->nwork].body != ELG_NO_ID) xt_exit(t, now, o->work[o->nwork].body);
+            t->held_exit_region = o->work[o->nwork].region;
+            t->held_exit_time = now;
+        }
+        uint64_t now = xt_now();
+        uint32_t held = t->held_exit_region;
+        t->held_exit_region = ELG_NO_ID; /* the held construct stays open around its barrier */
+        int parallel_end = (int)kind == 9 || (held == ELG_NO_ID && (int)kind != 3 && (int)kind != 8 && tm &&
+                                              (codeptr == NULL || codeptr == tm->codeptr));
+        uint32_t region;
+        if (parallel_end && tm) region = omp_region(tm->codeptr, 9, "!$omp ibarrier", ELG_ROLE_OMP_IMPLICIT_BARRIER);
+        else if ((int)kind == 3 || ((int)kind == 4 && held == ELG_NO_ID))
+            region = omp_region(codeptr, 10, "!$omp barrier", ELG_ROLE_OMP_BARRIER);
+        else region = omp_region(codeptr, 9, "!$omp ibarrier", ELG_ROLE_OMP_IMPLICIT_BARRIER);
+        if (held != ELG_NO_ID && t->held_exit_time > now) now = t->held_exit_time;
+        xt_enter(t, now, region, ELG_NO_ID, ELG_NO_ID);
+        if (t->depth - 1 < XT_STACK_MAX) t->stack[t->depth - 1].team = o->team_id;
+        o->bar_region = region;
+        o->bar_team = o->team_id;
+        o->bar_work = held;
+        o->bar_parallel_end = parallel_end;
+    } else {
+        if (o->bar_region == ELG_NO_ID) return; /* began before recording started */
+        uint64_t now = xt_now();
+        if (o->bar_parallel_end && tm) {
+            if (o->index == 0) atomic_store(&tm->barrier_end, now);
+            else now = clamp_to(t, now, atomic_load(&tm->barrier_end));
+        }
+        xt_leave(t, now, ELG_OMP_COLLEXIT, o->bar_region, o->bar_team, 0, 0, 0);
+        if (o->bar_work != ELG_NO_ID) xt_exit(t, now, o->bar_work);
+        o->bar_region = ELG_NO_ID;
+        o->bar_work = ELG_NO_ID;
+        o->bar_parallel_end = 0;
+    }
+}
+
+/* ---------------------------------------------------------------- mutual exclusion */
+static uint8_t lock_kind(int kind)
+{
+    switch (kind) {
+    case ompt_mutex_nest_lock:
+    case ompt_mutex_test_nest_lock:
+        return ELG_LOCK_OMP_NEST_LOCK;
+    case ompt_mutex_critical:
+        return ELG_LOCK_OMP_CRITICAL;
+    case ompt_mutex_atomic:
+        return ELG_LOCK_OMP_ATOMIC;
+    case ompt_mutex_ordered:
+        return ELG_LOCK_OMP_ORDERED;
+    default:
+        return ELG_LOCK_OMP_LOCK;
+    }
+}
+
+static uint32_t lock_of(ompt_mutex_t kind, ompt_wait_id_t wait_id)
+{
+    static const char *names[] = {"", "omp_lock", "omp_lock", "omp_nest_lock", "omp_nest_lock", "critical",
+                                  "atomic", "ordered"};
+    char name[64];
+    snprintf(name, sizeof name, "%s %#llx", names[(int)kind <= 7 ? (int)kind : 0], (unsigned long long)wait_id);
+    return xt_lock_id((uintptr_t)wait_id, lock_kind((int)kind), name);
+}
+
+static void on_mutex_acquire(ompt_mutex_t kind, unsigned int hint, unsigned int impl, ompt_wait_id_t wait_id,
+                             const void *codeptr)
+{
+    (void)hint, (void)impl;
+    xt_thread *t = active_thread();
+    if (!t) return;
+    omp_thread *o = omp_state(t);
+    uint32_t outer = ELG_NO_ID, body = ELG_NO_ID;
+    switch ((int)kind) {
+    case ompt_mutex_critical:
+        outer = omp_region(codeptr, 11, "!$omp critical", ELG_ROLE_OMP_CRITICAL);
+        body = omp_region(codeptr, 12, "!$omp critical sblock", ELG_ROLE_OMP_CRITICAL_BODY);
+        break;
+    case ompt_mutex_ordered:
+        outer = omp_region(codeptr, 13, "!$omp ordered", ELG_ROLE_OMP_ORDERED);
+        body = omp_region(codeptr, 14, "!$omp ordered sblock", ELG_ROLE_OMP_ORDERED_BODY);
+        break;
+    case ompt_mutex_atomic:
+        outer = omp_region(codeptr, 15, "!$omp atomic", ELG_ROLE_OMP_ATOMIC);
+        break;
+    case ompt_mutex_lock:
+        outer = api_region("omp_set_lock");
+        break;
+    case ompt_mutex_nest_lock:
+        outer = api_region("omp_set_nest_lock");
+        break;
+    default: /* test locks: only a successful test is recorded (as an acquisition) */
+        break;
+    }
+    if (outer != ELG_NO_ID) xt_enter(t, xt_now(), outer, ELG_NO_ID, ELG_NO_ID);
+    if (o->nmutex < MSTACK) {
+        o->mutex[o->nmutex].wait_id = wait_id;
+        o->mutex[o->nmutex].outer = outer;
+        o->mutex[o->nmutex].body = body;
+        o->mutex[o->nmutex].kind = (int)kind;
+    }
+    o->nmutex++;
+}
+
+static int find_mutex(omp_thread *o, ompt_wait_id_t wait_id)
+{
+    int top = o->nmutex < MSTACK ? o->nmutex : MSTACK;
+    for (int i = top - 1; i >= 0; i--)
+        if (o->mutex[i].wait_id == wait_id) return i;
+    return -1;
+}
+
+static void pop_mutex(omp_thread *o, int i)
+{
+    int top = o->nmutex < MSTACK ? o->nmutex : MSTACK;
+    memmove(&o->mutex[i], &o->mutex[i + 1], (size_t)(top - i - 1) * sizeof o->mutex[0]);
+    o->nmutex--;
+}
+
+static void on_mutex_acquired(ompt_mutex_t kind, ompt_wait_id_t wait_id, const void *codeptr)
+{
+    (void)codeptr;
+    xt_thread *t = active_thread();
+    if (!t) return;
+    omp_thread *o = omp_state(t);
+    uint64_t now = xt_now();
+    uint32_t lock = lock_of(kind, wait_id);
+    xt_record(t, now, ELG_OMP_ACQUIRE_LOCK, 0, lock, 0, 0, xt_lock_next_order(lock), 0);
+    int i = find_mutex(o, wait_id);
+    if (i < 0) return;
+    switch ((int)kind) {
+    case ompt_mutex_critical:
+    case ompt_mutex_ordered:
+        xt_enter(t, now, o->mutex[i].body, ELG_NO_ID, ELG_NO_ID);
+        break;
+    case ompt_mutex_atomic:
+        break;
+    default: /* lock API: the set call ends with the acquisition */
+        if (o->mutex[i].outer != ELG_NO_ID) xt_exit(t, now, o->mutex[i].outer);
+        pop_mutex(o, i);
+    }
+}
+
+static void on_mutex_released(ompt_mutex_t kind, ompt_wait_id_t wait_id, const void *codeptr)
+{
+    (void)codeptr;
+    xt_thread *t = active_thread();
+    if (!t) return;
+    omp_thread *o = omp_state(t);
+    uint64_t now = xt_now();
+    uint32_t lock = lock_of(kind, wait_id);
+    uint64_t order = xt_lock_current_order(lock);
+    int i;
+    switch ((int)kind) {
+    case ompt_mutex_critical:
+    case ompt_mutex_ordered:
+    case ompt_mutex_atomic:
+        i = find_mutex(o, wait_id);
+        if (i >= 0 && o->mutex[i].body != ELG_NO_ID) xt_exit(t, now, o->mutex[i].body);
+        xt_record(t, now, ELG_OMP_RELEASE_LOCK, 0, lock, 0, 0, order, 0);
+        if (i >= 0) {
+            xt_exit(t, now, o->mutex[i].outer);
+            pop_mutex(o, i);
+        }
+        break;
+    default: {
+        uint32_t r = api_region(kind == ompt_mutex_nest_lock || kind == ompt_mutex_test_nest_lock ? "omp_unset_nest_lock"
+                                                                                                 : "omp_unset_lock");
+        xt_enter(t, now, r, ELG_NO_ID, ELG_NO_ID);
+        xt_record(t, now, ELG_OMP_RELEASE_LOCK, 0, lock, 0, 0, order, 0);
+        xt_exit(t, now, r);
+    }
+    }
+}
+
+static void on_flush(ompt_data_t *thread_data, const void *codeptr)
+{
+    (void)thread_data;
+    xt_thread *t = active_thread();
+    if (!t) return;
+    uint32_t region = omp_region(codeptr, 16, "!$omp flush", ELG_ROLE_OMP_FLUSH);
+    uint64_t now = xt_now();
+    xt_enter(t, now, region, ELG_NO_ID, ELG_NO_ID);
+    xt_exit(t, now, region);
+}
+
+static void on_thread_begin(ompt_thread_t type, ompt_data_t *thread_data)
+{
+    (void)thread_data;
+    if (type == ompt_thread_initial) return;
+    if (atomic_load(&xt_recording)) (void)xt_self(); /* number the thread in start order */
+}
+
+/* ---------------------------------------------------------------- shutdown: workers parked in the final barrier */
+static void omp_stop(void)
+{
+    int nt = xt_thread_count();
+    for (int i = 0; i < nt; i++) {
+        xt_thread *t = xt_thread_get(i);
+        omp_thread *o = t ? t->omp : NULL;
+        if (!o || !o->bar_parallel_end || o->bar_region == ELG_NO_ID || !o->team) continue;
+        team_t *tm = o->team;
+        if (tm->id != o->bar_team) continue;
+        uint64_t end = atomic_load(&tm->barrier_end);
+        if (!end) continue;
+        end = clamp_to(t, end, 0);
+        xt_leave(t, end, ELG_OMP_COLLEXIT, o->bar_region, o->bar_team, 0, 0, 0);
+        o->bar_region = ELG_NO_ID;
+        o->bar_parallel_end = 0;
+        /* the implicit task ends with the barrier */
+        if (t->depth > 0 && t->depth <= XT_STACK_MAX && t->stack[t->depth - 1].region == tm->par_region)
+            xt_exit(t, end, tm->par_region);
+    }
+}
+
+/* ---------------------------------------------------------------- registration */
+static int tool_initialize(ompt_function_lookup_t lookup, int initial_device_num, ompt_data_t *tool_data)
+{
+    (void)initial_device_num, (void)tool_data;
+    xt_init();
+    if (!xt_cfg.record_omp) return 0;
+    ompt_set_callback_t set_callback = (ompt_set_callback_t)lookup("ompt_set_callback");
+    if (!set_callback) return 0;
+#define REG(event, fn) set_callback(event, (ompt_callback_t)(fn))
+    REG(ompt_callback_thread_begin, on_thread_begin);
+    REG(ompt_callback_parallel_begin, on_parallel_begin);
+    REG(ompt_callback_parallel_end, on_parallel_end);
+    REG(ompt_callback_implicit_task, on_implicit_task);
+    REG(ompt_callback_work, on_work);
+    REG(ompt_callback_masked, on_masked);
+    REG(ompt_callback_sync_region, on_sync_region);
+    REG(ompt_callback_mutex_acquire, on_mutex_acquire);
+    REG(ompt_callback_mutex_acquired, on_mutex_acquired);
+    REG(ompt_callback_mutex_released, on_mutex_released);
+    REG(ompt_callback_flush, on_flush);
+#undef REG
+    xt_omp_stop_hook = omp_stop;
+    return 1;
+}
+
+static void tool_finalize(ompt_data_t *tool_data) { (void)tool_data; }
+
+__attribute__((visibility("default"))) ompt_start_tool_result_t *ompt_start_tool(unsigned int omp_version,
+                                                                                  const char *runtime_version)
+{
+    (void)omp_version, (void)runtime_version;
+    static ompt_start_tool_result_t result = {tool_initialize, tool_finalize, {0}};
+    return &result;
+}

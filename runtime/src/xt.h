@@ -1,0 +1,189 @@
+/* xt.h - internal interfaces of the tracing runtime (not installed). */
+#ifndef XT_H
+#define XT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "elg_format.h"
+
+#define XT_HIDDEN __attribute__((visibility("hidden")))
+#define XT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define XT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define XT_MAX_THREADS 1024
+#define XT_STACK_MAX 256
+
+/* ---------------------------------------------------------------- clock */
+extern XT_HIDDEN int xt_use_tsc;
+static inline uint64_t xt_now(void)
+{
+    if (XT_LIKELY(xt_use_tsc)) {
+        uint32_t lo, hi;
+        __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+        return ((uint64_t)hi << 32) | lo;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+XT_HIDDEN double xt_mono_seconds(void);
+
+/* ---------------------------------------------------------------- threads */
+typedef struct xt_frame {
+    uint32_t region;
+    uint32_t team; /* team id for OpenMP barriers (closed by OMP_COLLEXIT), else NO_ID */
+} xt_frame;
+
+typedef struct xt_thread {
+    elg_event *buf;
+    uint32_t n, cap; /* cap excludes the 2 slots reserved for the flush marker */
+    uint32_t thread_num;
+    int spool_fd;          /* unlinked temp file holding flushed events, -1 if none */
+    uint64_t spooled;      /* number of events in the spool */
+    int depth;             /* region nesting depth (may exceed XT_STACK_MAX; then not tracked) */
+    xt_frame stack[XT_STACK_MAX];
+    int in_mpi;            /* inside an MPI wrapper: nested MPI calls are not recorded */
+    /* OpenMP: a work-sharing end held back until we know whether an implicit barrier follows */
+    uint32_t held_exit_region;
+    uint64_t held_exit_time;
+    void *omp; /* per-thread OpenMP state (ompt.c) */
+} xt_thread;
+
+extern XT_HIDDEN _Thread_local xt_thread *xt_tls __attribute__((tls_model("initial-exec")));
+extern XT_HIDDEN atomic_int xt_recording; /* 0 before init, after finalize and while paused */
+
+XT_HIDDEN xt_thread *xt_thread_attach(void);
+XT_HIDDEN int xt_thread_count(void);
+XT_HIDDEN xt_thread *xt_thread_get(int i);
+XT_HIDDEN void xt_buffer_flush(xt_thread *t);
+XT_HIDDEN void xt_flush_held_exit(xt_thread *t);
+
+static inline xt_thread *xt_self(void)
+{
+    xt_thread *t = xt_tls;
+    if (XT_UNLIKELY(!t)) t = xt_thread_attach();
+    return t;
+}
+
+/* Append one record.  The record is complete before n moves, so a signal handler
+ * on this thread never sees a half-written event. */
+static inline void xt_record(xt_thread *t, uint64_t time, uint8_t type, uint8_t flags, uint32_t a, uint32_t b,
+                             uint32_t c, uint64_t d, uint64_t e)
+{
+    if (XT_UNLIKELY(t->n >= t->cap)) xt_buffer_flush(t);
+    elg_event *ev = &t->buf[t->n];
+    ev->time = time;
+    ev->type = type;
+    ev->flags = flags;
+    ev->reserved = 0;
+    ev->a = a;
+    ev->b = b;
+    ev->c = c;
+    ev->d = d;
+    ev->e = e;
+    __atomic_store_n(&t->n, t->n + 1, __ATOMIC_RELEASE);
+}
+
+static inline void xt_enter(xt_thread *t, uint64_t time, uint32_t region, uint32_t team, uint32_t thread_num)
+{
+    if (XT_UNLIKELY(t->held_exit_region != ELG_NO_ID)) xt_flush_held_exit(t);
+    xt_record(t, time, ELG_ENTER, 0, region, ELG_NO_ID, team, thread_num == ELG_NO_ID ? ELG_NO_ID : thread_num, 0);
+    if (XT_LIKELY(t->depth < XT_STACK_MAX)) {
+        t->stack[t->depth].region = region;
+        t->stack[t->depth].team = ELG_NO_ID;
+    }
+    t->depth++;
+}
+
+static inline void xt_leave(xt_thread *t, uint64_t time, uint8_t type, uint32_t region, uint32_t b, uint32_t c,
+                            uint64_t d, uint64_t e)
+{
+    if (XT_UNLIKELY(t->held_exit_region != ELG_NO_ID)) xt_flush_held_exit(t);
+    xt_record(t, time, type, 0, region, b, c, d, e);
+    if (t->depth > 0) t->depth--;
+}
+
+static inline void xt_exit(xt_thread *t, uint64_t time, uint32_t region)
+{
+    xt_leave(t, time, ELG_EXIT, region, 0, 0, 0, 0);
+}
+
+/* ---------------------------------------------------------------- definitions */
+XT_HIDDEN uint32_t xt_region_define(const char *name, const char *file, uint32_t line, uint8_t paradigm,
+                                    uint8_t role);
+/* Regions named after a code address; the name is resolved at the end of the run.
+ * kind distinguishes several regions at one address (e.g. a loop and its barrier). */
+enum xt_addr_kind {
+    XT_ADDR_FUNCTION = 1, /* compiler instrumentation: name = function at addr */
+    XT_ADDR_OMP = 2,      /* OpenMP construct: name = label + " @file:line" of addr */
+};
+XT_HIDDEN uint32_t xt_region_by_addr(uintptr_t addr, uint32_t subkind, int kind, const char *label, uint8_t paradigm,
+                                     uint8_t role);
+XT_HIDDEN uint32_t xt_lock_id(uintptr_t key, uint8_t kind, const char *name);
+XT_HIDDEN uint64_t xt_lock_next_order(uint32_t lock);
+XT_HIDDEN uint64_t xt_lock_current_order(uint32_t lock);
+XT_HIDDEN uint32_t xt_region_tracing(void);
+XT_HIDDEN uint32_t xt_region_pausing(void);
+
+/* a communicator as it is defined locally: members as global ranks */
+typedef struct xt_comm_def {
+    uint32_t leader, seq; /* globally unique creation key: (lowest global rank, its creation count) */
+    uint32_t parent;      /* local comm id of the parent or NO_ID */
+    uint32_t size;
+    uint32_t *members;
+    char name[48];
+} xt_comm_def;
+XT_HIDDEN uint32_t xt_comm_define(uint32_t leader, uint32_t seq, uint32_t parent, uint32_t size,
+                                  const uint32_t *members, const char *name);
+
+/* ---------------------------------------------------------------- process facts */
+typedef struct xt_process_info {
+    uint32_t rank;     /* MPI rank in COMM_WORLD, 0 without MPI */
+    uint32_t size;     /* number of processes */
+    int mpi_active;    /* MPI_Init was called and MPI_Finalize not yet finished */
+    double offset_time[2], offset_value[2]; /* clock offsets to rank 0 at init and finalize (seconds) */
+    int n_offsets;
+    char mpi_library[64];
+} xt_process_info;
+extern XT_HIDDEN xt_process_info xt_proc;
+
+/* configuration */
+typedef struct xt_config {
+    char output[4096];
+    size_t buffer_events;
+    int record_mpi, record_omp, record_user, record_compiler;
+    int resolve_names;
+    int verbose;
+    char filter_file[4096];
+} xt_config;
+extern XT_HIDDEN xt_config xt_cfg;
+
+/* ---------------------------------------------------------------- finalisation */
+/* Close regions still open on every thread, stop recording, return local definitions serialised. */
+XT_HIDDEN void xt_stop_recording(void);
+XT_HIDDEN void *xt_serialize_local(size_t *len);
+/* Read events of thread `thread` of this process, from `first`, at most `max`; returns count. */
+XT_HIDDEN uint64_t xt_local_events(int thread, uint64_t first, elg_event *out, uint64_t max);
+XT_HIDDEN uint64_t xt_local_event_count(int thread);
+
+/* How the writer gets a process's events (local, or over MPI on rank 0). */
+typedef uint64_t (*xt_fetch_fn)(void *ctx, int proc, int thread, elg_event *out, uint64_t max);
+XT_HIDDEN int xt_write_trace(const char *path, int nprocs, void *const *serialized, const size_t *lens,
+                             xt_fetch_fn fetch, void *ctx, int finished);
+XT_HIDDEN void xt_write_local_trace(const char *path, int finished);
+XT_HIDDEN void xt_default_output(char *out, size_t n);
+
+/* hook set by the MPI layer: called first at exit/crash (returns 1 if it wrote the trace) */
+extern XT_HIDDEN int (*xt_mpi_exit_hook)(int crashed);
+/* hook set by the OpenMP layer: close OpenMP state before writing */
+extern XT_HIDDEN void (*xt_omp_stop_hook)(void);
+
+XT_HIDDEN void xt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+XT_HIDDEN char *xt_resolve_addr(uintptr_t addr, int want_function, char **file, uint32_t *line);
+XT_HIDDEN void xt_resolve_all(void);
+XT_HIDDEN int xt_filter_excluded(uintptr_t fn);
+XT_HIDDEN void xt_init(void);
+
+#endif
