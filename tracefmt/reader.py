@@ -198,7 +198,8 @@ class Trace:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<Trace {self.path}: {len(self.location_ids)} locations, format {self.header.version}>"
+        n = len(getattr(self, "location_ids", ()))
+        return f"<Trace {self.path}: {n} locations>"
 
     @property
     def complete(self) -> bool:
@@ -291,12 +292,14 @@ class Trace:
         """Blocks listed in the footer index, or None (plus a problem line) when it is unusable."""
         size, hs = self.size, self.header.header_size
         if size < hs + layout.TRAILER_SIZE:
-            self.problems.append("no footer index (file ends before a trailer); scanned the blocks instead")
+            self.problems.append("truncated: the file ends before its footer index; scanned the blocks instead")
             return None
         at = size - layout.TRAILER_SIZE
         (index_at,) = struct.unpack_from(self._p + "Q", self._buf, at)
         if bytes(self._buf[at + 8 : size]) != layout.TRAILER_MAGIC:
-            self.problems.append("no footer index (trailer missing: file truncated or unfinished); scanned the blocks")
+            self.problems.append(
+                "truncated or unfinished: no footer index at the end of the file; scanned the blocks instead"
+            )
             return None
 
         def bad(why: str) -> None:
@@ -357,8 +360,8 @@ class Trace:
             pos = b.end
         if pos < size:
             self.problems.append(
-                f"file ends with {size - pos} bytes that are not a whole block (truncated); "
-                "any blocks after them are missing"
+                f"the file ends inside a block header at byte {pos} ({size - pos} of "
+                f"{layout.BLOCK_HEADER_SIZE} bytes); that block and any after it are missing"
             )
         return blocks
 
@@ -398,7 +401,9 @@ class Trace:
 
             decode_definitions(payload, b.count, self.header.byte_order, raw, where)
         if not any(b.kind == BlockKind.DEFINITIONS for b in self.blocks):
-            self.problems.append("the file holds no definitions block")
+            # without definitions no event can be interpreted: nothing is usable
+            why = f" ({self.problems[-1]})" if self.problems else ""
+            raise self._error("no complete definitions block in the file" + why)
         self.defs: Definitions = resolve(raw, self.problems)
 
     def _map_locations(self) -> None:
