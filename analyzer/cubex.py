@@ -153,7 +153,7 @@ def _build_members(cube: Cube) -> list[tuple[str, bytes]]:
             if ints.size and (ints.min() < 0 or ints.max() >= 2.0**64):
                 c, loc = np.argwhere((ints < 0) | (ints >= 2.0**64))[0]
                 raise CubeError(
-                    f"metric {m.name!r} (INTEGER, written as UINT64): value {payload[c, loc]!r} at "
+                    f"metric {m.name!r} (INTEGER, written as UINT64): value {float(payload[c, loc])!r} at "
                     f"call path {cube.callpath(int(dfs[rows[c]]))!r}, location {loc} is out of range"
                 )
             data = DATA_MAGIC + ints.astype("<u8").tobytes()
@@ -564,13 +564,18 @@ def _check_data(root: ET.Element, members: dict[str, _Member], raw: bytes) -> li
             v.append(f"metric id {mid}: {mid}.index/{mid}.data missing")
             continue
         ib = raw[idx.offset : idx.offset + idx.size]
-        if ib[:11] != INDEX_MAGIC or len(ib) < 22:
-            v.append(f"{mid}.index: bad magic or too short")
+        if ib[:11] != INDEX_MAGIC or len(ib) < 18:
+            v.append(f"{mid}.index: bad magic or shorter than the 18-byte header")
             continue
-        probe, version, fmt, count = struct.unpack("<IHBI", ib[11:22])
-        if probe != 1 or version != 0 or fmt != INDEX_SPARSE:
-            v.append(f"{mid}.index: expected little-endian version-0 sparse index, got {probe=:#x} {version=} {fmt=}")
+        probe, version, fmt = struct.unpack("<IHB", ib[11:18])
+        if probe != 1 or version != 0:
+            v.append(f"{mid}.index: expected a little-endian version-0 index, got probe {probe:#x}, version {version}")
             continue
+        if fmt != INDEX_SPARSE or len(ib) < 22:
+            v.append(f"{mid}.index: format {fmt} without row count; only a sparse index (1) with a count is "
+                     "readable by pycubexr")
+            continue
+        (count,) = struct.unpack("<I", ib[18:22])
         if count < 1 or len(ib) != 22 + 4 * count:
             v.append(f"{mid}.index: {count} rows in {len(ib)} bytes (need >= 1 row, 22+4n bytes)")
             continue

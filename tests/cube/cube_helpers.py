@@ -96,8 +96,8 @@ def pycubexr_values(path: Path) -> dict[str, np.ndarray]:
         cnodes = sorted(p.all_cnodes(), key=lambda c: c.id)
         for m in p.all_metrics():
             mv = p.get_metric_values(m)
-            excl = m.metric_type.name == "INCLUSIVE"
-            out[m.name] = np.array(
-                [np.asarray(mv.cnode_values(c, convert_to_exclusive=excl), dtype=np.float64) for c in cnodes]
-            )
+            excl = str(getattr(m.metric_type, "name", m.metric_type)).upper() == "INCLUSIVE"
+            rows = [mv.cnode_values(c, convert_to_exclusive=excl) for c in cnodes]
+            # MIN/MAX doubles come back wrapped in pycubexr value classes
+            out[m.name] = np.array([np.asarray(getattr(r, "_values", r), dtype=np.float64) for r in rows])
     return out
