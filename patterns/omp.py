@@ -32,6 +32,8 @@ Deliberate differences from Scalasca, all of them no-ops on consistent traces:
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from tracefmt.layout import Role
@@ -94,8 +96,20 @@ def time_in_roles(ctx, roles) -> np.ndarray:
     return np.where(mask[:, None], ctx.excl_time, 0.0)
 
 
-def _team_rows(ctx):
-    """Team-member rows joined with their team: (loc, cnode, enter, exit, fork, join, master_loc)."""
+class _Members(NamedTuple):
+    """Team-member rows joined with their team (row = index into omp_teams)."""
+
+    loc: np.ndarray
+    cnode: np.ndarray  # the team's parallel-region call path
+    enter: np.ndarray
+    exit: np.ndarray
+    fork: np.ndarray
+    join: np.ndarray
+    master: np.ndarray
+    row: np.ndarray
+
+
+def _team_members(ctx) -> _Members | None:
     teams = ctx.table("omp_teams")
     members = ctx.table("omp_team_members")
     if len(teams) == 0 or len(members) == 0:
@@ -111,14 +125,20 @@ def _team_rows(ctx):
     row = order[np.where(found, pos, 0)]
     cnode = np.asarray(teams["parallel_cnode"], np.int64)[row]
     keep = found & (cnode >= 0)
-    return (
-        np.asarray(members["loc"], np.int64)[keep],
-        cnode[keep],
-        np.asarray(members["enter"], np.float64)[keep],
-        np.asarray(members["exit"], np.float64)[keep],
-        np.asarray(teams["fork_time"], np.float64)[row][keep],
-        np.asarray(teams["join_time"], np.float64)[row][keep],
-        np.asarray(teams["master_loc"], np.int64)[row][keep],
+    row = row[keep]
+
+    def team_col(name, dtype):
+        return np.asarray(teams[name], dtype)[row]
+
+    return _Members(
+        loc=np.asarray(members["loc"], np.int64)[keep],
+        cnode=cnode[keep],
+        enter=np.asarray(members["enter"], np.float64)[keep],
+        exit=np.asarray(members["exit"], np.float64)[keep],
+        fork=team_col("fork_time", np.float64),
+        join=team_col("join_time", np.float64),
+        master=team_col("master_loc", np.int64),
+        row=row,
     )
 
 
@@ -130,32 +150,36 @@ def _positive(x: np.ndarray) -> np.ndarray:
 def management(ctx, fork_only: bool = False) -> Severity:
     """Fork (ENTER(parallel) - FORK) plus join (JOIN - EXIT(parallel)) time of
     every team member, charged to the parallel region's call path."""
-    rows = _team_rows(ctx)
-    if rows is None:
+    m = _team_members(ctx)
+    if m is None:
         return Severity.empty()
-    loc, cnode, enter, exit_, fork, join, _ = rows
-    value = _positive(enter - fork)
+    value = _positive(m.enter - m.fork)
     if not fork_only:
-        value = value + _positive(join - exit_)
-    return Severity(cnode, loc, value)
+        value = value + _positive(m.join - m.exit)
+    return Severity(m.cnode, m.loc, value)
 
 
-def _management_shift_inside(ctx, below_par: np.ndarray) -> np.ndarray:
-    """Dense [C, L] management that Scalasca's `time` adds inside parallel regions.
+def management_shift(ctx) -> np.ndarray:
+    """Dense [C, L]: where Scalasca's `time` puts the fork/join spans.
 
-    Every member gains its fork/join span at the parallel region's call path;
-    a master also loses it at the call path it forked from (where the replay
-    counted it).  For a nested team that call path lies inside the outer
-    region too, so for the nested master the two cancel and nothing is added.
+    Every member gains its span at the parallel region's call path; the
+    master also loses it at the call path it forked from, where the replay
+    counted it as plain exclusive time (``fork_cnode`` when the replay
+    records it, else the parallel region's parent).
     """
     out = np.zeros((ctx.n_cnodes, ctx.n_locations))
-    rows = _team_rows(ctx)
-    if rows is None:
+    m = _team_members(ctx)
+    if m is None:
         return out
-    loc, cnode, enter, exit_, fork, join, master = rows
-    value = _positive(enter - fork) + _positive(join - exit_)
-    keep = ~((loc == master) & below_par[cnode])
-    np.add.at(out, (cnode[keep], loc[keep]), value[keep])
+    value = _positive(m.enter - m.fork) + _positive(m.join - m.exit)
+    np.add.at(out, (m.cnode, m.loc), value)
+    fork_cnode = np.asarray(ctx.calltree.parent, np.int64)[m.cnode]
+    teams = ctx.table("omp_teams")
+    if "fork_cnode" in teams:
+        recorded = np.asarray(teams["fork_cnode"], np.int64)[m.row]
+        fork_cnode = np.where(recorded >= 0, recorded, fork_cnode)
+    is_master = (m.loc == m.master) & (fork_cnode >= 0)
+    np.add.at(out, (fork_cnode[is_master], m.loc[is_master]), -value[is_master])
     return out
 
 
@@ -273,14 +297,16 @@ def idle_threads(ctx, limited_only: bool = False) -> np.ndarray:
     masters = process_masters(ctx)
     workers = np.flatnonzero(masters != np.arange(n_l))
 
+    # Scalasca's `time`: the fork/join spans moved onto the parallel regions
+    shift = management_shift(ctx)
     if not limited_only and workers.size:
         rows = np.flatnonzero(serial)
-        out[np.ix_(rows, workers)] = ctx.excl_time[np.ix_(rows, masters[workers])]
+        master_time = ctx.excl_time[rows] + shift[rows]
+        out[np.ix_(rows, workers)] = np.maximum(master_time[:, masters[workers]], 0.0)
 
-    # inclusive time per thread at each outermost parallel region, with the
-    # management time a Scalasca `time` metric carries at parallel call paths
-    mgmt = _management_shift_inside(ctx, below_par)
-    tvalue = ctx.incl_time[outermost] + _subtree_sum(parent, mgmt)[outermost]
+    # inclusive time per thread at each outermost parallel region; for a
+    # nested team's master the shift cancels inside the outer region
+    tvalue = ctx.incl_time[outermost] + _subtree_sum(parent, shift)[outermost]
     limited = tvalue[:, masters] - tvalue
     limited = np.where(limited >= IDLE_THRESHOLD, limited, 0.0)
     out[outermost] += limited

@@ -390,6 +390,18 @@ def test_idle_threads_charges_workers_the_masters_serial_time():
     np.testing.assert_allclose(run(omp.OmpIdleThreads, ctx), expect(ctx, want), atol=1e-12)
 
 
+def test_masters_fork_span_moves_from_the_serial_call_path_to_the_parallel_region():
+    ctx = ctx_b()
+    members = ctx.tables["omp_team_members"]
+    members["enter"][7] = 30.1  # the master of par_b enters 0.1 after its FORK (counted in main by the replay)
+    got = run(omp.OmpIdleThreads, ctx)
+    # workers of process 0 get the master's time at main without the span: 1.0 - 0.1
+    assert got[0, 1] == pytest.approx(0.9) and got[0, 2] == pytest.approx(0.9)
+    # at par_b the master's time includes the span: 1.0 + 0.1
+    assert got[6, 1] == pytest.approx(1.1 - 0.6) and got[6, 2] == pytest.approx(1.1)
+    assert got[0, 4] == pytest.approx(3.0)  # another process: unchanged
+
+
 def test_idle_threads_without_management_rows_uses_plain_inclusive_time():
     ctx = ctx_b(with_teams=False)
     want = {(2, 1): 2.6 - 1.8, (2, 4): 1.2 - 1.1, (6, 1): 0.4, (6, 2): 1.0}
