@@ -1,0 +1,466 @@
+"""``expert-profile``: ompP-style profiles computed directly from a trace.
+
+ompP (Fürlinger & Moore, seed paper 004) reports per region and thread:
+
+* ``execT`` / ``execC``: inclusive time and number of executions;
+* ``bodyT`` / ``enterT`` / ``exitT`` for constructs with a body: time inside
+  the body, before it (waiting for the lock, thread start-up) and after it
+  (releasing, shutdown).  For ``critical``/``ordered``/``single`` the body is
+  the ``*_BODY`` child region; for ``parallel`` the body is the thread's
+  ENTER..EXIT, enterT the time since the master's FORK and exitT the time to
+  its JOIN.  Other regions have no body columns.
+* MPI activity inside the region (inclusive, as ompP samples thread-local
+  counters at region enter/exit): ``mpiT`` (time in MPI calls), ``inV`` /
+  ``outV`` (bytes received / sent), ``recvC`` / ``sendC`` (point-to-point
+  receives and sends), ``collC`` (collective calls).
+* Collective data volume by the paper's Fig. 4 in the *naive* or *minimal*
+  accounting (see :func:`collective_volume`).
+
+The overhead analysis splits each parallel region's total time (summed over
+its threads) into Synch, Imbal, Limpar, Mgmt and MPI, plus a ``(program)`` row
+for the whole run per process; PNG charts (an overhead pie per process and a
+radar chart of the heaviest regions across processes) need matplotlib.
+
+Recursion: an instance nested inside another instance of the same region on
+the same thread counts in ``execC`` but not again in the time and MPI columns.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tracefmt.layout import NO_ID, EventType, Paradigm, Role
+
+from .compare import ResultError
+
+COLUMNS = ("execT", "execC", "bodyT", "enterT", "exitT", "mpiT", "inV", "outV", "recvC", "sendC", "collC")
+_I = {c: i for i, c in enumerate(COLUMNS)}
+OVERHEADS = ("Synch", "Imbal", "Limpar", "Mgmt", "MPI")
+PROGRAM = "(program)"
+
+_BODY_OF = {Role.OMP_CRITICAL_BODY: Role.OMP_CRITICAL, Role.OMP_SINGLE_BODY: Role.OMP_SINGLE,
+            Role.OMP_ORDERED_BODY: Role.OMP_ORDERED}
+_HAS_BODY = {Role.OMP_CRITICAL, Role.OMP_SINGLE, Role.OMP_ORDERED, Role.OMP_PARALLEL}
+
+
+# --------------------------------------------------------------------------
+# Collective data volume (ompP Fig. 4)
+# --------------------------------------------------------------------------
+def _op(name: str) -> str:
+    """``MPI_Allreduce`` -> ``allreduce``; non-blocking / persistent variants map to the blocking op."""
+    op = name[4:].lower() if name[:4].upper() == "MPI_" else name.lower()
+    if op.endswith("_init"):
+        op = op[:-5]
+    if op.startswith("i") and op[1:] in _ROOTED | _ALL:
+        op = op[1:]
+    return op
+
+
+_ROOTED = {"bcast", "scatter", "scatterv", "gather", "gatherv", "reduce"}
+_ALL = {"allreduce", "allgather", "allgatherv", "alltoall", "alltoallv", "alltoallw", "reduce_scatter",
+        "reduce_scatter_block", "scan", "exscan", "barrier"}
+
+
+def collective_volume(name: str, sent: int, recvd: int, np_: int, is_root: bool, comm_rank: int,
+                      accounting: str = "naive") -> tuple[float, float]:
+    """(send volume, receive volume) of one collective call on one process.
+
+    The trace records EPIK's byte counts (``sent``/``recvd`` of MPI_COLLEXIT:
+    Bcast root sent = N·d and everyone recvd = d; Reduce sent = d, root recvd
+    = N·d; Allreduce sent = recvd = N·d; Scan sent = (N-rank)·d, recvd =
+    (rank+1)·d; Gather/Scatter/Allgather/Alltoall: the local buffer sizes
+    times N where the call moves N blocks).  From them the per-call sizes
+    (``dsize``, ``ssize``, ``rsize``) are recovered and ompP's table applied.
+    Unknown operations keep the recorded numbers.
+    """
+    n = max(int(np_), 1)
+    op = _op(name)
+    naive = accounting == "naive"
+    if op == "barrier":
+        return 0.0, 0.0
+    if op == "bcast":
+        d = float(recvd) if recvd else float(sent) / n
+        if is_root:
+            return (d * (n - 1) if naive else d), 0.0
+        return 0.0, d
+    if op == "reduce":
+        d = float(sent) if sent else float(recvd) / n
+        if is_root:
+            return 0.0, (d * (n - 1) if naive else d)
+        return d, 0.0
+    if op in ("scatter", "scatterv"):  # root sends N blocks (Σ ssize[i]), everyone receives rsize
+        return (float(sent) if is_root else 0.0), float(recvd)
+    if op in ("gather", "gatherv"):  # everyone sends ssize, the root receives N blocks
+        return float(sent), (float(recvd) if is_root else 0.0)
+    if op == "allreduce":
+        d = float(sent) / n
+        return d * (n - 1), d * (n - 1)
+    if op in ("allgather", "allgatherv"):
+        ssize = float(sent) / n  # recorded N·ssize
+        return (ssize * n if naive else ssize), float(recvd)
+    if op in ("alltoall", "alltoallv", "alltoallw"):
+        return float(sent), float(recvd)
+    if op in ("reduce_scatter", "reduce_scatter_block"):
+        # recorded: sent = Σ_j dsize[j], recvd = N·dsize[i]
+        own = float(recvd) / n
+        return float(sent) - own, (own * (n - 1) if naive else own)
+    if op in ("scan", "exscan"):
+        d = float(recvd) / (comm_rank + 1) if recvd else float(sent) / max(n - comm_rank, 1)
+        first, last = comm_rank == 0, comm_rank == n - 1
+        return (0.0 if last else d), (0.0 if first else d)
+    return float(sent), float(recvd)
+
+
+# --------------------------------------------------------------------------
+# Profile
+# --------------------------------------------------------------------------
+@dataclass
+class RegionRow:
+    region: int
+    name: str
+    where: str  # "file (begin-end)"
+    kind: str  # "CRITICAL", "PARALLEL", "USER", "FUNCTION", ...
+    has_body: bool
+    per_loc: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)  # (rank, thread) -> COLUMNS
+
+    def total(self) -> np.ndarray:
+        return np.sum(list(self.per_loc.values()), axis=0) if self.per_loc else np.zeros(len(COLUMNS))
+
+
+@dataclass
+class Profile:
+    source: str
+    volume: str
+    regions: dict[int, RegionRow]
+    # (parallel region name or PROGRAM, rank) -> [Total, Synch, Imbal, Limpar, Mgmt, MPI]
+    overheads: dict[tuple[str, int], np.ndarray]
+    header: dict[str, float]
+
+    def overhead_rows(self) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for (name, _rank), v in self.overheads.items():
+            out[name] = out.get(name, 0) + v
+        return out
+
+    def to_dict(self) -> dict:
+        return {
+            "source": self.source,
+            "volume_accounting": self.volume,
+            "header": self.header,
+            "regions": [{
+                "name": r.name, "where": r.where, "kind": r.kind,
+                "threads": {f"{k[0]}.{k[1]}": dict(zip(COLUMNS, v.tolist())) for k, v in sorted(r.per_loc.items())},
+                "sum": dict(zip(COLUMNS, r.total().tolist())),
+            } for r in self.regions.values()],
+            "overheads": [{"region": name, "rank": rank, **dict(zip(("Total",) + OVERHEADS, v.tolist()))}
+                          for (name, rank), v in sorted(self.overheads.items(), key=lambda kv: (kv[0][0], kv[0][1]))],
+        }
+
+
+def _kind(region) -> str:
+    role = Role(region.role) if region.role in Role._value2member_map_ else None
+    if region.paradigm == Paradigm.OPENMP and role is not None:
+        return role.name.replace("OMP_", "")
+    if region.paradigm == Paradigm.USER:
+        return "USER_REGION" if role == Role.USER_REGION else "FUNCTION"
+    return Paradigm(region.paradigm).name if region.paradigm in Paradigm._value2member_map_ else "UNKNOWN"
+
+
+def _overhead_class(role, name: str, parent_role) -> str | None:
+    """ompP's class of the *whole* time of a region instance, or None (classified by parts or work)."""
+    if role == Role.OMP_BARRIER:
+        return "Synch"
+    if role == Role.OMP_IMPLICIT_BARRIER:
+        # threads idle while one executes a single (or a short sections) have limited parallelism
+        return "Limpar" if parent_role == Role.OMP_SINGLE else "Imbal"
+    if role == Role.OMP_LOCK_API:
+        return "Synch" if ("_set_" in name or "_test_" in name) else "Mgmt"
+    return None
+
+
+def open_trace(path: str):
+    import tracefmt
+
+    if not os.path.exists(path):
+        raise ResultError(f"{path}: no such file")
+    try:
+        return tracefmt.open(path)
+    except tracefmt.TraceFormatError as e:
+        raise ResultError(str(e)) from None
+    except OSError as e:
+        raise ResultError(f"{path}: cannot read: {e.strerror or e}") from None
+
+
+def profile_trace(trace, volume: str = "naive") -> Profile:
+    """Profile a trace (path or open tracefmt.Trace)."""
+    if volume not in ("naive", "minimal"):
+        raise ResultError(f"volume accounting {volume!r}: choose naive or minimal")
+    if isinstance(trace, (str, os.PathLike)):
+        source = os.fspath(trace)
+        trace = open_trace(source)
+    else:
+        source = getattr(trace, "path", "<trace>")
+    defs = trace.defs
+    regions = defs.regions
+    locs = [int(x) for x in trace.location_ids]
+    loc_rank = {l: int(defs.locations[l].process) for l in locs}
+    loc_thread = {l: int(defs.locations[l].thread) for l in locs}
+
+    # FORK / JOIN times per (process, team id), from the masters
+    fork: dict[tuple[int, int], float] = {}
+    join: dict[tuple[int, int], float] = {}
+    events = {}
+    t_first, t_last = np.inf, -np.inf
+    for l in locs:
+        ev = trace.events(l)
+        events[l] = ev
+        if len(ev):
+            t_first, t_last = min(t_first, float(ev.time[0])), max(t_last, float(ev.time[-1]))
+        for kind, table in ((EventType.OMP_FORK, fork), (EventType.OMP_JOIN, join)):
+            for i in np.flatnonzero(ev.type == kind):
+                table[(loc_rank[l], int(ev.a[i]))] = float(ev.time[i])
+    duration = max(t_last - t_first, 0.0) if np.isfinite(t_first) else 0.0
+
+    rows: dict[int, RegionRow] = {}
+    overheads: dict[tuple[str, int], np.ndarray] = {}
+    threads_of_rank: dict[int, int] = {}
+    for l in locs:
+        threads_of_rank[loc_rank[l]] = threads_of_rank.get(loc_rank[l], 0) + 1
+
+    def row(rid: int) -> RegionRow:
+        if rid not in rows:
+            r = regions[rid]
+            fname = defs.files.get(r.file, "") if r.file != NO_ID else ""
+            lines = f" ({r.begin_line}-{r.end_line})" if fname and r.begin_line != NO_ID else ""
+            rows[rid] = RegionRow(rid, r.name, f"{fname}{lines}", _kind(r), r.role in _HAS_BODY)
+        return rows[rid]
+
+    def ovh(name: str, rank: int) -> np.ndarray:
+        key = (name, rank)
+        if key not in overheads:
+            overheads[key] = np.zeros(1 + len(OVERHEADS))
+        return overheads[key]
+
+    for l in locs:
+        rank, thread = loc_rank[l], loc_thread[l]
+        ev = events[l]
+        T, TY = ev.time.tolist(), ev.type.tolist()
+        A, B, C, D, E = ev.a.tolist(), ev.b.tolist(), ev.c.tolist(), ev.d.tolist(), ev.e.tolist()
+        counters = [0.0] * 6  # running mpiT, inV, outV, recvC, sendC, collC of this thread
+        stack: list[list] = []  # [region, enter time, counters at enter, body enter, body exit, team]
+        active: dict[int, int] = {}  # region -> open instances on this thread (recursion)
+        mpi_depth = 0
+        par_stack: list[str] = []  # names of the enclosing parallel regions
+        time_in_parallel = 0.0
+        for i in range(len(T)):
+            ty, t = TY[i], T[i]
+            if ty == EventType.ENTER:
+                rid = A[i]
+                r = regions[rid]
+                stack.append([rid, t, counters.copy(), None, None, C[i] if r.role == Role.OMP_PARALLEL else None])
+                active[rid] = active.get(rid, 0) + 1
+                if r.paradigm == Paradigm.MPI:
+                    mpi_depth += 1
+                if r.role in _BODY_OF and len(stack) >= 2 and regions[stack[-2][0]].role == _BODY_OF[r.role]:
+                    stack[-2][3] = t
+                if r.role == Role.OMP_PARALLEL:
+                    par_stack.append(r.name)
+            elif ty in (EventType.EXIT, EventType.MPI_COLLEXIT, EventType.OMP_COLLEXIT):
+                if not stack:
+                    raise ResultError(f"{source}: location {l} (rank {rank} thread {thread}): exit at {t:.9f} s "
+                                      f"(event {i}) without an open region")
+                rid, t0, c0, b0, b1, team = stack.pop()
+                r = regions[rid]
+                if ty == EventType.MPI_COLLEXIT:
+                    comm = defs.comms.get(B[i])
+                    ranks = comm.ranks if comm is not None else ()
+                    n = len(ranks) or 1
+                    crank = ranks.index(rank) if rank in ranks else 0
+                    root = C[i]
+                    s, rv = collective_volume(r.name, D[i], E[i], n, root != NO_ID and root == rank, crank, volume)
+                    counters[2] += s
+                    counters[1] += rv
+                    counters[5] += 1
+                if r.paradigm == Paradigm.MPI:
+                    mpi_depth -= 1
+                    if mpi_depth == 0:
+                        counters[0] += t - t0
+                        if par_stack:
+                            ovh(par_stack[-1], rank)[5] += t - t0
+                        ovh(PROGRAM, rank)[5] += t - t0
+                active[rid] -= 1
+                rr = row(rid)
+                vals = rr.per_loc.setdefault((rank, thread), np.zeros(len(COLUMNS)))
+                vals[_I["execC"]] += 1
+                if r.role in _BODY_OF and stack and regions[stack[-1][0]].role == _BODY_OF[r.role]:
+                    stack[-1][4] = t
+                parent_role = regions[stack[-1][0]].role if stack else None
+                outermost = active[rid] == 0
+                if outermost:
+                    vals[_I["execT"]] += t - t0
+                    for k, col in enumerate(("mpiT", "inV", "outV", "recvC", "sendC", "collC")):
+                        vals[_I[col]] += counters[k] - c0[k]
+                # body columns and overhead classes
+                enter_t = exit_t = 0.0
+                if r.role == Role.OMP_PARALLEL:
+                    par_stack.pop()
+                    f = fork.get((rank, team), t0)
+                    j = join.get((rank, team), t)
+                    enter_t, exit_t = max(t0 - f, 0.0), max(j - t, 0.0)
+                    vals[_I["bodyT"]] += t - t0
+                    vals[_I["enterT"]] += enter_t
+                    vals[_I["exitT"]] += exit_t
+                    vals[_I["execT"]] += enter_t + exit_t  # execT spans fork to join on every thread
+                    o = ovh(r.name, rank)
+                    o[0] += (t - t0) + enter_t + exit_t
+                    o[4] += enter_t + exit_t  # thread start-up and shutdown: Mgmt
+                    p = ovh(PROGRAM, rank)
+                    p[4] += enter_t + exit_t
+                    if not par_stack:
+                        time_in_parallel += (t - t0) + enter_t + exit_t
+                elif r.role in _HAS_BODY and b0 is not None and b1 is not None:
+                    enter_t, exit_t = b0 - t0, t - b1
+                    vals[_I["bodyT"]] += b1 - b0
+                    vals[_I["enterT"]] += enter_t
+                    vals[_I["exitT"]] += exit_t
+                    if r.role in (Role.OMP_CRITICAL, Role.OMP_ORDERED):
+                        # waiting to enter is synchronisation, signalling the release is management
+                        for name in ([par_stack[-1]] if par_stack else []) + [PROGRAM]:
+                            ovh(name, rank)[1] += enter_t
+                            ovh(name, rank)[4] += exit_t
+                cls = _overhead_class(r.role, r.name, parent_role)
+                if cls is not None:
+                    for name in ([par_stack[-1]] if par_stack else []) + [PROGRAM]:
+                        ovh(name, rank)[1 + OVERHEADS.index(cls)] += t - t0
+            elif ty == EventType.MPI_SEND:
+                counters[4] += 1
+                counters[2] += D[i]
+            elif ty == EventType.MPI_RECV:
+                counters[3] += 1
+                counters[1] += D[i]
+        if stack:
+            raise ResultError(f"{source}: location {l} (rank {rank} thread {thread}): region "
+                              f"{regions[stack[-1][0]].name!r} entered at {stack[-1][1]:.9f} s is never left")
+        if thread != 0:
+            # a worker thread outside every parallel region idles: limited parallelism
+            ovh(PROGRAM, rank)[3] += max(duration - time_in_parallel, 0.0)
+
+    for rank, n in threads_of_rank.items():
+        ovh(PROGRAM, rank)[0] = duration * n
+
+    # drop MPI calls and measurement regions from the region profile: ompP shows MPI only as columns
+    rows = {rid: r for rid, r in rows.items()
+            if regions[rid].paradigm not in (Paradigm.MPI, Paradigm.MEASUREMENT)}
+    header = {
+        "duration": duration,
+        "processes": float(len(threads_of_rank)),
+        "max_threads": float(max(threads_of_rank.values(), default=0)),
+    }
+    return Profile(source, volume, rows, overheads, header)
+
+
+# --------------------------------------------------------------------------
+# Text
+# --------------------------------------------------------------------------
+def _fmt(col: str, v: float, has_body: bool) -> str:
+    if col in ("bodyT", "enterT", "exitT") and not has_body:
+        return "-"
+    if col.endswith("T"):
+        return f"{v:.2f}"
+    return f"{int(round(v))}"
+
+
+def format_profile(p: Profile, regions: list[str] | None = None) -> str:
+    lines = [f"ompP-style profile of {p.source}",
+             f"duration {p.header['duration']:.6f} s, {int(p.header['processes'])} process(es), "
+             f"up to {int(p.header['max_threads'])} thread(s) each; data volume: {p.volume} accounting", ""]
+    rows = sorted(p.regions.values(), key=lambda r: (-r.total()[_I["execT"]], r.name))
+    if regions:
+        wanted = set(regions)
+        rows = [r for r in rows if r.name in wanted]
+        missing = wanted - {r.name for r in rows}
+        if missing:
+            raise ResultError(f"{p.source}: no region named {', '.join(sorted(map(repr, missing)))}")
+    for n, r in enumerate(rows, 1):
+        lines.append(f"R{n:05d} {r.name}" + (f"  {r.where}" if r.where else "") + f"  {r.kind}")
+        table = [["TID"] + list(COLUMNS)]
+        for (rank, thread), v in sorted(r.per_loc.items()):
+            table.append([f"{rank}.{thread}"] + [_fmt(c, x, r.has_body) for c, x in zip(COLUMNS, v)])
+        table.append(["SUM"] + [_fmt(c, x, r.has_body) for c, x in zip(COLUMNS, r.total())])
+        widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+        for row in table:
+            lines.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))))
+        lines.append("")
+    lines.append("Overheads per parallel region (time summed over threads; % of the row's total):")
+    table = [["region", "Total", "Ovhds (%)"] + [f"{o} (%)" for o in OVERHEADS]]
+    agg = p.overhead_rows()
+    names = sorted((n for n in agg if n != PROGRAM), key=lambda n: -agg[n][0]) + ([PROGRAM] if PROGRAM in agg else [])
+    for name in names:
+        v = agg[name]
+        total = v[0]
+        pct = lambda x: f"{x:.2f} ({100 * x / total:5.2f})" if total > 0 else f"{x:.2f}"
+        table.append([name, f"{total:.2f}", pct(v[1:].sum())] + [pct(x) for x in v[1:]])
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for row in table:
+        lines.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))))
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------
+# Charts
+# --------------------------------------------------------------------------
+def write_charts(p: Profile, outdir: str, radar_regions: int = 3) -> list[str]:
+    """Overhead pie per process and a radar chart of the heaviest regions' execT per process (PNG)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ResultError("charts need matplotlib: pip install 'expert-analyze[reports]'") from None
+    os.makedirs(outdir, exist_ok=True)
+    files = []
+    ranks = sorted({rank for (_n, rank) in p.overheads})
+    colours = ["#d62728", "#ff7f0e", "#9467bd", "#8c564b", "#1f77b4", "#2ca02c"]
+    for rank in ranks:
+        v = p.overheads.get((PROGRAM, rank))
+        if v is None:
+            continue
+        parts = list(v[1:]) + [max(v[0] - v[1:].sum(), 0.0)]
+        labels = list(OVERHEADS) + ["Work"]
+        fig, ax = plt.subplots(figsize=(4.5, 4.5))
+        if sum(parts) > 0:
+            shown = [(x, lab, c) for x, lab, c in zip(parts, labels, colours) if x > 0]
+            ax.pie([s[0] for s in shown], labels=[s[1] for s in shown], colors=[s[2] for s in shown],
+                   autopct="%1.1f%%", startangle=90, counterclock=False)
+        ax.set_title(f"rank {rank}: overheads ({v[0]:.3g} s thread time)")
+        path = os.path.join(outdir, f"overheads_rank{rank}.png")
+        fig.savefig(path, dpi=90, bbox_inches="tight")
+        plt.close(fig)
+        files.append(path)
+
+    heavy = sorted(p.regions.values(), key=lambda r: -r.total()[_I["execT"]])[:radar_regions]
+    if heavy and ranks:
+        angles = np.linspace(0, 2 * np.pi, len(ranks), endpoint=False).tolist()
+        fig = plt.figure(figsize=(5.5, 5.5))
+        ax = fig.add_subplot(projection="polar")
+        for r in heavy:
+            per_rank = np.array([sum(v[_I["execT"]] for (rk, _t), v in r.per_loc.items() if rk == rank)
+                                 for rank in ranks])
+            top = per_rank.max()
+            norm = (per_rank / top if top > 0 else per_rank).tolist()
+            ax.plot(angles + angles[:1], norm + norm[:1], marker="o", label=f"{r.name} (max {top:.3g} s)")
+            ax.fill(angles + angles[:1], norm + norm[:1], alpha=0.1)
+        ax.set_xticks(angles)
+        ax.set_xticklabels([f"rank {k}" for k in ranks])
+        ax.set_ylim(0, 1.05)
+        ax.set_title("execT per process, relative to the largest")
+        ax.legend(loc="upper right", bbox_to_anchor=(1.35, 1.12), fontsize=8)
+        path = os.path.join(outdir, "radar_execT.png")
+        fig.savefig(path, dpi=90, bbox_inches="tight")
+        plt.close(fig)
+        files.append(path)
+    return files
