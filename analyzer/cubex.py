@@ -694,7 +694,8 @@ def _parse_xml(data: bytes, where: str, problems: list[str]) -> ET.Element:
         return ET.fromstring(data)
     except ET.ParseError as e:
         line, col = e.position
-        first = f"{where}: XML syntax error at line {line}, column {col}: {e.msg}"
+        msg = re.sub(r": line \d+, column \d+$", "", str(e.msg))
+        first = f"{where}: XML syntax error at line {line}, column {col}: {msg}"
     # cubelib's own scanner tolerates a bare '&' in text (its test files have them)
     fixed = _BARE_AMP.sub(b"&amp;", data)
     if fixed != data:
