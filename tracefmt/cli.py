@@ -238,6 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp)
     sp.add_argument("--max-problems", type=int, default=None, metavar="N", help="stop after N problems")
     sp.set_defaults(func=cmd_check)
+    from .convert import add_parser as add_convert_parser  # interoperability (docs/interop.md)
+
+    add_convert_parser(sub)
     return p
 
 
