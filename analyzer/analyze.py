@@ -128,6 +128,9 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None) -
     else:
         trace = path_or_trace
         source = str(getattr(trace, "path", "") or "<trace>")
+    if len(trace.location_ids) == 0:
+        why = "; ".join(getattr(trace, "problems", []) or []) or "no location has events"
+        raise tracefmt.TraceFormatError(f"nothing to analyze: {why}", path=source)
     pats = select_patterns(patterns, plugins=plugins)
     ctx = replay(trace, progress=progress)
     compute_patterns(ctx, pats)

@@ -1,0 +1,134 @@
+"""``expert-analyze``: analyze a trace, print the EXPERT presenter's three views in text, write the cube.
+
+    expert-analyze TRACE [-o result.cubex] [--json result.json] [--hdf5 result.h5]
+                   [--patterns NAME,...] [--top N] [--no-progress] [-q]
+
+Exit status: 0 on success, 2 on bad input (unreadable trace, unknown
+pattern, a file that cannot be written), with one line naming the problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+PROG = "expert-analyze"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description="Automatic wait-state analysis of an event trace: prints the "
+                                "property tree with severities and writes a CUBE4 result.")
+    p.add_argument("trace", help="trace file (.elg)")
+    p.add_argument("-o", "--output", help="CUBE4 result file (default: TRACE with .cubex appended)")
+    p.add_argument("--json", metavar="FILE", help="also write the JSON summary")
+    p.add_argument("--hdf5", metavar="FILE", help="also write the whole cube as HDF5")
+    p.add_argument("--patterns", metavar="NAME,...", help="compute only these properties (and their parents)")
+    p.add_argument("--no-plugins", action="store_true", help="ignore third-party patterns")
+    p.add_argument("--top", type=int, default=5, metavar="N",
+                   help="how many worst properties, call paths and locations to list (default 5)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    return p
+
+
+def _progress_bar(trace_path: str, disable: bool):
+    """A tqdm bar over events for long traces, or None."""
+    if disable or not sys.stderr.isatty():
+        return None, None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None, None
+    import tracefmt
+
+    with tracefmt.open(trace_path) as t:
+        total = sum(int(t.n_events(int(l))) for l in t.location_ids)
+    if total < 2_000_000:
+        return None, None
+    bar = tqdm(total=total, unit="ev", unit_scale=True, desc="replay", file=sys.stderr, leave=False)
+    return bar, bar.update
+
+
+def _fmt_val(v: float, unit: str) -> str:
+    if unit == "sec":
+        return f"{v:12.6f} s"
+    return f"{v:12.0f} {'B' if unit == 'bytes' else ' '}"
+
+
+def report(cube, top: int = 5, out=sys.stdout) -> None:
+    """The three views in text: property tree, then for the worst properties their call paths and locations."""
+    total_time = cube.total("time") if "time" in cube.metric_names else 0.0
+    w = out.write
+    w("Performance properties (severity, % of total time)\n")
+    depth = {}
+    for m in cube.metrics:
+        depth[m.name] = 0 if m.parent is None else depth.get(m.parent, -1) + 1
+        v = cube.total(m.name)
+        pct = f"{100.0 * v / total_time:6.2f} %" if (m.unit == "sec" and total_time > 0) else " " * 8
+        label = f"{'  ' * depth[m.name]}{m.display_name} ({m.name})"
+        w(f"  {label:<58s}{_fmt_val(v, m.unit)}  {pct}\n")
+    # worst properties: wait states and categories ranked by their own share (exclusive in the metric tree)
+    sec = [m for m in cube.metrics if m.unit == "sec" and m.name not in ("time", "execution")
+           and not m.name.startswith("imbalance")]
+    own = {m.name: float(cube.exclusive_in_metric(m.name).sum()) for m in sec}
+    worst = sorted((n for n in own if own[n] > 0), key=lambda n: -own[n])[:top]
+    if not worst:
+        return
+    w(f"\nWorst properties (their own share of time), top call paths and locations\n")
+    for name in worst:
+        m = cube.metric(name)
+        pct = 100.0 * own[name] / total_time if total_time > 0 else 0.0
+        w(f"\n  {m.display_name} ({name}): {own[name]:.6f} s, {pct:.2f} % of time\n")
+        vals = np.asarray(cube.values[name])
+        per_c = vals.sum(axis=1)
+        for c in np.argsort(-per_c, kind="stable")[:top]:
+            if per_c[c] <= 0:
+                break
+            w(f"    {per_c[c]:12.6f} s  {cube.callpath(int(c))}\n")
+        per_l = vals.sum(axis=0)
+        locs = [l for l in np.argsort(-per_l, kind="stable")[:top] if per_l[l] > 0]
+        if locs:
+            w("    locations: " + ", ".join(f"{cube.locations[l].key} {per_l[l]:.6f} s" for l in locs) + "\n")
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    import tracefmt
+    from patterns.api import PatternError
+
+    from .analyze import analyze
+    from .cube import CubeError
+
+    out_path = args.output or (args.trace + ".cubex")
+    bar = None
+    try:
+        if not os.path.exists(args.trace):
+            raise FileNotFoundError(f"{args.trace}: no such file")
+        bar, update = _progress_bar(args.trace, args.no_progress or args.quiet)
+        cube = analyze(args.trace, patterns=args.patterns, plugins=not args.no_plugins, progress=update)
+        if bar is not None:
+            bar.close()
+            bar = None
+        cube.write_cubex(out_path)
+        if args.json:
+            cube.write_json(args.json)
+        if args.hdf5:
+            cube.write_hdf5(args.hdf5)
+    except (tracefmt.TraceFormatError, PatternError, CubeError, OSError, ValueError) as exc:
+        if bar is not None:
+            bar.close()
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        report(cube, top=args.top)
+        for prob in cube.context.problems:
+            print(f"{PROG}: warning: {prob}", file=sys.stderr)
+        print(f"\nwrote {out_path}" + (f", {args.json}" if args.json else "") + (f", {args.hdf5}" if args.hdf5 else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,232 @@
+"""A slow, obviously correct replay in plain Python, for testing the fast one.
+
+It follows the definitions event by event with dicts and lists: call paths
+are tuples of region ids, matching is done with explicit FIFO queues.  It
+returns the same call tree, per-(call path, location) visits and times and
+the same tables (as lists of row dicts) as ``analyzer.replay.replay``; the
+tests compare the two on random traces.  Never use it on real traces.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+
+from tracefmt.layout import NO_ID, EventType as E, Role
+
+
+def _events(trace, loc):
+    ev = trace.events(loc)
+    return [
+        (int(ev.type[i]), int(ev.a[i]), int(ev.b[i]), int(ev.c[i]), int(ev.d[i]), int(ev.e[i]), int(ev.flags[i]),
+         float(ev.time[i]))
+        for i in range(len(ev))
+    ]
+
+
+def reference_replay(trace) -> dict:
+    defs = trace.defs
+    role = {rid: int(r.role) for rid, r in defs.regions.items()}
+    locs = [int(l) for l in trace.location_ids]
+    proc = {l: defs.locations[l].process for l in locs}
+    evs = {l: _events(trace, l) for l in locs}
+
+    # ---- 1. call paths of every call, resolving forks until all workers are placed
+    fork_path: dict[tuple[int, int], tuple] = {}
+    calls: dict[int, list[dict]] = {}
+    todo = list(locs)
+    while todo:
+        progress = False
+        for l in list(todo):
+            try:
+                calls[l] = _walk(evs[l], role, proc[l], fork_path, l)
+            except KeyError:
+                continue
+            todo.remove(l)
+            progress = True
+        if not progress:
+            raise ValueError("unresolvable team")
+
+    # ---- 2. the tree: all paths (and their prefixes), first-visit order, DFS pre-order
+    first: dict[tuple, float] = {}
+    for l in locs:
+        for c in calls[l]:
+            p = c["path"]
+            for k in range(1, len(p) + 1):
+                q = p[:k]
+                t = c["enter"] if k == len(p) else first.get(q, float("inf"))
+                first[q] = min(first.get(q, float("inf")), t)
+    roots = sorted({p[:1] for p in first}, key=lambda q: (first[q], q))
+    children = defaultdict(list)
+    for p in first:
+        if len(p) > 1:
+            children[p[:-1]].append(p)
+    # ties in first-visit time: any fixed order; the tests use distinct times
+    for k in children:
+        children[k].sort(key=lambda q: (first[q], q))
+    order: list[tuple] = []
+
+    def dfs(p):
+        order.append(p)
+        for ch in children[p]:
+            dfs(ch)
+
+    synthetic = len(roots) != 1
+    for r in roots:
+        dfs(r)
+    if synthetic:
+        order.insert(0, ())
+    cid = {p: i for i, p in enumerate(order)}
+    parent = [-1 if (p == () or (len(p) == 1 and not synthetic)) else cid[p[:-1]] for p in order]
+    region = [p[-1] if p else None for p in order]
+
+    # ---- 3. visits, inclusive and exclusive time
+    visits, incl, excl = defaultdict(int), defaultdict(float), defaultdict(float)
+    for l in locs:
+        for c in calls[l]:
+            k = (cid[c["path"]], l)
+            visits[k] += 1
+            d = c["exit"] - c["enter"]
+            incl[k] += d
+            excl[k] += d
+            if c["parent"] is not None:
+                pc = calls[l][c["parent"]]
+                excl[(cid[pc["path"]], l)] -= d
+
+    def call_of(l, i):
+        """innermost call open at event i of location l (index into calls[l]) or None"""
+        best = None
+        for j, c in enumerate(calls[l]):
+            if c["enter_pos"] <= i <= c["exit_pos"]:
+                best = j  # later ENTERs are deeper
+        return best
+
+    def cinfo(l, j, prefix):
+        if j is None:
+            return {prefix + "region": -1, prefix + "cnode": -1, prefix + "enter": None, prefix + "exit": None}
+        c = calls[l][j]
+        return {prefix + "region": c["path"][-1], prefix + "cnode": cid[c["path"]], prefix + "enter": c["enter"],
+                prefix + "exit": c["exit"]}
+
+    # ---- 4. messages
+    sends, recvs = [], []
+    for l in locs:
+        open_send, open_recv = {}, {}
+        for i, (t, a, b, c, d, e, fl, tm) in enumerate(evs[l]):
+            if t == E.MPI_SEND:
+                row = dict(send_loc=l, src=proc[l], dest=a, comm=b, tag=c, bytes=d, send_time=tm, pos=i)
+                row.update(cinfo(l, call_of(l, i), "send_"))
+                row.update(cinfo(l, call_of(l, i), "sendc_"))
+                if e != 0:
+                    open_send[e] = row
+                sends.append(row)
+            elif t == E.MPI_SEND_COMPLETE and e in open_send:
+                open_send.pop(e).update(cinfo(l, call_of(l, i), "sendc_"))
+            elif t == E.MPI_REQUEST_CANCELLED:
+                if e in open_send:
+                    sends.remove(open_send.pop(e))
+                open_recv.pop(e, None)
+            elif t == E.MPI_RECV_REQUEST:
+                open_recv[e] = (i, tm)
+            elif t == E.MPI_RECV:
+                post_i, post_t = open_recv.pop(e) if e != 0 and e in open_recv else (i, tm)
+                row = dict(recv_loc=l, dst=proc[l], source=a, comm=b, tag=c, recv_time=tm, post_time=post_t,
+                           post_pos=post_i)
+                row.update(cinfo(l, call_of(l, i), "recv_"))
+                row.update(cinfo(l, call_of(l, post_i), "recvp_"))
+                recvs.append(row)
+    queues = defaultdict(deque)
+    for s in sorted(sends, key=lambda s: (s["send_time"], s["send_loc"], s["pos"])):
+        queues[(s["src"], s["dest"], s["comm"], s["tag"])].append(s)
+    messages = []
+    for r in sorted(recvs, key=lambda r: (r["post_time"], r["recv_loc"], r["post_pos"])):
+        q = queues[(r["source"], r["dst"], r["comm"], r["tag"])]
+        if q:
+            s = q.popleft()
+            m = {k: v for k, v in s.items() if k.startswith("send") or k == "bytes"}
+            m.update({k: v for k, v in r.items() if k.startswith("recv")})
+            messages.append(m)
+
+    # ---- 5. collectives: the k-th collective of every rank on a comm is instance k
+    per = defaultdict(list)
+    for l in locs:
+        for i, (t, a, b, c, d, e, fl, tm) in enumerate(evs[l]):
+            if t == E.MPI_COLLEXIT:
+                row = dict(loc=l, rank=proc[l], comm=b, root=-1 if c == NO_ID else c, sent=d, recvd=e)
+                row.update(cinfo(l, call_of(l, i), ""))
+                per[(b, proc[l])].append(row)
+    collectives = []
+    for (comm, rank), rows in per.items():
+        for k, row in enumerate(sorted(rows, key=lambda r: (r["enter"], r["loc"]))):
+            row["seq"] = k
+            collectives.append(row)
+
+    # ---- 6. OpenMP teams, members, barriers
+    teams, members, barriers = {}, [], []
+    for l in locs:
+        for i, (t, a, b, c, d, e, fl, tm) in enumerate(evs[l]):
+            if t == E.OMP_FORK:
+                teams[(proc[l], a)] = dict(master_loc=l, fork_time=tm, size=c, join_time=None)
+            elif t == E.OMP_JOIN:
+                teams[(proc[l], a)]["join_time"] = tm
+    for l in locs:
+        seen = defaultdict(int)
+        for j, cl in enumerate(calls[l]):
+            r = cl["path"][-1]
+            if role.get(r) == Role.OMP_PARALLEL and cl["team"] is not None and cl["team_here"]:
+                members.append(dict(team=(proc[l], cl["team"]), loc=l, thread_num=cl["thread_num"],
+                                    enter=cl["enter"], exit=cl["exit"], cnode=cid[cl["path"]]))
+                if cl["thread_num"] == 0:
+                    teams[(proc[l], cl["team"])]["parallel_cnode"] = cid[cl["path"]]
+            if role.get(r) in (Role.OMP_BARRIER, Role.OMP_IMPLICIT_BARRIER) and cl["team"] is not None:
+                key = (proc[l], cl["team"])
+                barriers.append(dict(team=key, seq=seen[key], loc=l, cnode=cid[cl["path"]], enter=cl["enter"],
+                                     exit=cl["exit"], implicit=role.get(r) == Role.OMP_IMPLICIT_BARRIER))
+                seen[key] += 1
+
+    # ---- 7. locks: per (process, lock) in acquisition order
+    acq = []
+    for l in locs:
+        held = defaultdict(list)
+        for i, (t, a, b, c, d, e, fl, tm) in enumerate(evs[l]):
+            if t == E.OMP_ACQUIRE_LOCK:
+                row = dict(process=proc[l], lock=a, order=d, loc=l, acquire_time=tm, release_time=None)
+                row.update(cinfo(l, call_of(l, i), ""))
+                held[a].append(row)
+                acq.append(row)
+            elif t == E.OMP_RELEASE_LOCK and held[a]:
+                held[a].pop()["release_time"] = tm
+    acq.sort(key=lambda r: (r["process"], r["lock"], r["order"], r["acquire_time"]))
+    for k, row in enumerate(acq):
+        prev = acq[k - 1] if k else None
+        same = prev is not None and (prev["process"], prev["lock"]) == (row["process"], row["lock"])
+        row["prev_release_time"] = prev["release_time"] if same else None
+
+    return dict(paths=order, parent=parent, region=region, visits=dict(visits), incl=dict(incl), excl=dict(excl),
+                messages=messages, collectives=collectives, teams=teams, members=members, barriers=barriers,
+                locks=acq, synthetic=synthetic)
+
+
+def _walk(events, role, process, fork_path, loc):
+    """Calls of one location: path, enter/exit time and positions, parent call, team."""
+    calls, stack = [], []
+    for i, (t, a, b, c, d, e, fl, tm) in enumerate(events):
+        if t == E.ENTER:
+            team = calls[stack[-1]]["team"] if stack else None
+            base = calls[stack[-1]]["path"] if stack else ()
+            here, tnum = False, None
+            if role.get(a) == Role.OMP_PARALLEL and c != NO_ID:
+                team, here, tnum = c, True, (0 if d == NO_ID else d)
+                if tnum != 0:
+                    base = fork_path[(process, c)]  # KeyError: master not walked yet
+            calls.append(dict(path=base + (a,), enter=tm, exit=None, enter_pos=i, exit_pos=len(events),
+                              parent=stack[-1] if stack else None, team=team, team_here=here, thread_num=tnum))
+            stack.append(len(calls) - 1)
+        elif t in (E.EXIT, E.MPI_COLLEXIT, E.OMP_COLLEXIT):
+            j = stack.pop()
+            calls[j]["exit"] = tm
+            calls[j]["exit_pos"] = i
+        elif t == E.OMP_FORK:
+            fork_path[(process, a)] = calls[stack[-1]]["path"] if stack else ()
+    for j in stack:
+        calls[j]["exit"] = events[-1][7]
+    return calls
