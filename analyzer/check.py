@@ -214,7 +214,7 @@ def _floor_for(metric: str, unit: str, floors: list[tuple[str | None, Quantity]]
     return value
 
 
-def _contributors(new: dict, bases: list[dict], fmt, top: int) -> list[Contributor]:
+def _contributors(new: dict, bases: list[dict], fmt, top: int, floor: float = 0.0) -> list[Contributor]:
     keys = list(new) + [k for b in bases for k in b if k not in new]
     seen = set()
     out = []
@@ -224,7 +224,8 @@ def _contributors(new: dict, bases: list[dict], fmt, top: int) -> list[Contribut
         seen.add(k)
         mean = float(np.mean([b.get(k, 0.0) for b in bases]))
         c = Contributor(fmt(k), mean, float(new.get(k, 0.0)))
-        if c.delta > 0:
+        # rounding noise in sums of many values is no growth
+        if c.delta > floor and c.delta > 1e-9 * max(abs(c.new), abs(c.baseline)):
             out.append(c)
     out.sort(key=lambda c: (-c.delta, c.key))
     return out[:top]
@@ -273,8 +274,8 @@ def check(new, baselines, thresholds: list[Threshold], floors=(), per_callpath: 
         bms = [b.metric(th.metric, why=th.option) for b in bases] if (bases and th.kind == "increase") else [
             b.metrics[th.metric] for b in bases if th.metric in b.metrics]
         floor = _floor_for(th.metric, m.unit, floors)
-        cps = _contributors(m.per_callpath, [b.per_callpath for b in bms], str, top) if bms else []
-        locs = _contributors(m.per_location, [b.per_location for b in bms], format_loc, top) if bms else []
+        cps = _contributors(m.per_callpath, [b.per_callpath for b in bms], str, top, floor) if bms else []
+        locs = _contributors(m.per_location, [b.per_location for b in bms], format_loc, top, floor) if bms else []
         o = _evaluate(th, "total", m.total, [b.total for b in bms], m.unit, floor)
         o.callpaths, o.locations = cps, locs
         outcomes.append(o)
