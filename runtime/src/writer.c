@@ -391,7 +391,6 @@ static uint64_t fetch_local(void *ctx, int proc, int thread, elg_event *out, uin
     return got;
 }
 
-#define CHUNK_EVENTS (1u << 18) /* 10 MiB per EVENTS block */
 
 int xt_write_trace(const char *path, int nprocs, void *const *serialized, const size_t *lens, xt_fetch_fn fetch,
                    void *ctx, int finished)
@@ -571,14 +570,14 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
     out_write(&o, hdr, sizeof hdr);
     write_block(&o, ELG_BLOCK_DEFINITIONS, ELG_NO_ID, d.b.p, d.b.len, d.count, 0, 0, 1);
 
-    elg_event *chunk = malloc((size_t)CHUNK_EVENTS * sizeof(elg_event));
+    elg_event *chunk = malloc((size_t)XT_CHUNK_EVENTS * sizeof(elg_event));
     uint64_t total = 0;
     for (int p = 0; p < nprocs; p++) {
         proc_t *pr = &procs[p];
         for (uint32_t t = 0; t < pr->nthreads; t++) {
             uint64_t left = pr->nev[t], local_pos = 0;
             while (left > 0) {
-                uint64_t want = left < CHUNK_EVENTS ? left : CHUNK_EVENTS;
+                uint64_t want = left < XT_CHUNK_EVENTS ? left : XT_CHUNK_EVENTS;
                 uint64_t got = fetch ? fetch(ctx, p, (int)t, chunk, want) : fetch_local(&local_pos, p, (int)t, chunk, want);
                 if (got == 0) break;
                 remap_events(chunk, got, pr);
@@ -589,7 +588,7 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
             }
             if (left && fetch) { /* keep the transfer protocol in step: drain what was announced */
                 while (left) {
-                    uint64_t want = left < CHUNK_EVENTS ? left : CHUNK_EVENTS;
+                    uint64_t want = left < XT_CHUNK_EVENTS ? left : XT_CHUNK_EVENTS;
                     uint64_t got = fetch(ctx, p, (int)t, chunk, want);
                     if (!got) break;
                     left -= got;

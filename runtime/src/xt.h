@@ -185,5 +185,8 @@ XT_HIDDEN char *xt_resolve_addr(uintptr_t addr, int want_function, char **file, 
 XT_HIDDEN void xt_resolve_all(void);
 XT_HIDDEN int xt_filter_excluded(uintptr_t fn);
 XT_HIDDEN void xt_init(void);
+XT_HIDDEN double xt_mono0(void);      /* CLOCK_MONOTONIC seconds at local time 0 */
+XT_HIDDEN void xt_mark_written(void); /* the trace was written elsewhere (MPI merge): skip the exit path */
+#define XT_CHUNK_EVENTS (1u << 18)    /* events per EVENTS block and per transfer message (10 MiB) */
 
 #endif

@@ -1,0 +1,101 @@
+"""The MPI functions the runtime wraps, one line each: what gen_mpi_wrappers.py turns into C.
+
+Each entry: (name, parameter list, kind, role).  In parameter lists COUNT / COUNTS / DISPLS
+stand for the count, count-array and displacement-array types, so the same line also yields
+the MPI-4 large-count variant MPI_<name>_c (MPI_Count / MPI_Aint) where the library has it.
+
+kind:
+  plain           enter/exit only
+  send / isend    a message send (flags from the SEND_FLAGS map)
+  recv / irecv    a message receive
+  coll:<rule>     a blocking collective: MPI_COLLEXIT with root and bytes by the EPIK rule <rule>
+  icoll           a non-blocking collective: enter/exit of the posting call only
+Functions with bespoke logic (Init*, Finalize, Abort, Sendrecv*, Wait*/Test*, Comm creation,
+Cancel) are written by hand in src/mpi.c and are not listed here.
+"""
+
+P2P = "MPI_POINT2POINT"
+OTHER = "MPI_OTHER"
+
+SEND = "const void *buf, COUNT count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm"
+ISEND = SEND + ", MPI_Request *request"
+RECV = "void *buf, COUNT count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status"
+IRECV = "void *buf, COUNT count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request"
+
+SEND_FLAGS = {"Ssend": "ELG_SEND_SYNCHRONOUS", "Issend": "ELG_SEND_SYNCHRONOUS", "Bsend": "ELG_SEND_BUFFERED",
+              "Ibsend": "ELG_SEND_BUFFERED", "Rsend": "ELG_SEND_READY", "Irsend": "ELG_SEND_READY"}
+
+GATHER = ("const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void *recvbuf, COUNT recvcount, "
+          "MPI_Datatype recvtype")
+GATHERV = ("const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void *recvbuf, COUNTS recvcounts, "
+           "DISPLS displs, MPI_Datatype recvtype")
+SCATTERV = ("const void *sendbuf, COUNTS sendcounts, DISPLS displs, MPI_Datatype sendtype, void *recvbuf, "
+            "COUNT recvcount, MPI_Datatype recvtype")
+ALLTOALLV = ("const void *sendbuf, COUNTS sendcounts, DISPLS sdispls, MPI_Datatype sendtype, void *recvbuf, "
+             "COUNTS recvcounts, DISPLS rdispls, MPI_Datatype recvtype")
+REDUCE = "const void *sendbuf, void *recvbuf, COUNT count, MPI_Datatype datatype, MPI_Op op"
+
+FUNCTIONS = [
+    # point to point
+    ("Send", SEND, "send", P2P),
+    ("Ssend", SEND, "send", P2P),
+    ("Bsend", SEND, "send", P2P),
+    ("Rsend", SEND, "send", P2P),
+    ("Isend", ISEND, "isend", P2P),
+    ("Issend", ISEND, "isend", P2P),
+    ("Ibsend", ISEND, "isend", P2P),
+    ("Irsend", ISEND, "isend", P2P),
+    ("Recv", RECV, "recv", P2P),
+    ("Irecv", IRECV, "irecv", P2P),
+    ("Probe", "int source, int tag, MPI_Comm comm, MPI_Status *status", "plain", P2P),
+    ("Iprobe", "int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status", "plain", P2P),
+    ("Request_free", "MPI_Request *request", "plain", P2P),
+    ("Get_count", None, None, None),  # not wrapped: cheap queries stay out of the trace
+    # blocking collectives
+    ("Barrier", "MPI_Comm comm", "coll:barrier", "MPI_COLL_BARRIER"),
+    ("Bcast", "void *buffer, COUNT count, MPI_Datatype datatype, int root, MPI_Comm comm", "coll:bcast",
+     "MPI_COLL_ONE2ALL"),
+    ("Reduce", REDUCE + ", int root, MPI_Comm comm", "coll:reduce", "MPI_COLL_ALL2ONE"),
+    ("Allreduce", REDUCE + ", MPI_Comm comm", "coll:allreduce", "MPI_COLL_ALL2ALL"),
+    ("Gather", GATHER + ", int root, MPI_Comm comm", "coll:gather", "MPI_COLL_ALL2ONE"),
+    ("Gatherv", GATHERV + ", int root, MPI_Comm comm", "coll:gatherv", "MPI_COLL_ALL2ONE"),
+    ("Scatter", GATHER + ", int root, MPI_Comm comm", "coll:scatter", "MPI_COLL_ONE2ALL"),
+    ("Scatterv", SCATTERV + ", int root, MPI_Comm comm", "coll:scatterv", "MPI_COLL_ONE2ALL"),
+    ("Allgather", GATHER + ", MPI_Comm comm", "coll:allgather", "MPI_COLL_ALL2ALL"),
+    ("Allgatherv", GATHERV + ", MPI_Comm comm", "coll:allgatherv", "MPI_COLL_ALL2ALL"),
+    ("Alltoall", GATHER + ", MPI_Comm comm", "coll:alltoall", "MPI_COLL_ALL2ALL"),
+    ("Alltoallv", ALLTOALLV + ", MPI_Comm comm", "coll:alltoallv", "MPI_COLL_ALL2ALL"),
+    ("Reduce_scatter", "const void *sendbuf, void *recvbuf, COUNTS recvcounts, MPI_Datatype datatype, MPI_Op op, "
+     "MPI_Comm comm", "coll:reduce_scatter", "MPI_COLL_ALL2ALL"),
+    ("Reduce_scatter_block", REDUCE.replace("count", "recvcount") + ", MPI_Comm comm", "coll:reduce_scatter_block",
+     "MPI_COLL_ALL2ALL"),
+    ("Scan", REDUCE + ", MPI_Comm comm", "coll:scan", "MPI_COLL_OTHER"),
+    ("Exscan", REDUCE + ", MPI_Comm comm", "coll:exscan", "MPI_COLL_OTHER"),
+    # non-blocking collectives (MPI-3)
+    ("Ibarrier", "MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_BARRIER"),
+    ("Ibcast", "void *buffer, COUNT count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request",
+     "icoll", "MPI_COLL_ONE2ALL"),
+    ("Ireduce", REDUCE + ", int root, MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_ALL2ONE"),
+    ("Iallreduce", REDUCE + ", MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_ALL2ALL"),
+    ("Igather", GATHER + ", int root, MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_ALL2ONE"),
+    ("Igatherv", GATHERV + ", int root, MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_ALL2ONE"),
+    ("Iscatter", GATHER + ", int root, MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_ONE2ALL"),
+    ("Iscatterv", SCATTERV + ", int root, MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_ONE2ALL"),
+    ("Iallgather", GATHER + ", MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_ALL2ALL"),
+    ("Iallgatherv", GATHERV + ", MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_ALL2ALL"),
+    ("Ialltoall", GATHER + ", MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_ALL2ALL"),
+    ("Ialltoallv", ALLTOALLV + ", MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_ALL2ALL"),
+    ("Ireduce_scatter_block", REDUCE.replace("count", "recvcount") + ", MPI_Comm comm, MPI_Request *request",
+     "icoll", "MPI_COLL_ALL2ALL"),
+    ("Iscan", REDUCE + ", MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_OTHER"),
+    ("Iexscan", REDUCE + ", MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_OTHER"),
+    # groups (communicator creation is hand-written)
+    ("Comm_group", "MPI_Comm comm, MPI_Group *group", "plain", OTHER),
+    ("Group_incl", "MPI_Group group, int n, const int ranks[], MPI_Group *newgroup", "plain", OTHER),
+    ("Group_excl", "MPI_Group group, int n, const int ranks[], MPI_Group *newgroup", "plain", OTHER),
+    ("Group_union", "MPI_Group group1, MPI_Group group2, MPI_Group *newgroup", "plain", OTHER),
+    ("Group_intersection", "MPI_Group group1, MPI_Group group2, MPI_Group *newgroup", "plain", OTHER),
+    ("Group_difference", "MPI_Group group1, MPI_Group group2, MPI_Group *newgroup", "plain", OTHER),
+    ("Group_free", "MPI_Group *group", "plain", OTHER),
+]
+FUNCTIONS = [f for f in FUNCTIONS if f[1] is not None]
