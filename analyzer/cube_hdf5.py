@@ -9,9 +9,10 @@ Layout (``docs/cube.md``)::
     /regions/<field>   name, file, paradigm, role, description (strings); begin_line, end_line (int64)
     /calltree/<field>  parent, region, line (int64, -1 = none); file (strings)
     /locations/<field> machine, node, name, process_name (strings); rank, thread (int64)
-    /values/<metric>   float64 [n_cnodes, n_locations], chunked and gzip-compressed;
-                       attribute "metric" = the unique name ("/" in it is stored as %2F in
-                       the dataset name); absent = all zero
+    /values/<metric>/rows  int64 [n]: the cnodes (rows) with a non-zero value, ascending
+    /values/<metric>/data  float64 [n, n_locations]: those rows, chunked and gzip-compressed
+                       group attribute "metric" = the unique name ("/" in it is stored as %2F in
+                       the group name); a metric without a group is all zero
 
 Values have the cube's semantics (inclusive along the metric tree,
 exclusive along the call tree).
@@ -72,11 +73,16 @@ def write_hdf5(cube: Cube, path, compression: str | None = "gzip") -> None:
             if m.name not in cube.values:  # a stored metric; missing ones read back as zeros
                 continue
             vals = cube.values[m.name]
+            rows = np.flatnonzero(np.any(vals != 0, axis=1))
+            g = gv.create_group(_dataset_name(m.name))
+            g.attrs["metric"] = m.name
+            g.create_dataset("rows", data=rows.astype(np.int64))
             kw = {}
-            if compression:
+            if compression and rows.size:
                 kw = {"chunks": True, "compression": compression, "shuffle": True}
-            ds = gv.create_dataset(_dataset_name(m.name), data=vals, **kw)
-            ds.attrs["metric"] = m.name
+                if compression == "gzip":
+                    kw["compression_opts"] = 1  # level 1: nearly the same size, several times faster
+            g.create_dataset("data", data=vals[rows], **kw)
 
 
 def read_hdf5(path) -> Cube:
@@ -112,7 +118,12 @@ def read_hdf5(path) -> Cube:
             region = f["calltree/region"][()]
             line = f["calltree/line"][()]
             files = [x.decode("utf-8") if isinstance(x, bytes) else str(x) for x in f["calltree/file"][()]]
-            values = {str(ds.attrs.get("metric", name)): ds[()] for name, ds in f["values"].items()}
+            shape = (len(parent), len(records["locations"]))
+            values = {}
+            for name, g in f["values"].items():
+                vals = np.zeros(shape, np.float64)
+                vals[g["rows"][()]] = g["data"][()]
+                values[str(g.attrs.get("metric", name))] = vals
             attrs = {k: str(v) for k, v in f["attrs"].attrs.items()}
         except KeyError as e:
             raise CubeFormatError(f"{path}: missing dataset or group: {e}") from None

@@ -107,12 +107,17 @@ def test_hdf5_layout_is_chunked_and_compressed(tmp_path):
     small_cube(values={"time": np.ones((4, 3))}).write_hdf5(p)
     with h5py.File(p) as f:
         assert f.attrs["format"] == "expert-analyze-cube"
-        ds = f["values/time"]
+        ds = f["values/time/data"]
         assert ds.shape == (4, 3) and ds.chunks is not None and ds.compression == "gzip"
+        assert list(f["values/time/rows"][()]) == [0, 1, 2, 3]
         assert "mpi" not in f["values"]  # metrics without stored values are left out
         assert [x.decode() for x in f["metrics/name"][()]] == ["time", "mpi", "late_sender", "visits"]
         assert list(f["locations/rank"][()]) == [0, 0, 1]
     assert read_hdf5(p).total("mpi") == 0.0
+    small_cube().write_hdf5(p)
+    with h5py.File(p) as f:  # late_sender is non-zero at cnodes 1 and 3 only: only those rows are stored
+        assert list(f["values/late_sender/rows"][()]) == [1, 3]
+        np.testing.assert_array_equal(f["values/late_sender/data"][()], [[2.5, 0, 0], [0, 0, 1.5]])
 
 
 def test_hdf5_odd_metric_names(tmp_path):
