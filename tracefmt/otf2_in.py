@@ -295,6 +295,14 @@ class _Import:
         return ranks[local]
 
     # -- events -------------------------------------------------------------
+    @staticmethod
+    def _request(otf2_id: int, spare: dict, loc) -> int:
+        """Our request id: OTF2's own, except that 0 (our 'blocking') is replaced by an unused one."""
+        if otf2_id:
+            return int(otf2_id)
+        spare[loc] += 1
+        return (1 << 63) + spare[loc]
+
     def run(self) -> TraceAssembly:
         otf2 = _require_otf2()
         ev = otf2.events
@@ -305,10 +313,9 @@ class _Import:
         rows: dict = {loc: [] for loc in self.our_loc}
         coll_pending: dict = {}
         team_num: dict = {}
-        req_ids: dict = defaultdict(dict)  # location -> OTF2 request id -> ours (1, 2, ...)
+        req_ids: dict = defaultdict(dict)  # location -> OTF2 request id -> ours
         next_req: dict = defaultdict(int)
         stacks: dict = defaultdict(list)
-        locks: dict = {}
         region_id, regions = self.region_id, a.regions
         for loc, e in self.tr.events:
             out = rows.get(loc)
@@ -339,8 +346,7 @@ class _Import:
             elif isinstance(e, (ev.MpiSend, ev.MpiIsend)):
                 req = 0
                 if isinstance(e, ev.MpiIsend):
-                    next_req[loc] += 1
-                    req = req_ids[loc][e.request_id] = next_req[loc]
+                    req = req_ids[loc][e.request_id] = self._request(e.request_id, next_req, loc)
                 out.append(Row([t, EventType.MPI_SEND, 0, self._global_rank(e.communicator, e.receiver, rank, where),
                                 self._comm(e.communicator, rank), e.msg_tag, e.msg_length, req]))
             elif isinstance(e, (ev.MpiRecv, ev.MpiIrecv)):
@@ -352,8 +358,7 @@ class _Import:
                 out.append(Row([t, EventType.MPI_RECV, 0, self._global_rank(e.communicator, e.sender, rank, where),
                                 self._comm(e.communicator, rank), e.msg_tag, e.msg_length, req]))
             elif isinstance(e, ev.MpiIrecvRequest):
-                next_req[loc] += 1
-                req = req_ids[loc][e.request_id] = next_req[loc]
+                req = req_ids[loc][e.request_id] = self._request(e.request_id, next_req, loc)
                 out.append(Row([t, EventType.MPI_RECV_REQUEST, int(RecvFlag(0)), ANY, NO_ID, ANY, 0, req]))
             elif isinstance(e, ev.MpiIsendComplete):
                 req = req_ids[loc].pop(e.request_id, 0)
@@ -373,18 +378,16 @@ class _Import:
             elif isinstance(e, ev.ThreadTeamEnd):
                 team_num.pop(loc, None)
             elif isinstance(e, (ev.ThreadAcquireLock, ev.ThreadReleaseLock, ev.OmpAcquireLock, ev.OmpReleaseLock)):
-                key = (rank, int(e.lock_id))
-                if key not in locks:
-                    locks[key] = len(locks)
+                lk = int(e.lock_id)  # Score-P lock ids are per process; ours too (orders count per process)
+                if lk not in a.locks:
                     top = regions[stacks[loc][-1]] if stacks[loc] else None
                     if top is not None and top.role in (Role.OMP_CRITICAL, Role.OMP_CRITICAL_BODY):
-                        a.locks[locks[key]] = (int(LockKind.OMP_CRITICAL), top.name.split(" @")[0]
-                                               if top.role == Role.OMP_CRITICAL else top.name)
+                        a.locks[lk] = (int(LockKind.OMP_CRITICAL), top.name.split(" @")[0])
                     else:
-                        a.locks[locks[key]] = (int(LockKind.OMP_LOCK), f"lock {e.lock_id} (rank {rank})")
+                        a.locks[lk] = (int(LockKind.OMP_LOCK), f"lock {lk}")
                 acq = isinstance(e, (ev.ThreadAcquireLock, ev.OmpAcquireLock))
                 out.append(Row([t, EventType.OMP_ACQUIRE_LOCK if acq else EventType.OMP_RELEASE_LOCK, 0,
-                                locks[key], 0, 0, int(e.acquisition_order), 0]))
+                                lk, 0, 0, int(e.acquisition_order), 0]))
             elif isinstance(e, (ev.ProgramBegin, ev.ProgramEnd, ev.MpiCollectiveBegin, ev.MpiRequestTest,
                                 ev.ThreadBegin, ev.ThreadEnd, ev.ThreadCreate, ev.ThreadWait
                                 if hasattr(ev, "ThreadWait") else ev.ThreadEnd)):

@@ -302,3 +302,15 @@ def test_archive_without_traces(tmp_path):
     ElgWriter().save(d / "epik.esd")
     with pytest.raises(TraceFormatError, match=r"epik_empty: no ELG/ directory"):
         epilog.read(d)
+
+
+def test_analysis_of_merged_epilog_trace(tmp_path):
+    """Wait states of the merged sample, by hand from the definitions:
+    Late Sender: rank 1 enters MPI_Recv at 1.5, rank 0 enters MPI_Send at 2.0 -> 0.5 s;
+    Wait at Barrier: rank 0 enters at 3.0, the last rank at 3.5 -> 0.5 s."""
+    analyze = pytest.importorskip("analyzer.analyze").analyze
+    from tracefmt.detect import open_any
+
+    cube = analyze(open_any(merged_mpi(tmp_path / "m.elg", big_endian=True)))
+    assert cube.total("mpi_latesender") == pytest.approx(0.5, abs=1e-9)
+    assert cube.total("mpi_barrier_wait") == pytest.approx(0.5, abs=1e-9)
