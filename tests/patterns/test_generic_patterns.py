@@ -1,0 +1,94 @@
+"""Generic patterns (time, execution, overhead, visits, imbalance) and the metric tree's inclusiveness."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tracefmt
+from analyzer import analyze
+from analyzer.replay import replay
+from analyzer.analyze import compute_patterns, select_patterns
+
+
+def val(cube, metric, path=None, loc=None):
+    v = cube.values[metric]
+    v = v[cube.find_cnodes(path)].sum(axis=0) if path is not None else v.sum(axis=0)
+    return float(v[loc] if loc is not None else v.sum())
+
+
+def test_overhead_and_execution():
+    b = tracefmt.TraceBuilder()
+    r0 = b.location(rank=0)
+    b.enter(r0, 0.0, "main"); b.enter(r0, 2.0, "TRACING"); b.exit(r0, 3.0); b.exit(r0, 10.0)
+    cube = analyze(b.build(), patterns=["time", "execution", "overhead", "visits"], plugins=False)
+    assert val(cube, "time") == pytest.approx(10.0)
+    assert val(cube, "overhead", "main/TRACING") == pytest.approx(1.0)
+    assert val(cube, "execution") == pytest.approx(9.0)
+    assert val(cube, "visits") == 2
+
+
+def test_fork_and_join_spans_move_to_the_parallel_region():
+    b = tracefmt.TraceBuilder()
+    m, w = b.location(rank=0, thread=0), b.location(rank=0, thread=1)
+    P = "!$omp parallel @p.c:3"
+    b.enter(m, 0.0, "main"); b.enter(m, 1.0, "foo")
+    b.fork(m, 2.0, 1, 2)
+    b.enter(m, 2.5, P, team=1); b.enter(w, 3.0, P, team=1)
+    b.exit(m, 6.0, P); b.exit(w, 6.5, P)
+    b.join(m, 7.0, 1, 2)
+    b.exit(m, 9.0, "foo"); b.exit(m, 10.0, "main")
+    cube = analyze(b.build(), patterns=["time", "execution"], plugins=False)
+    # master: fork span 0.5 + join span 1.0 leave foo (8 - 3.5 = 4.5 -> 3.0) for the parallel region (3.5 -> 5.0)
+    assert val(cube, "time", "main/foo", m) == pytest.approx(3.0)
+    assert val(cube, "time", f"main/foo/{P}", m) == pytest.approx(5.0)
+    # worker: 3.5 in the region plus fork 1.0 and join 0.5
+    assert val(cube, "time", f"main/foo/{P}", w) == pytest.approx(5.0)
+    assert val(cube, "time", loc=m) == pytest.approx(10.0)
+    assert val(cube, "execution") == pytest.approx(val(cube, "time"))
+
+
+def test_imbalance():
+    b = tracefmt.TraceBuilder()
+    locs = [b.location(rank=r) for r in range(3)]
+    for r, loc in enumerate(locs):
+        b.enter(loc, 0.0, "main")
+        b.enter(loc, 1.0, "work"); b.exit(loc, 2.0 + r, "work")
+        if r == 0:
+            b.enter(loc, 5.0, "serial"); b.exit(loc, 8.0, "serial")
+        b.exit(loc, 10.0, "main")
+    cube = analyze(b.build(), patterns=["imbalance_above_single", "imbalance_below_singularity"], plugins=False)
+    # main: 6, 8, 7 (avg 7); work: 1, 2, 3 (avg 2); serial: 3, 0, 0 (avg 1, one participant)
+    assert [val(cube, "imbalance_above", "main", l) for l in locs] == pytest.approx([0, 1, 0])
+    assert [val(cube, "imbalance_below", "main", l) for l in locs] == pytest.approx([1, 0, 0])
+    assert [val(cube, "imbalance_above", "main/work", l) for l in locs] == pytest.approx([0, 0, 1])
+    assert [val(cube, "imbalance_above", "main/serial", l) for l in locs] == pytest.approx([2, 0, 0])
+    assert [val(cube, "imbalance_below_bypass", "main/serial", l) for l in locs] == pytest.approx([0, 1, 1])
+    assert val(cube, "imbalance_above_single") == pytest.approx(2.0)
+    assert val(cube, "imbalance_below_singularity") == pytest.approx(2.0)
+    assert val(cube, "imbalance_below_bypass") == pytest.approx(2.0)
+    assert val(cube, "imbalance") == pytest.approx(8.0)
+
+
+def test_metric_tree_is_inclusive_on_random_hybrid_traces():
+    import sys
+    import pathlib
+
+    sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "analyzer"))
+    from random_hybrid_traces import random_trace
+
+    pats = select_patterns(None, plugins=False)
+    by_name = {p.name: p for p in pats}
+    for seed in range(4):
+        ctx = replay(random_trace(100 + seed, n_ranks=3, n_threads=3, steps=30))
+        compute_patterns(ctx, pats)
+        for p in pats:
+            if p.parent is None:
+                continue
+            child, parent = ctx.results[p.name], ctx.results[p.parent]
+            assert (child >= -1e-12).all(), p.name
+            if p.unit == "sec" and by_name[p.parent].unit == "sec":
+                # time values: a child never exceeds its parent at any (call path, location)
+                assert (child <= parent + 1e-9).all(), (p.name, p.parent)
+            else:
+                assert child.sum() <= parent.sum() + 1e-9, (p.name, p.parent)
