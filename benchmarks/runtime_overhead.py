@@ -1,0 +1,95 @@
+"""Tracing-runtime overhead: cost per recorded event, per traced OpenMP barrier and per traced
+MPI call (ns), and the slowdown of small sample workloads (% of run time).
+
+    python -m benchmarks runtime_overhead [--repeat 5] [--threads 2]
+
+Builds runtime/ (make) and the benchmark kernels in samples/runtime/ (bench_kernels.c,
+bench_mpi.c) into a temporary directory, then runs each kernel untraced and under expert-run,
+taking the minimum over --repeat runs (this 2-core machine is noisy; the minimum is the least
+perturbed run).  Costs are traced minus untraced.  Needs clang (OMPT) and Open MPI (mpicc.openmpi).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNTIME = ROOT / "runtime"
+SAMPLES = ROOT / "samples" / "runtime"
+EXPERT_RUN = str(RUNTIME / "bin" / "expert-run")
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+
+
+def _run(cmd, cwd, env):
+    p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{p.stdout}\n{p.stderr}")
+    return float(p.stdout.strip().splitlines()[-1])
+
+
+def _best(cmd, cwd, env, repeat):
+    return min(_run(cmd, cwd, env) for _ in range(repeat))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks runtime_overhead", description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args(argv)
+    for tool in ("clang", "mpicc.openmpi", "mpirun.openmpi"):
+        if not shutil.which(tool):
+            print(f"runtime_overhead: {tool} is needed", file=sys.stderr)
+            return 2
+    subprocess.run(["make", "-s", "-C", str(RUNTIME)], check=True)
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), **MPI_ENV)
+    rows = []
+    with tempfile.TemporaryDirectory() as d:
+        inc = f"-I{RUNTIME / 'include'}"
+        subprocess.run(["clang", "-O2", "-fopenmp", inc, str(SAMPLES / "bench_kernels.c"), "-o", "k"], cwd=d, check=True)
+        subprocess.run(["mpicc.openmpi", "-O2", "-fopenmp", str(SAMPLES / "bench_mpi.c"), "-o", "m"], cwd=d, check=True)
+        traced = [EXPERT_RUN, "-o", "bench.elg"]
+        env1 = dict(env, OMP_NUM_THREADS="1")
+
+        def cost(label, cmd, e, unit_div=1.0):
+            base = _best(cmd, d, e, args.repeat)
+            tr = _best(traced + cmd, d, e, args.repeat)
+            rows.append((label, base / unit_div, tr / unit_div, (tr - base) / unit_div))
+
+        cost("recorded event (half an enter/exit pair)", ["./k", "events", "2000000"], env1, 2.0)
+        cost("OpenMP barrier, 1 thread", ["./k", "barrier", "200000"], env1)
+        cost(f"OpenMP barrier, {args.threads} threads", ["./k", "barrier", "50000"], env)
+        mpirun = ["mpirun.openmpi", "-np", "2"]
+        base = _best(mpirun + ["./m", "calls", "200000"], d, env1, args.repeat)
+        tr = _best(mpirun + traced + ["./m", "calls", "200000"], d, env1, args.repeat)
+        rows.append(("MPI call (MPI_Iprobe), 2 ranks", base, tr, tr - base))
+
+        print(f"{'operation':44s} {'untraced ns':>12s} {'traced ns':>10s} {'cost ns':>9s}")
+        for label, b, t, c in rows:
+            print(f"{label:44s} {b:12.1f} {t:10.1f} {c:9.1f}")
+        print()
+        print(f"{'sample workload':44s} {'untraced s':>12s} {'traced s':>10s} {'overhead':>9s}")
+        workloads = [
+            (f"OpenMP loops ({args.threads} threads, 400 regions)", ["./k", "work", "400"], env),
+            (f"hybrid 2 ranks x {args.threads // 2 or 1} threads, 300 iterations",
+             mpirun + ["./m", "hybrid", "300"], dict(env, OMP_NUM_THREADS=str(args.threads // 2 or 1))),
+        ]
+        for label, cmd, e in workloads:
+            if cmd[0] == "mpirun.openmpi":
+                b = _best(cmd, d, e, args.repeat)
+                t = _best(cmd[:3] + traced + cmd[3:], d, e, args.repeat)
+            else:
+                b = _best(cmd, d, e, args.repeat)
+                t = _best(traced + cmd, d, e, args.repeat)
+            print(f"{label:44s} {b:12.4f} {t:10.4f} {100 * (t - b) / b:8.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
