@@ -58,8 +58,9 @@ def _fmt_val(v: float, unit: str) -> str:
     return f"{v:12.0f} {'B' if unit == 'bytes' else ' '}"
 
 
-def report(cube, top: int = 5, out=sys.stdout) -> None:
+def report(cube, top: int = 5, out=None) -> None:
     """The three views in text: property tree, then for the worst properties their call paths and locations."""
+    out = sys.stdout if out is None else out
     total_time = cube.total("time") if "time" in cube.metric_names else 0.0
     w = out.write
     w("Performance properties (severity, % of total time)\n")
@@ -69,7 +70,7 @@ def report(cube, top: int = 5, out=sys.stdout) -> None:
         v = cube.total(m.name)
         pct = f"{100.0 * v / total_time:6.2f} %" if (m.unit == "sec" and total_time > 0) else " " * 8
         label = f"{'  ' * depth[m.name]}{m.display_name} ({m.name})"
-        w(f"  {label:<58s}{_fmt_val(v, m.unit)}  {pct}\n")
+        w(f"  {label:<62s}{_fmt_val(v, m.unit)}  {pct}\n")
     # worst properties: wait states and categories ranked by their own share (exclusive in the metric tree)
     sec = [m for m in cube.metrics if m.unit == "sec" and m.name not in ("time", "execution")
            and not m.name.startswith("imbalance")]
