@@ -11,10 +11,15 @@ BENCHMARKS = {
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in BENCHMARKS:
-        print("usage: python -m benchmarks NAME [options]   (NAME --help for its options)")
+    if argv and argv[0] in ("-h", "--help"):
+        print("usage: python -m benchmarks [NAME [options]]   (NAME --help for its options; no NAME runs all)")
         print("benchmarks: " + ", ".join(sorted(BENCHMARKS)))
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
+        return 0
+    if not argv:  # ./dev bench: every benchmark with its default options
+        return max(importlib.import_module(BENCHMARKS[name]).main([]) or 0 for name in BENCHMARKS)
+    if argv[0] not in BENCHMARKS:
+        print(f"unknown benchmark {argv[0]!r}; benchmarks: " + ", ".join(sorted(BENCHMARKS)), file=sys.stderr)
+        return 2
     return importlib.import_module(BENCHMARKS[argv[0]]).main(argv[1:]) or 0
 
 
