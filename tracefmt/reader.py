@@ -16,6 +16,7 @@ import mmap
 import os
 import struct
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +31,20 @@ from .layout import BlockKind
 #: per-call cost vanishes (8192 x 40 bytes = 320 KiB)
 _CHUNK_RECORDS = 1 << 13
 
+#: from this many records on, checksums are computed by a helper thread while
+#: the main thread decodes (zlib.crc32 and pread release the GIL)
+_PARALLEL_CRC_RECORDS = 1 << 16
+_CRC_READ_BYTES = 1 << 20
+
 _KNOWN_FLAGS = layout.FLAG_FINISHED
+_crc_pool: ThreadPoolExecutor | None = None
+
+
+def _crc_executor() -> ThreadPoolExecutor:
+    global _crc_pool
+    if _crc_pool is None:
+        _crc_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracefmt-crc")
+    return _crc_pool
 
 
 @dataclass(frozen=True)
@@ -448,13 +462,16 @@ class Trace:
         ticks = np.empty(n, np.uint64)
         time = np.empty(n, np.float64)
         chunk = np.empty(_CHUNK_RECORDS, dt)  # raw records of one step, reused: stays in cache
+        inline_crc = self.verify and n < _PARALLEL_CRC_RECORDS
+        crc_job = _crc_executor().submit(self._block_crcs, blocks) if self.verify and not inline_crc else None
+        crcs = []
         at = 0
         for b in blocks:
             crc = 0
             for s in range(0, b.count, _CHUNK_RECORDS):
                 k = min(_CHUNK_RECORDS, b.count - s)
                 rec = self._raw_records(b.payload_offset + s * layout.EVENT_RECORD_SIZE, k, chunk, location, b)
-                if self.verify:
+                if inline_crc:
                     crc = zlib.crc32(rec, crc)
                 t = ticks[at : at + k]
                 t[:] = rec["time"]
@@ -462,13 +479,38 @@ class Trace:
                     col[at : at + k] = rec[f]
                 ticks_to_seconds(t, clock, offsets, out=time[at : at + k])
                 at += k
-            if self.verify:
+            crcs.append(crc)
+        if self.verify:
+            if crc_job is not None:
+                crcs = crc_job.result()
+            for b, crc in zip(blocks, crcs):
                 if crc != b.payload_crc:
                     raise self._error("checksum mismatch: the block's data is damaged", location, b.number, b.offset)
                 pad = self._buf[b.payload_offset + b.payload_length : b.end]
                 if any(pad):
                     raise self._error("non-zero padding after the block's data", location, b.number, b.offset)
         return Events(location, time, ticks, **cols)
+
+    def _block_crcs(self, blocks: list[Block]) -> list[int | None]:
+        """CRC-32 of each block's payload (run on the helper thread); None where the file is short."""
+        out: list[int | None] = []
+        if self._file is None:
+            mv = memoryview(self._buf)
+            return [zlib.crc32(mv[b.payload_offset : b.payload_offset + b.payload_length]) for b in blocks]
+        buf = bytearray(_CRC_READ_BYTES)
+        fd = self._file.fileno()
+        for b in blocks:
+            crc, pos, end = 0, b.payload_offset, b.payload_offset + b.payload_length
+            while pos < end:
+                want = min(_CRC_READ_BYTES, end - pos)
+                got = os.preadv(fd, [memoryview(buf)[:want]], pos)
+                if got != want:
+                    crc = None
+                    break
+                crc = zlib.crc32(memoryview(buf)[:got], crc)
+                pos += got
+            out.append(crc)
+        return out
 
     def _raw_records(self, offset: int, k: int, chunk: np.ndarray, location: int, b: Block) -> np.ndarray:
         """k raw records from `offset`: read into `chunk` from a file, or a view of in-memory bytes.
