@@ -105,7 +105,8 @@ def build_collectives(C: dict, comm_size: dict[int, int], problems: list[str]) -
     observed = {}
     for cm in np.unique(C["comm"]):
         observed[int(cm)] = len(np.unique(C["rank"][C["comm"] == cm]))
-    sizes = np.array([comm_size.get(int(cm), observed[int(cm)]) for cm in C["comm"]], np.int32)
+    ucomm, cinv = np.unique(C["comm"], return_inverse=True)
+    sizes = np.array([comm_size.get(int(cm), observed[int(cm)]) for cm in ucomm], np.int32)[cinv]
     missing = sorted({int(cm) for cm in np.unique(C["comm"]) if int(cm) not in comm_size})
     if missing:
         problems.append(f"collectives on undefined communicators {missing}: size taken from the ranks seen")
@@ -209,8 +210,12 @@ def build_locks(L: dict, loc_process: np.ndarray, lock_kind: dict[int, int]) -> 
     prev = np.full(len(o), np.nan)
     same = (proc[1:] == proc[:-1]) & (cols["lock"][1:] == cols["lock"][:-1])
     prev[1:] = np.where(same, cols["release_time"][:-1], np.nan)
+    ids = np.asarray(sorted(lock_kind), np.int64)
+    kinds = np.asarray([lock_kind[i] for i in ids], np.int32)
+    pos = np.minimum(np.searchsorted(ids, cols["lock"]), max(len(ids) - 1, 0))
+    known = (len(ids) > 0) & (ids[pos] == cols["lock"]) if len(ids) else np.zeros(len(o), bool)
     cols.update(process=proc, prev_release_time=prev,
-                lock_kind=np.array([lock_kind.get(int(x), -1) for x in cols["lock"]], np.int32))
+                lock_kind=np.where(known, kinds[pos] if len(ids) else -1, -1).astype(np.int32))
     return _typed(cols, LOCKS)
 
 

@@ -116,9 +116,7 @@ def replay(trace, tables=None, jobs: int = 1, progress=None) -> AnalysisContext:
             ec = np.ascontiguousarray(ev.c, np.uint32)
             ed = np.ascontiguousarray(ev.d, np.uint64)
             time = np.ascontiguousarray(ev.time, np.float64)
-            tm = team_map.get(proc, {})
-            keys = np.array(sorted(tm), np.int64)
-            vals = np.array([tm[k] for k in keys], np.int32)
+            keys, vals = _team_arrays(team_map.get(proc, {}))
             # defer a worker whose team's master has not been walked yet
             if len(etype):
                 is_par = (etype == K.ENTER) & (ea < len(role))
@@ -148,8 +146,8 @@ def replay(trace, tables=None, jobs: int = 1, progress=None) -> AnalysisContext:
                 frags[k].append(v)
             # publish this location's forks so its team's workers can be walked
             f = fr["forks"]
-            for tid, node in zip(f["team_id"].tolist(), f["fork_node"].tolist()):
-                team_map.setdefault(proc, {})[int(tid)] = int(node)
+            if len(f["team_id"]):
+                team_map.setdefault(proc, {}).update(zip(f["team_id"].tolist(), f["fork_node"].tolist()))
             if progress is not None:
                 progress(len(etype))
             del ev, etype, ea, ec, ed, time, res, calls, ev_call
@@ -195,6 +193,16 @@ def replay(trace, tables=None, jobs: int = 1, progress=None) -> AnalysisContext:
     ctx.problems = problems
     ctx.synthetic_root = synthesized
     return ctx
+
+
+def _team_arrays(tm: dict[int, int]):
+    """Sorted team ids and their fork nodes, as the walk kernel wants them."""
+    if not tm:
+        return np.zeros(0, np.int64), np.zeros(0, np.int32)
+    keys = np.fromiter(tm.keys(), np.int64, len(tm))
+    vals = np.fromiter(tm.values(), np.int32, len(tm))
+    o = np.argsort(keys)
+    return keys[o], vals[o]
 
 
 def _summarize(calls: Calls):

@@ -6,6 +6,7 @@ import sys
 #: benchmark name -> module (each has main(argv) -> int)
 BENCHMARKS = {
     "trace_io": "benchmarks.trace_io",
+    "analysis": "benchmarks.analysis",
     "runtime_overhead": "benchmarks.runtime_overhead",
 }
 

@@ -1,0 +1,32 @@
+"""Fill numba's on-disk cache (``cache=True``) so the first real analysis starts warm.
+
+Run by ``./dev setup``: analyzes the small demo trace once, which compiles
+every replay kernel for the argument types real traces use.
+
+    python -m analyzer.warmup
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+def warm() -> float:
+    """Analyze the demo trace in memory; returns the seconds it took."""
+    from .analyze import analyze
+    from .demo import build_demo_trace
+
+    t0 = time.perf_counter()
+    analyze(build_demo_trace().build(), plugins=False)
+    return time.perf_counter() - t0
+
+
+def main() -> int:
+    t = warm()
+    print(f"[warmup] analyzer kernels compiled and cached ({t:.1f} s)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

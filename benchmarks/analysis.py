@@ -1,0 +1,215 @@
+"""End-to-end analysis throughput and peak memory: ``python -m benchmarks analysis``.
+
+Builds a realistic hybrid trace (R ranks x T threads; every iteration: a
+compute phase with imbalance, a halo exchange with Isend/Irecv/Waitall, a
+parallel loop with an implicit barrier, a contended critical section, an
+Allreduce), writes it once per size into the cache directory, then analyzes
+it with all built-in patterns in a fresh single-threaded process per size and
+prints a table: events, trace size, wall time, events/s, peak RSS, peak RSS
+over trace size.
+
+    python -m benchmarks analysis [--sizes 1e6,1e7] [--ranks 4] [--threads 4] [--dir bench-out]
+
+10^8 events is opt-in (``--sizes 1e8``: about 4 GB of trace).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+PAR = "!$omp parallel @bench.c:40"
+LOOP = "!$omp for @bench.c:41"
+IBAR = "!$omp implicit barrier @bench.c:45"
+CRIT = "!$omp critical @bench.c:47"
+BODY = "!$omp critical sblock @bench.c:47"
+
+
+def _iteration(b, loc, n_ranks, n_threads):
+    """One iteration at times relative to 0 (builder-time); returns its period in seconds."""
+    from tracefmt.layout import RecvFlag  # noqa: F401  (documented flags; none needed here)
+
+    period = 0.01
+    for r in range(n_ranks):
+        m = loc[(r, 0)]
+        t = 0.0
+        b.enter(m, t, "iteration")
+        b.enter(m, t, "compute"); t += 0.002 + 0.0002 * r; b.exit(m, t, "compute")
+        left, right = (r - 1) % n_ranks, (r + 1) % n_ranks
+        for k, peer in enumerate((left, right)):
+            b.enter(m, t, "MPI_Irecv"); b.recv_request(m, t + 1e-6, 10 + k, source=peer, tag=k)
+            t += 2e-6; b.exit(m, t, "MPI_Irecv")
+        for k, peer in enumerate((right, left)):
+            b.enter(m, t, "MPI_Isend"); b.send(m, t, dest=peer, tag=k, nbytes=8192, request=20 + k)
+            t += 2e-6; b.exit(m, t, "MPI_Isend")
+        b.enter(m, 0.0035, "MPI_Waitall")
+        for k, peer in enumerate((left, right)):
+            b.recv(m, 0.0036, source=peer, tag=k, nbytes=8192, request=10 + k)
+        for k in range(2):
+            b.send_complete(m, 0.0036, 20 + k)
+        b.exit(m, 0.0037, "MPI_Waitall")
+        b.fork(m, 0.0038, 1, n_threads)
+        for th in range(n_threads):
+            w = loc[(r, th)]
+            b.enter(w, 0.0039, PAR, team=1, thread_num=th)
+            b.enter(w, 0.0040, LOOP)
+            b.enter(w, 0.0040, "kernel"); b.exit(w, 0.0050 + 0.0003 * th, "kernel")
+            b.barrier(w, 0.0050 + 0.0003 * th, 0.0050 + 0.0003 * n_threads + 1e-5, implicit=True, region=IBAR)
+            b.exit(w, 0.0051 + 0.0003 * n_threads, LOOP)
+            tc = 0.0052 + 0.0003 * n_threads
+            b.enter(w, tc, CRIT)
+        tc = 0.0052 + 0.0003 * n_threads
+        for th in range(n_threads):
+            w = loc[(r, th)]
+            ta = tc + 1e-4 * th
+            b.acquire(w, ta, "bench_critical")
+            b.enter(w, ta, BODY); b.exit(w, ta + 1e-4, BODY)
+            b.release(w, ta + 1e-4, "bench_critical")
+            b.exit(w, ta + 1.01e-4, CRIT)
+        tb = tc + 1e-4 * n_threads + 2e-6
+        for th in range(n_threads):
+            w = loc[(r, th)]
+            b.barrier(w, tc + 1e-4 * th + 1.02e-4, tb, implicit=True, region=IBAR)
+            b.exit(w, tb + 1e-6, PAR)
+        b.join(m, tb + 2e-6, 1, n_threads)
+        b.collective(m, tb + 3e-6 + 1e-5 * (n_ranks - r), 0.0095, "MPI_Allreduce", sent=64, recvd=64)
+        b.exit(m, 0.0096, "iteration")
+    return period
+
+
+def build_trace(path: str, n_events: int, n_ranks: int = 4, n_threads: int = 4) -> int:
+    """Write a trace of about n_events events; returns the exact count."""
+    import tracefmt
+    from tracefmt.layout import LockKind, EventType as E, NO_ID
+
+    tb = tracefmt.TraceBuilder(creator="benchmarks.analysis")
+    loc = {(r, t): tb.location(rank=r, thread=t) for r in range(n_ranks) for t in range(n_threads)}
+    tb.lock("bench_critical", LockKind.OMP_CRITICAL)
+    for r in range(n_ranks):
+        tb.enter(loc[(r, 0)], 0.0, "main")
+        tb.enter(loc[(r, 0)], 0.0, "MPI_Init"); tb.exit(loc[(r, 0)], 0.001, "MPI_Init")
+    prologue = {l: tb.records(l) for l in loc.values()}
+    it = tracefmt.TraceBuilder()
+    it_loc = {(r, t): it.location(rank=r, thread=t) for r in range(n_ranks) for t in range(n_threads)}
+    it.lock("bench_critical", LockKind.OMP_CRITICAL)
+    # same ids in both builders: regions are created in the same order below
+    for name in ("main", "MPI_Init"):
+        it.region(name)
+    period = _iteration(it, it_loc, n_ranks, n_threads)
+    per_iter = sum(len(it.records(l)) for l in it_loc.values())
+    n_iter = max(1, n_events // per_iter)
+    defs = it.definitions()
+    for name in ("MPI_Finalize",):
+        it.region(name)
+    defs = it.definitions()
+    ticks_per_s = 1e9
+    t0 = 0.001
+    with tracefmt.TraceWriter(path, creator="benchmarks.analysis") as w:
+        w.write_definitions(defs)
+        total = 0
+        for key, l in it_loc.items():
+            tmpl = it.records(l)
+            team = tmpl["type"] == E.OMP_FORK
+            chunk = max(1, 2_000_000 // max(len(tmpl), 1))
+            if key[1] == 0:
+                w.write_events(l, prologue[loc[key]])
+                total += len(prologue[loc[key]])
+            acq = (tmpl["type"] == E.OMP_ACQUIRE_LOCK) | (tmpl["type"] == E.OMP_RELEASE_LOCK)
+            par_enter = (tmpl["type"] == E.ENTER) & (tmpl["c"] != NO_ID)
+            forkjoin = (tmpl["type"] == E.OMP_FORK) | (tmpl["type"] == E.OMP_JOIN)
+            ocoll = tmpl["type"] == E.OMP_COLLEXIT
+            for start in range(0, n_iter, chunk):
+                k = np.arange(start, min(n_iter, start + chunk), dtype=np.uint64)
+                rec = np.tile(tmpl, len(k))
+                kk = np.repeat(k, len(tmpl))
+                rec["time"] += ((t0 + kk.astype(np.float64) * period) * ticks_per_s).astype(np.uint64)
+                rep = lambda m: np.tile(m, len(k))  # noqa: E731
+                rec["a"][rep(forkjoin)] += kk[rep(forkjoin)].astype(np.uint32)
+                rec["c"][rep(par_enter)] += kk[rep(par_enter)].astype(np.uint32)
+                rec["b"][rep(ocoll)] += kk[rep(ocoll)].astype(np.uint32)
+                rec["d"][rep(acq)] += kk[rep(acq)] * np.uint64(n_threads)
+                w.write_events(l, rec)
+                total += len(rec)
+            del team
+            if key[1] == 0:
+                t_end = t0 + n_iter * period
+                fin = tracefmt.TraceBuilder()
+                fl = fin.location(rank=key[0])
+                for name in ("main", "MPI_Init", "iteration"):
+                    fin.region(name)
+                # closing events with the ids of `defs`
+                rid = {r.name: r.id for r in defs.regions.values()}
+                tail = np.zeros(3, dtype=tracefmt.layout.EVENT_DTYPE)
+                tail["time"] = np.array([t_end, t_end + 0.001, t_end + 0.002]) * ticks_per_s
+                tail["type"] = [E.ENTER, E.EXIT, E.EXIT]
+                tail["a"] = [rid["MPI_Finalize"], rid["MPI_Finalize"], rid["main"]]
+                tail["b"] = [NO_ID, 0, 0]
+                tail["c"] = [NO_ID, 0, 0]
+                tail["d"] = [NO_ID, 0, 0]
+                w.write_events(l, tail)
+                total += 3
+    return total
+
+
+def _measure(path: str) -> dict:
+    """Run one analysis in a fresh single-threaded interpreter; returns its timings and peak RSS."""
+    code = (
+        "import json, resource, time, sys\n"
+        "t0 = time.perf_counter()\n"
+        "from analyzer.analyze import analyze\n"
+        "import patterns.registry\n"
+        "t1 = time.perf_counter()\n"
+        "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "cube = analyze(sys.argv[1], plugins=False)\n"
+        "t2 = time.perf_counter()\n"
+        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "print(json.dumps({'import_s': t1 - t0, 'analyze_s': t2 - t1, 'base_kib': base, 'peak_kib': peak,"
+        " 'events': int(cube.attrs['expert-analyze::events']), 'ls': cube.total('mpi_latesender')}))\n"
+    )
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               MKL_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, env=env, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks analysis", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="1e6,1e7", help="comma-separated event counts (default 1e6,1e7)")
+    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--dir", default="bench-out", help="where the generated traces are kept")
+    args = ap.parse_args(argv)
+    os.makedirs(args.dir, exist_ok=True)
+    # warm the JIT cache first so compile time is not measured
+    from analyzer.warmup import warm
+
+    warm()
+    rows = []
+    for s in args.sizes.split(","):
+        n = int(float(s))
+        path = os.path.join(args.dir, f"analysis_{n}_{args.ranks}x{args.threads}.elg")
+        if not os.path.exists(path):
+            t = time.perf_counter()
+            build_trace(path, n, args.ranks, args.threads)
+            print(f"[bench] generated {path} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+        m = _measure(path)
+        size = os.path.getsize(path)
+        rows.append((m["events"], size, m["analyze_s"], m["events"] / m["analyze_s"], m["peak_kib"] * 1024,
+                     m["base_kib"] * 1024, m["import_s"]))
+    print(f"Analysis benchmark: {args.ranks} ranks x {args.threads} threads, all built-in patterns, one core")
+    print(f"{'events':>12} {'trace MB':>9} {'analyze s':>10} {'Mevents/s':>10} {'peak RSS MB':>12} "
+          f"{'base RSS MB':>12} {'peak/trace':>10} {'import s':>9}")
+    for ev, size, sec, rate, peak, base, imp in rows:
+        print(f"{ev:>12,d} {size / 1e6:>9.1f} {sec:>10.2f} {rate / 1e6:>10.2f} {peak / 1e6:>12.0f} "
+              f"{base / 1e6:>12.0f} {peak / size:>10.2f} {imp:>9.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
