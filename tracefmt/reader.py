@@ -14,6 +14,7 @@ from __future__ import annotations
 import builtins
 import mmap
 import os
+import stat
 import struct
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -171,6 +172,8 @@ class Trace:
         if isinstance(source, (str, os.PathLike)):
             self.path = os.fspath(source)
             try:
+                if not stat.S_ISREG(os.stat(self.path).st_mode):  # a FIFO would block, a device never end
+                    raise self._error("not a regular file")
                 self._file = builtins.open(self.path, "rb")
                 size = os.fstat(self._file.fileno()).st_size
                 if size == 0:

@@ -132,3 +132,11 @@ def test_module_entry_point_never_prints_a_traceback(tmp_path):
     r = subprocess.run([sys.executable, "-m", "tracefmt.cli", "info", str(bad)], capture_output=True, text=True,
                        cwd=root)
     assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.startswith("expert-trace: error:")
+
+
+def test_directory_and_fifo_are_refused_without_blocking(capsys, tmp_path):
+    fifo = tmp_path / "pipe.elg"
+    os.mkfifo(fifo)  # opening a FIFO for reading would wait for a writer forever
+    for path in (tmp_path, fifo):
+        rc, _, err = run(capsys, "info", str(path))
+        assert rc == 2 and err.count("\n") == 1 and str(path) in err
