@@ -5,12 +5,8 @@
 replay context the patterns read.
 """
 
-
-def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None):
-    """Analyze a trace and return its severity cube (see :func:`analyzer.analyze.analyze`)."""
-    from .analyze import analyze as _analyze
-
-    return _analyze(path_or_trace, patterns=patterns, plugins=plugins, progress=progress)
-
+# Bound eagerly so that the name is the function, not the submodule of the
+# same name (importing a submodule sets it as a package attribute).
+from .analyze import analyze
 
 __all__ = ["analyze"]

@@ -15,7 +15,6 @@ import tracefmt
 from patterns.api import Pattern, PatternError, Severity
 
 from .cube import Cube, LocationInfo, MetricInfo, RegionInfo, region_strings
-from .replay import replay
 
 __all__ = ["analyze", "compute_patterns", "build_cube", "select_patterns"]
 
@@ -131,6 +130,8 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None) -
     if len(trace.location_ids) == 0:
         why = "; ".join(getattr(trace, "problems", []) or []) or "no location has events"
         raise tracefmt.TraceFormatError(f"nothing to analyze: {why}", path=source)
+    from .replay import replay  # numba kernels: imported only when a trace is analyzed
+
     pats = select_patterns(patterns, plugins=plugins)
     ctx = replay(trace, progress=progress)
     compute_patterns(ctx, pats)
