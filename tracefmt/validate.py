@@ -17,8 +17,10 @@ clean trace).  Checks:
 * locks: released only by the holder, acquisition orders 1..n per
   (process, lock), each acquisition after the previous release.
 
-Checks run in Python over the decoded columns; they are linear in the number
-of events but not jitted (about a second per million events).
+The nesting check of long event streams is a numba kernel
+(:mod:`tracefmt.kernels`); the remaining checks run in Python over the
+events that are not plain ENTER/EXIT (MPI, OpenMP, lock and counter events).
+Defects fall back to the full Python walk, which words every problem.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ import numpy as np
 from .layout import ANY, NO_ID, EventType, Role
 
 _KNOWN_TYPES = frozenset(int(t) for t in EventType)
+#: locations with at least this many events get the jitted nesting check, and
+#: the Python loop then visits only the events that are not plain ENTER/EXIT
+FAST_PATH_EVENTS = 1 << 15
+_EXIT_CODES = np.array([int(t) for t in (EventType.EXIT, EventType.MPI_COLLEXIT, EventType.OMP_COLLEXIT)], np.uint8)
 _COLLECTIVE_ROLES = frozenset(
     {
         Role.MPI_COLL_BARRIER,
@@ -62,9 +68,16 @@ class Problem:
         return f"{where}: {self.message}"
 
 
-def validate(trace, max_problems: int | None = None) -> list[Problem]:
-    """Every problem of `trace` (a :class:`tracefmt.Trace`), file-level ones first."""
-    return _Validator(trace, max_problems).run()
+def validate(trace, max_problems: int | None = None, fast_path_events: int | None = None) -> list[Problem]:
+    """Every problem of `trace` (a :class:`tracefmt.Trace`), file-level ones first.
+
+    `fast_path_events` overrides :data:`FAST_PATH_EVENTS` (0: always use the
+    jitted nesting check; a huge number: never); the result is the same.
+    """
+    v = _Validator(trace, max_problems)
+    if fast_path_events is not None:
+        v.fast_path_events = fast_path_events
+    return v.run()
 
 
 class _Enough(Exception):
@@ -85,6 +98,11 @@ class _Validator:
         self.team_size = {}  # (process, team) -> size from the fork
         self.team_barriers = defaultdict(lambda: defaultdict(int))  # (process, team) -> loc -> count
         self.acquisitions = defaultdict(list)  # (process, lock) -> [(order, loc, acq_idx, acq_t, rel_t)]
+        self.fast_path_events = FAST_PATH_EVENTS
+        self.region_ids = np.array(sorted(self.defs.regions), dtype=np.int64)
+        self.parallel_ids = np.array(
+            sorted(r.id for r in self.defs.regions.values() if r.role == Role.OMP_PARALLEL), dtype=np.int64
+        )
 
     def add(self, msg, loc=None, idx=None, t=None):
         self.problems.append(Problem(msg, loc, idx, None if t is None else float(t)))
@@ -111,24 +129,52 @@ class _Validator:
 
     # ------------------------------------------------------------------ per location
     def check_location(self, loc: int) -> None:
-        d = self.defs
-        process = d.locations[loc].process
         ev = self.trace.events(loc)
         if len(ev) == 0:
             return
         back = np.flatnonzero(ev.ticks[1:] < ev.ticks[:-1]) + 1
         for i in back.tolist():
             self.add("time goes backwards (earlier than the event before)", loc, i, ev.time[i])
+        index = None
+        if len(ev) >= self.fast_path_events:
+            index = self._events_beyond_nesting(ev)
+        self._walk(loc, ev, index)
+
+    def _events_beyond_nesting(self, ev):
+        """Indices of the events the Python walk must see, or None if it must see all.
+
+        When the jitted check finds the nesting intact and every ENTER/EXIT
+        names a defined region, plain ENTER/EXIT events (of regions other
+        than parallel regions, which carry team bookkeeping) need no more
+        checks.  On any defect the full walk runs and words the problem.
+        """
+        from .kernels import first_nesting_error
+
+        if first_nesting_error(ev.type, ev.a, np.uint8(EventType.ENTER), _EXIT_CODES) != -1:
+            return None
+        plain = (ev.type == EventType.ENTER) | (ev.type == EventType.EXIT)
+        if not np.isin(ev.a[plain], self.region_ids).all():
+            return None
+        plain &= ~np.isin(ev.a, self.parallel_ids)
+        return np.flatnonzero(~plain)
+
+    def _walk(self, loc: int, ev, index) -> None:
+        """The per-event checks over all events, or over `index` with nesting already verified."""
+        d = self.defs
+        process = d.locations[loc].process
+        nesting = index is None
         stack: list[tuple[int, int]] = []  # (region, event index)
         teams: list[int] = []  # teams of the parallel regions this location is in
         forks: list[tuple[int, int]] = []  # (team, idx) forked here and not joined
         requests: dict[int, tuple[str, int]] = {}  # live request id -> (kind, idx)
         held: dict[int, tuple[int, int, float]] = {}  # lock -> (order, idx, time)
+        sub = ev if index is None else ev[index]
+        positions = range(len(ev)) if index is None else index.tolist()
         cols = zip(
-            ev.type.tolist(), ev.a.tolist(), ev.b.tolist(), ev.c.tolist(), ev.d.tolist(), ev.e.tolist(),
-            ev.time.tolist(),
+            positions, sub.type.tolist(), sub.a.tolist(), sub.b.tolist(), sub.c.tolist(), sub.d.tolist(),
+            sub.e.tolist(), sub.time.tolist(),
         )
-        for i, (typ, a, b, c, dd, e, t) in enumerate(cols):
+        for i, typ, a, b, c, dd, e, t in cols:
             if typ not in _KNOWN_TYPES:
                 self.add(f"unknown event type {typ}", loc, i, t)
                 continue
@@ -142,7 +188,8 @@ class _Validator:
                     else:
                         teams.append(c)
                         self.team_members[(process, c)].append((loc, dd, i, t))
-                stack.append((a, i))
+                if nesting:
+                    stack.append((a, i))
             elif typ in (EventType.EXIT, EventType.MPI_COLLEXIT, EventType.OMP_COLLEXIT):
                 kind = EventType(typ).name
                 if typ == EventType.MPI_COLLEXIT:
@@ -151,7 +198,11 @@ class _Validator:
                     self.team_barriers[(process, b)][loc] += 1
                     if b not in teams:
                         self.add(f"OMP_COLLEXIT for team {b}, but the location is not in that team", loc, i, t)
-                if not stack:
+                if not nesting:  # verified by the kernel: only the team bookkeeping is left
+                    r = d.regions.get(a)
+                    if r is not None and r.role == Role.OMP_PARALLEL and teams:
+                        teams.pop()
+                elif not stack:
                     self.add(f"{kind} of region {self.region_name(a)} but no region is open", loc, i, t)
                 elif stack[-1][0] != a:
                     top, at = stack[-1]

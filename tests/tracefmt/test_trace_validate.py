@@ -227,3 +227,81 @@ def test_max_problems_stops_early():
     for i in range(50):
         b.event(loc, float(i), EventType.EXIT, a=0)
     assert len(validate(b.build(), max_problems=5)) == 5
+
+
+# ---------------------------------------------------------------------- jitted nesting check
+import numpy as np  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tracefmt.kernels import first_nesting_error  # noqa: E402
+
+EXIT_CODES = np.array([EventType.EXIT, EventType.MPI_COLLEXIT, EventType.OMP_COLLEXIT], np.uint8)
+
+
+def nesting_reference(types, regions):
+    """Obviously correct: a list as the stack."""
+    stack = []
+    for i, (t, r) in enumerate(zip(types, regions)):
+        if t == EventType.ENTER:
+            stack.append(r)
+        elif t in (EventType.EXIT, EventType.MPI_COLLEXIT, EventType.OMP_COLLEXIT):
+            if not stack or stack[-1] != r:
+                return i
+            stack.pop()
+    return len(types) if stack else -1
+
+
+@st.composite
+def event_streams(draw):
+    """Mostly well-nested streams (so the interesting late errors occur), sometimes damaged."""
+    types, regions, stack = [], [], []
+    for _ in range(draw(st.integers(0, 60))):
+        action = draw(st.sampled_from(["enter", "exit", "other"]))
+        if action == "enter" or not stack and action == "exit":
+            r = draw(st.integers(0, 3))
+            types.append(EventType.ENTER)
+            regions.append(r)
+            stack.append(r)
+        elif action == "exit":
+            types.append(draw(st.sampled_from(list(EXIT_CODES))))
+            regions.append(stack.pop())
+        else:
+            types.append(draw(st.sampled_from([EventType.MPI_SEND, EventType.COUNTER, EventType.OMP_FORK])))
+            regions.append(draw(st.integers(0, 3)))
+    if types and draw(st.booleans()):  # damage one event
+        i = draw(st.integers(0, len(types) - 1))
+        regions[i] = draw(st.integers(0, 4))
+        if draw(st.booleans()):
+            types[i] = draw(st.sampled_from([EventType.ENTER, EventType.EXIT, EventType.MPI_RECV]))
+    return np.array(types, np.uint8), np.array(regions, np.uint32)
+
+
+@settings(max_examples=300, deadline=None)
+@given(event_streams())
+def test_nesting_kernel_matches_reference(stream):
+    types, regions = stream
+    assert first_nesting_error(types, regions, np.uint8(EventType.ENTER), EXIT_CODES) == nesting_reference(
+        types, regions
+    )
+
+
+def test_fast_and_full_walk_report_the_same_problems():
+    traces = []
+    b, _ = clean_hybrid()
+    traces.append(b.build())
+    b, locs = clean_hybrid()
+    b.event(locs[0, 1], 3.0, EventType.EXIT, a=b.region("main"))  # exit with nothing open
+    b.send(locs[1, 0], 3.0, dest=0, tag=99)  # unmatched
+    traces.append(b.build())
+    b, locs = clean_hybrid()
+    b.enter(locs[0, 1], 3.0, "dangling")  # never left
+    b.event(locs[1, 1], 3.0, EventType.ENTER, a=999, c=NO_ID, d=NO_ID)  # undefined region
+    traces.append(b.build())
+    for t in traces:
+        full = validate(t, fast_path_events=10**12)
+        fast = validate(t, fast_path_events=0)
+        assert fast == full
+    assert validate(traces[0], fast_path_events=0) == []
+    assert len(validate(traces[1], fast_path_events=0)) == 2
+    assert len(validate(traces[2], fast_path_events=0)) == 3
