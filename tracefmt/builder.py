@@ -57,6 +57,7 @@ class TraceBuilder:
         self._forked: dict[int, list[int]] = {}  # process -> teams forked and not yet joined
         self._by_name: dict[tuple[str, str], int] = {}  # (kind, name) -> id
         self._world: int | None = None
+        self._explicit_world = False  # the user made MPI_COMM_WORLD with b.comm: keep its ranks
         self._lock_count: dict[tuple[int, int], int] = {}  # (process, lock) -> acquisitions so far
         self._held: dict[tuple[int, int], int] = {}  # (location, lock) -> order of the held acquisition
 
@@ -122,6 +123,11 @@ class TraceBuilder:
     def world(self) -> int:
         """Id of MPI_COMM_WORLD: every rank that has a location when the trace is built."""
         if self._world is None:
+            for c in self.defs.comms.values():  # one made explicitly with b.comm(ranks, "MPI_COMM_WORLD")
+                if c.name == "MPI_COMM_WORLD":
+                    self._world = c.id
+                    self._explicit_world = True
+                    return c.id
             self._world = self._new_comm((), "MPI_COMM_WORLD", NO_ID)
         return self._world
 
@@ -337,7 +343,7 @@ class TraceBuilder:
     # ------------------------------------------------------------------ output
     def definitions(self) -> Definitions:
         """The definitions as they will be written (world communicator filled in)."""
-        if self._world is not None:
+        if self._world is not None and not self._explicit_world:
             ranks = tuple(sorted(self.defs.processes))
             w = self.defs.comms[self._world]
             self.defs.groups[w.group] = ranks

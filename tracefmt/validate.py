@@ -109,6 +109,11 @@ class _Validator:
         if self.max is not None and len(self.problems) >= self.max:
             raise _Enough
 
+    def master_of(self, rank: int) -> int | None:
+        """The location of thread 0 of a process (or its first location), None if it has none."""
+        locs = sorted((L.thread, L.id) for L in self.defs.locations.values() if L.process == rank)
+        return locs[0][1] if locs else None
+
     def region_name(self, rid) -> str:
         r = self.defs.regions.get(rid)
         return repr(r.name) if r else f"<undefined region {rid}>"
@@ -338,11 +343,15 @@ class _Validator:
             comm = self.defs.comms[comm_id]
             n = max(len(v) for v in by_rank.values())
             for rank in comm.ranks:
-                have = len(by_rank.get(rank, ()))
+                mine = by_rank.get(rank, ())
+                have = len(mine)
                 if have < n:
+                    # point at the rank's last completed collective on this comm, if any
+                    loc, i, t = (mine[-1][2], mine[-1][3], mine[-1][4]) if mine else (self.master_of(rank), None, None)
                     self.add(
                         f"rank {rank} completes {have} collectives on {comm.name!r}, other members {n}: "
-                        f"instances {have}..{n - 1} are incomplete"
+                        f"instances {have}..{n - 1} are incomplete",
+                        loc, i, t,
                     )
             for k in range(n):
                 inst = [(rank, v[k]) for rank, v in sorted(by_rank.items()) if k < len(v)]
@@ -379,7 +388,11 @@ class _Validator:
             per_member = {m[0]: counts.get(m[0], 0) for m in members}
             if len(set(per_member.values())) > 1:
                 detail = ", ".join(f"location {loc}: {c}" for loc, c in sorted(per_member.items()))
-                self.add(f"members of team {team} of process {process} pass different numbers of barriers ({detail})")
+                fewest = min(per_member, key=lambda loc: (per_member[loc], loc))
+                self.add(
+                    f"members of team {team} of process {process} pass different numbers of barriers ({detail})",
+                    fewest,
+                )
 
     def check_locks(self) -> None:
         for (process, lock), acq in sorted(self.acquisitions.items()):

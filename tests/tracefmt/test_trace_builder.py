@@ -147,3 +147,14 @@ def test_raw_event_is_unchecked():
     b.event(loc, 1.0, EventType.EXIT, a=12345)  # exit without enter, undefined region
     ev = b.build().events(loc)
     assert ev.type.tolist() == [EventType.EXIT] and ev.a.tolist() == [12345]
+
+
+def test_explicit_world_communicator_is_used_as_is():
+    b = tracefmt.TraceBuilder()
+    r0 = b.location(rank=0)
+    b.location(rank=1)
+    w = b.comm([1, 0], name="MPI_COMM_WORLD")  # explicit: its rank order is kept
+    b.collective(r0, 0, 1, "MPI_Barrier")  # comm=None: the world made above
+    t = b.build()
+    assert b.world() == w and len(t.defs.comms) == 1
+    assert t.defs.comms[w].ranks == (1, 0)

@@ -127,7 +127,8 @@ def test_incomplete_collective_and_mismatched_operation():
     b.collective(r[1], 3.0, 4.0, "MPI_Reduce", root=0)  # rank 2 never takes part in instance 1
     got = messages(validate(b.build()))
     assert got == [
-        "rank 2 completes 1 collectives on 'MPI_COMM_WORLD', other members 2: instances 1..1 are incomplete",
+        "location 2, event 1 at 2.000000000 s: rank 2 completes 1 collectives on 'MPI_COMM_WORLD', other members 2: "
+        "instances 1..1 are incomplete",
         "location 1, event 3 at 4.000000000 s: collective instance 1 on 'MPI_COMM_WORLD' is 'MPI_Reduce' here "
         "but 'MPI_Bcast' on rank 0",
     ]
@@ -200,7 +201,8 @@ def test_team_defects():
     got = messages(validate(b.build()))
     assert "location 0, event 6 at 0.400000000 s: team 8 forked at event 6 is never joined" in got
     assert any("team 7 of process 0 has repeated thread numbers [0, 0]" in g for g in got)
-    assert "members of team 7 of process 0 pass different numbers of barriers (location 0: 2, location 1: 1)" in got
+    assert "location 1: members of team 7 of process 0 pass different numbers of barriers " \
+        "(location 0: 2, location 1: 1)" in got
     assert len(got) == 3
 
 
