@@ -114,7 +114,7 @@ def build_cube(ctx, pats: list[Pattern], attrs: dict | None = None) -> Cube:
 
 
 def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None) -> Cube:
-    """Analyze a trace (path or opened ``tracefmt.Trace``) and return the severity :class:`Cube`.
+    """Analyze a trace (path of any supported format, or an opened ``tracefmt.Trace``) and return the severity :class:`Cube`.
 
     ``patterns``: see :func:`select_patterns`.  ``progress``: optional
     callable ``progress(n_events)`` called as locations are replayed.  The
@@ -122,7 +122,9 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None) -
     """
     t0 = _time.perf_counter()
     if isinstance(path_or_trace, (str, os.PathLike)):
-        trace = tracefmt.open(path_or_trace)
+        from tracefmt.detect import open_any
+
+        trace = open_any(path_or_trace)  # native, EPILOG 1.x / EPIK or OTF2, by content
         source = os.fspath(path_or_trace)
     else:
         trace = path_or_trace

@@ -21,7 +21,8 @@ PROG = "expert-analyze"
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description="Automatic wait-state analysis of an event trace: prints the "
                                 "property tree with severities and writes a CUBE4 result.")
-    p.add_argument("trace", help="trace file (.elg)")
+    p.add_argument("trace", help="trace: our .elg, an EPILOG 1.x file or EPIK directory, or an OTF2 anchor "
+                   "(traces.otf2) or its directory; the format is detected from the content")
     p.add_argument("-o", "--output", help="CUBE4 result file (default: TRACE with .cubex appended)")
     p.add_argument("--json", metavar="FILE", help="also write the JSON summary")
     p.add_argument("--hdf5", metavar="FILE", help="also write the whole cube as HDF5")
@@ -34,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _progress_bar(trace_path: str, disable: bool):
+def _progress_bar(trace, disable: bool):
     """A tqdm bar over events for long traces, or None."""
     if disable or not sys.stderr.isatty():
         return None, None
@@ -42,10 +43,7 @@ def _progress_bar(trace_path: str, disable: bool):
         from tqdm import tqdm
     except ImportError:
         return None, None
-    import tracefmt
-
-    with tracefmt.open(trace_path) as t:
-        total = sum(int(t.n_events(int(l))) for l in t.location_ids)
+    total = sum(int(trace.n_events(int(l))) for l in trace.location_ids)
     if total < 2_000_000:
         return None, None
     bar = tqdm(total=total, unit="ev", unit_scale=True, desc="replay", file=sys.stderr, leave=False)
@@ -100,16 +98,19 @@ def main(argv=None) -> int:
     import tracefmt
     from patterns.api import PatternError
 
+    from tracefmt.detect import open_any
+
     from .analyze import analyze
     from .cube import CubeError
 
-    out_path = args.output or (args.trace + ".cubex")
+    out_path = args.output or (args.trace.rstrip("/" + os.sep) + ".cubex")
     bar = None
     try:
         if not os.path.exists(args.trace):
             raise FileNotFoundError(f"{args.trace}: no such file")
-        bar, update = _progress_bar(args.trace, args.no_progress or args.quiet)
-        cube = analyze(args.trace, patterns=args.patterns, plugins=not args.no_plugins, progress=update)
+        trace = open_any(args.trace)
+        bar, update = _progress_bar(trace, args.no_progress or args.quiet)
+        cube = analyze(trace, patterns=args.patterns, plugins=not args.no_plugins, progress=update)
         if bar is not None:
             bar.close()
             bar = None

@@ -187,7 +187,9 @@ def open_trace(path: str):
     if not os.path.exists(path):
         raise ResultError(f"{path}: no such file")
     try:
-        return tracefmt.open(path)
+        from tracefmt.detect import open_any
+
+        return open_any(path)
     except tracefmt.TraceFormatError as e:
         raise ResultError(str(e)) from None
     except OSError as e:
