@@ -34,7 +34,8 @@ MAGIC = b"\x89ELG\r\n\x1a\n"
 VERSION_MAJOR = 2
 VERSION_MINOR = 0
 FILE_HEADER_SIZE = 64
-CREATOR_SIZE = 48
+CREATOR_SIZE = 44
+HEADER_CRC_OFFSET = 60  # u32 CRC-32 of header bytes 0..59
 
 BYTE_ORDER_LITTLE = 1  # same codes as EPILOG 1.x
 BYTE_ORDER_BIG = 2
@@ -42,9 +43,10 @@ BYTE_ORDER_BIG = 2
 #: header flags
 FLAG_FINISHED = 0x01  # the writer reached its normal end (finalize); absent after a crash
 
-# magic(8s) byte_order(B) flags(B) major(H) minor(H) header_size(H) creator(48s)
+# magic(8s) byte_order(B) flags(B) major(H) minor(H) header_size(H) creator(44s) header_crc32(I)
+# header_crc32 is the CRC-32 of bytes 0..59, so a damaged creator or flag is caught too.
 # The struct is built per byte order because byte_order itself is one byte.
-FILE_HEADER_FMT = "8sBBHHH48s"
+FILE_HEADER_FMT = "8sBBHHH44sI"
 
 
 def file_header_struct(byte_order: int) -> struct.Struct:

@@ -255,11 +255,13 @@ class Trace:
         order = buf[8]
         if order not in (layout.BYTE_ORDER_LITTLE, layout.BYTE_ORDER_BIG):
             raise self._error(f"invalid byte-order code {order} in the file header", offset=8)
-        _, _, flags, major, minor, hsize, creator = layout.file_header_struct(order).unpack_from(buf, 0)
+        _, _, flags, major, minor, hsize, creator, hcrc = layout.file_header_struct(order).unpack_from(buf, 0)
         if major != layout.VERSION_MAJOR:
             raise self._error(
                 f"unsupported format version {major}.{minor} (this reader reads {layout.VERSION_MAJOR}.x)", offset=10
             )
+        if zlib.crc32(bytes(buf[: layout.HEADER_CRC_OFFSET])) != hcrc:
+            raise self._error("file header checksum mismatch (damaged header)", offset=layout.HEADER_CRC_OFFSET)
         if hsize < layout.FILE_HEADER_SIZE or hsize > size or hsize % layout.BLOCK_ALIGN:
             raise self._error(f"invalid header size {hsize} in the file header", offset=14)
         if minor == layout.VERSION_MINOR and flags & ~_KNOWN_FLAGS:

@@ -21,15 +21,11 @@ def encode_file_header(byte_order: int, flags: int, creator: str) -> bytes:
     c = creator.encode("utf-8")[: layout.CREATOR_SIZE]
     # never cut a multi-byte character in half: the reader insists on valid UTF-8
     c = c.decode("utf-8", "ignore").encode("utf-8")
-    return layout.file_header_struct(byte_order).pack(
-        layout.MAGIC,
-        byte_order,
-        flags,
-        layout.VERSION_MAJOR,
-        layout.VERSION_MINOR,
-        layout.FILE_HEADER_SIZE,
-        c.ljust(layout.CREATOR_SIZE, b"\0"),
-    )
+    st = layout.file_header_struct(byte_order)
+    fields = [layout.MAGIC, byte_order, flags, layout.VERSION_MAJOR, layout.VERSION_MINOR,
+              layout.FILE_HEADER_SIZE, c.ljust(layout.CREATOR_SIZE, b"\0")]
+    crc = zlib.crc32(st.pack(*fields, 0)[: layout.HEADER_CRC_OFFSET])
+    return st.pack(*fields, crc)
 
 
 def encode_block_header(

@@ -567,6 +567,8 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
     uint16_t v16[3] = {ELG_VERSION_MAJOR, ELG_VERSION_MINOR, ELG_FILE_HEADER_SIZE};
     memcpy(hdr + 10, v16, 6);
     snprintf((char *)hdr + 16, ELG_CREATOR_SIZE, "expert-run 0.1");
+    uint32_t header_crc = crc32_update(0, hdr, ELG_HEADER_CRC_OFFSET);
+    memcpy(hdr + ELG_HEADER_CRC_OFFSET, &header_crc, 4);
     out_write(&o, hdr, sizeof hdr);
     write_block(&o, ELG_BLOCK_DEFINITIONS, ELG_NO_ID, d.b.p, d.b.len, d.count, 0, 0, 1);
 
@@ -602,9 +604,11 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
     out_write(&o, &index_at, 8);
     out_write(&o, ELG_TRAILER_MAGIC, 8);
     if (!o.err && fflush(o.f) != 0) o.err = errno;
-    if (finished && !o.err) {
-        unsigned char flag = ELG_FLAG_FINISHED;
-        if (fseek(o.f, 9, SEEK_SET) != 0 || fwrite(&flag, 1, 1, o.f) != 1) o.err = errno;
+    if (finished && !o.err) { /* set FINISHED and re-checksum the header, now that the last byte is out */
+        hdr[9] = ELG_FLAG_FINISHED;
+        header_crc = crc32_update(0, hdr, ELG_HEADER_CRC_OFFSET);
+        memcpy(hdr + ELG_HEADER_CRC_OFFSET, &header_crc, 4);
+        if (fseek(o.f, 0, SEEK_SET) != 0 || fwrite(hdr, 1, sizeof hdr, o.f) != sizeof hdr) o.err = errno;
     }
     if (fclose(o.f) != 0 && !o.err) o.err = errno;
     if (o.err) xt_warn("writing the trace %s failed: %s", path, strerror(o.err));

@@ -76,9 +76,10 @@ def test_truncated_message_names_the_cut_block():
 def test_unfinished_file_without_index_is_read_by_scanning():
     # what a crashed writer leaves: header without the finished flag, blocks, no index
     t_idx = [b for b in FULL.blocks][-1].end
-    data = bytearray(DATA[:t_idx])
-    data[9] = 0
-    t = tracefmt.open(bytes(data))
+    from tracefmt.writer import encode_file_header
+
+    unfinished = encode_file_header(layout.BYTE_ORDER_LITTLE, 0, FULL.header.creator)
+    t = tracefmt.open(unfinished + DATA[layout.FILE_HEADER_SIZE : t_idx])
     assert not t.header.finished and not t.complete
     assert any("did not finish" in p for p in t.problems)
     for loc in (0, 1):
@@ -129,6 +130,16 @@ def test_header_errors():
         tracefmt.open(DATA[:8] + b"\x07" + DATA[9:])
     with pytest.raises(tracefmt.TraceFormatError, match="truncated file header"):
         tracefmt.open(DATA[:20])
+
+
+def test_every_bit_flip_in_the_file_header_is_detected(capsys):
+    # the creator text and the flags are covered by the header CRC, so no flip
+    # anywhere in the 64 header bytes goes unnoticed
+    for bit in range(layout.FILE_HEADER_SIZE * 8):
+        damaged = bytearray(DATA)
+        damaged[bit // 8] ^= 1 << (bit % 8)
+        with pytest.raises(tracefmt.TraceFormatError):
+            tracefmt.open(bytes(damaged))
 
 
 def hostile_file(count: int, payload_length: int) -> bytes:
