@@ -284,6 +284,18 @@ uint32_t xt_region_define(const char *name, const char *file, uint32_t line, uin
     return id;
 }
 
+/* A named region with a source range (POMP context descriptors, pomp.c): the end line is set
+ * on the first definition and kept. */
+XT_HIDDEN uint32_t xt_region_define_range(const char *name, const char *file, uint32_t line, uint32_t end_line,
+                                          uint8_t paradigm, uint8_t role)
+{
+    uint32_t id = xt_region_define(name, file, line, paradigm, role);
+    pthread_mutex_lock(&def_lock);
+    if (regions[id].end_line == ELG_NO_ID) regions[id].end_line = end_line;
+    pthread_mutex_unlock(&def_lock);
+    return id;
+}
+
 /* Lock-free lookup of address-keyed regions: open addressing, keys published with release stores. */
 #define ADDR_TABLE_BITS 16
 #define ADDR_TABLE_SIZE (1u << ADDR_TABLE_BITS)

@@ -59,9 +59,13 @@ static inline omp_thread *omp_state(xt_thread *t)
     return t->omp;
 }
 
+/* set by pomp.c once the program makes POMP calls: its OpenMP events come from the source instrumentation */
+extern XT_HIDDEN atomic_int xt_pomp_active;
+
 static inline xt_thread *active_thread(void)
 {
     if (XT_UNLIKELY(!atomic_load_explicit(&xt_recording, memory_order_relaxed))) return NULL;
+    if (XT_UNLIKELY(atomic_load_explicit(&xt_pomp_active, memory_order_relaxed))) return NULL;
     return xt_self();
 }
 
@@ -461,7 +465,7 @@ static int tool_initialize(ompt_function_lookup_t lookup, int initial_device_num
 {
     (void)initial_device_num, (void)tool_data;
     xt_init();
-    if (!xt_cfg.record_omp) return 0;
+    if (!xt_cfg.record_omp || atomic_load(&xt_pomp_active)) return 0;
     ompt_set_callback_t set_callback = (ompt_set_callback_t)lookup("ompt_set_callback");
     if (!set_callback) return 0;
 #define REG(event, fn) set_callback(event, (ompt_callback_t)(fn))
