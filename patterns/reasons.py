@@ -1,0 +1,473 @@
+"""Reasons: patterns that name *why* threads wait, each a child of the wait it explains.
+
+EXPERT (and our ``omp_*_wait`` patterns) report load imbalance as "waiting at a
+barrier".  The patterns here look at what the trace shows around that wait and
+split off the part with a known cause.  All of them use only
+:mod:`patterns.api` and the replay context, like a plugin would.
+
+Every reason works on aggregates per (call path, location) over the whole run:
+
+    explained(b, loc) = min(wait(b, loc), max over the team of X(loc') - X(loc))
+
+where ``wait`` is the parent pattern's value at barrier call path ``b`` and
+``X`` is the time (or count) the cause gives each thread (the master-region
+time, the single-block time, the nowait loop's work, ...).  A reason is
+therefore never larger than the wait it explains; threads of one process form
+the team.  Repeated instances of the same construct are summed, which is exact
+when every instance is shaped alike (as in the ATS programs) and an
+approximation otherwise (documented in docs/ats.md).
+
+Call paths come from the call tree, so a reason needs the events it reads:
+section counts need a recorded call inside each section (a user region, or
+compiler instrumentation); without one the section reasons stay silent.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from tracefmt.layout import Role
+
+from .api import Pattern, Severity
+
+__all__ = [
+    "OmpUnevenSectionDistribution",
+    "OmpNotEnoughSections",
+    "OmpSingleSerialization",
+    "OmpNowaitLoopImbalance",
+    "OmpMasterSerialization",
+    "OmpOrderedSerialization",
+    "OmpCriticalSerialization",
+    "OmpFrequentAtomics",
+    "OmpLockContentionAllThreads",
+    "OmpLockContentionPairs",
+    "PATTERNS",
+    "FREQUENT_ATOMIC_RATE",
+    "SERIALIZED_SHARE",
+]
+
+#: atomics per second of the enclosing region's time (per thread) from which they count as
+#: frequent: a runtime-performed atomic costs 0.1-1 us, so at this rate they take >= 0.1-1 %
+FREQUENT_ATOMIC_RATE = 1.0e4
+#: a construct is serialized when its protected blocks, summed over the team, fill at least
+#: this share of the enclosing loop's wall time
+SERIALIZED_SHARE = 0.5
+
+_SOURCE = re.compile(r"@(.*):(\d+)$")
+
+
+# --------------------------------------------------------------------------
+# helpers over the call tree
+# --------------------------------------------------------------------------
+def _roles(ctx) -> np.ndarray:
+    return np.asarray(ctx.cnode_role(), np.int64)
+
+
+def _children(ctx) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for c, p in enumerate(np.asarray(ctx.calltree.parent, np.int64).tolist()):
+        out.setdefault(p, []).append(c)
+    return out
+
+
+def _source_line(ctx, cnode: int) -> tuple[str, int] | None:
+    """(file, line) of a construct, from the region definition or its ``@file:line`` name."""
+    rid = int(ctx.calltree.region[cnode])
+    reg = ctx.trace.defs.regions.get(rid) if ctx.trace is not None else None
+    name = ctx.region_name[rid]
+    m = _SOURCE.search(name)
+    if m:
+        return m.group(1), int(m.group(2))
+    if reg is not None and reg.begin_line not in (None, 0xFFFFFFFF):
+        return str(reg.file), int(reg.begin_line)
+    return None
+
+
+def _processes(ctx) -> list[np.ndarray]:
+    """Location ids of each process (the members of its OpenMP teams)."""
+    proc = np.asarray(ctx.location_process, np.int64)
+    return [np.flatnonzero(proc == p) for p in np.unique(proc)]
+
+
+def _explained(wait_row: np.ndarray, cause_row: np.ndarray, ctx, members_only: np.ndarray | None = None):
+    """min(wait, team max of cause - own cause) per location, team = the location's process."""
+    out = np.zeros_like(wait_row)
+    for locs in _processes(ctx):
+        sel = locs if members_only is None else locs[members_only[locs]]
+        if sel.size == 0:
+            continue
+        gap = cause_row[sel].max() - cause_row[sel]
+        out[sel] = np.clip(np.minimum(wait_row[sel], gap), 0.0, None)
+    return out
+
+
+class _Reason(Pattern):
+    paradigm = "openmp"
+    unit = "sec"
+
+
+def _dense(ctx) -> np.ndarray:
+    return np.zeros((ctx.n_cnodes, ctx.n_locations))
+
+
+# --------------------------------------------------------------------------
+# sections
+# --------------------------------------------------------------------------
+def _section_reasons(ctx, want_not_enough: bool) -> np.ndarray:
+    """Waits at a sections construct's barrier, by how the sections were spread over the team.
+
+    Sections executed per thread = calls recorded directly inside the construct (one per
+    section body).  Some thread ran none: not enough sections.  All ran some but the counts
+    differ: uneven distribution."""
+    out = _dense(ctx)
+    wait = ctx.results["omp_ibarrier_wait"]
+    roles = _roles(ctx)
+    kids = _children(ctx)
+    for s in np.flatnonzero(roles == Role.OMP_SECTIONS):
+        barriers = [c for c in kids.get(int(s), []) if roles[c] == Role.OMP_IMPLICIT_BARRIER]
+        work = [c for c in kids.get(int(s), []) if roles[c] != Role.OMP_IMPLICIT_BARRIER]
+        if not barriers or not work:
+            continue
+        executed = ctx.visits[work].sum(axis=0).astype(np.float64)
+        present = ctx.visits[int(s)] > 0
+        for locs in _processes(ctx):
+            team = locs[present[locs]]
+            if team.size < 2:
+                continue
+            counts = executed[team]
+            not_enough = counts.min() == 0
+            uneven = not not_enough and counts.max() != counts.min()
+            if (not_enough if want_not_enough else uneven):
+                for b in barriers:
+                    out[b, team] = wait[b, team]
+    return out
+
+
+class OmpUnevenSectionDistribution(_Reason):
+    name = "omp_uneven_section_distribution"
+    parent = "omp_ibarrier_wait"
+    display_name = "Uneven Section Distribution"
+    description = (
+        "Waiting at the implicit barrier of a sections construct in which every thread executed at least one "
+        "section but some executed more than others: the number of sections is not a multiple of the team size."
+    )
+    diagnosis = (
+        "Make the number of sections a multiple of the number of threads (merge or split sections), or run "
+        "the construct with as many threads as it has sections."
+    )
+    requires = ("omp_barriers",)
+    depends = ("omp_ibarrier_wait",)
+
+    def compute(self, ctx):
+        return _section_reasons(ctx, want_not_enough=False)
+
+
+class OmpNotEnoughSections(_Reason):
+    name = "omp_not_enough_sections"
+    parent = "omp_ibarrier_wait"
+    display_name = "Not Enough Sections"
+    description = (
+        "Waiting at the implicit barrier of a sections construct in which some threads executed no section at "
+        "all: the construct has fewer sections than the team has threads."
+    )
+    diagnosis = (
+        "Threads without a section only wait.  Give the construct more (smaller) sections, use a parallel "
+        "loop or tasks instead, or run it with fewer threads (num_threads clause)."
+    )
+    requires = ("omp_barriers",)
+    depends = ("omp_ibarrier_wait",)
+
+    def compute(self, ctx):
+        return _section_reasons(ctx, want_not_enough=True)
+
+
+# --------------------------------------------------------------------------
+# single, master, nowait loops
+# --------------------------------------------------------------------------
+class OmpSingleSerialization(_Reason):
+    name = "omp_single_serialization"
+    parent = "omp_ibarrier_wait"
+    display_name = "Serialization in Single"
+    description = (
+        "Waiting at the implicit barrier of a single construct while one thread executes the single block: "
+        "min(wait, longest single-block time in the team - own single-block time)."
+    )
+    diagnosis = (
+        "The other threads idle while one works.  Parallelise the block's work, move it out of the parallel "
+        "region's critical path, or add nowait if the following code does not need its result."
+    )
+    requires = ("omp_barriers",)
+    depends = ("omp_ibarrier_wait",)
+
+    def compute(self, ctx):
+        out = _dense(ctx)
+        wait = ctx.results["omp_ibarrier_wait"]
+        roles = _roles(ctx)
+        kids = _children(ctx)
+        for s in np.flatnonzero(roles == Role.OMP_SINGLE):
+            ch = kids.get(int(s), [])
+            body = [c for c in ch if roles[c] == Role.OMP_SINGLE_BODY]
+            if not body:
+                continue
+            cause = ctx.incl_time[body].sum(axis=0)
+            for b in (c for c in ch if roles[c] == Role.OMP_IMPLICIT_BARRIER):
+                out[b] = _explained(wait[b], cause, ctx, ctx.visits[int(s)] > 0)
+        return out
+
+
+class OmpNowaitLoopImbalance(_Reason):
+    name = "omp_nowait_loop_imbalance"
+    parent = "omp_ibarrier_wait"
+    display_name = "Imbalance in Nowait Loop"
+    description = (
+        "Waiting at an implicit barrier that follows a worksharing loop without its own barrier (nowait): "
+        "min(wait, longest loop time in the team - own loop time).  The loop's imbalance shows up at the next "
+        "barrier, typically the end of the parallel region."
+    )
+    diagnosis = (
+        "The nowait loop's iterations take different times on different threads.  Use a dynamic or guided "
+        "schedule for that loop, or balance its iterations; nowait only moved the wait to a later barrier."
+    )
+    requires = ("omp_barriers",)
+    depends = ("omp_ibarrier_wait",)
+
+    def compute(self, ctx):
+        out = _dense(ctx)
+        wait = ctx.results["omp_ibarrier_wait"]
+        roles = _roles(ctx)
+        kids = _children(ctx)
+        for loop in np.flatnonzero(roles == Role.OMP_LOOP):
+            loop = int(loop)
+            ch = kids.get(loop, [])
+            barriers = [c for c in ch if roles[c] == Role.OMP_IMPLICIT_BARRIER]
+            here = _source_line(ctx, loop)
+            # a barrier from another source line is not the loop's: the runtime nests the next
+            # construct's barrier (e.g. the parallel region's end) into a nowait loop
+            # (a worker's end-of-region barrier may have no source location at all)
+            src = {b: _source_line(ctx, b) for b in barriers}
+            own = [b for b in barriers if src[b] == here]
+            foreign = [b for b in barriers if src[b] != here]
+            if here is None or own or not any(src[b] is not None for b in foreign):
+                continue
+            cause = ctx.incl_time[loop] - ctx.incl_time[barriers].sum(axis=0)
+            members = ctx.visits[loop] > 0
+            for b in foreign:
+                out[b] = _explained(wait[b], cause, ctx, members)
+        return out
+
+
+class OmpMasterSerialization(_Reason):
+    name = "omp_master_serialization"
+    parent = "omp_ebarrier_wait"
+    display_name = "Serialization in Master"
+    description = (
+        "Waiting at an explicit barrier while the master thread executes a master region in the same parallel "
+        "region: min(wait, master-region time of the master - own master-region time)."
+    )
+    diagnosis = (
+        "Only the master works while the team waits.  Parallelise the master region's work, give the other "
+        "threads independent work before the barrier, or drop the barrier if nothing depends on it."
+    )
+    requires = ("omp_barriers",)
+    depends = ("omp_ebarrier_wait",)
+
+    def compute(self, ctx):
+        out = _dense(ctx)
+        wait = ctx.results["omp_ebarrier_wait"]
+        roles = _roles(ctx)
+        kids = _children(ctx)
+        for m in np.flatnonzero(roles == Role.OMP_MASTER):
+            parent = int(ctx.calltree.parent[int(m)])
+            siblings = kids.get(parent, [])
+            masters = [c for c in siblings if roles[c] == Role.OMP_MASTER]
+            cause = ctx.incl_time[masters].sum(axis=0)
+            members = ctx.visits[parent] > 0
+            for b in (c for c in siblings if roles[c] == Role.OMP_BARRIER):
+                if out[b].any():
+                    continue  # several master regions share the barrier: counted once above
+                out[b] = _explained(wait[b], cause, ctx, members)
+        return out
+
+
+# --------------------------------------------------------------------------
+# ordered and critical serialization
+# --------------------------------------------------------------------------
+def _serialized(ctx, construct: int, body_role: int, loop: int) -> bool:
+    """The construct's protected blocks, summed over the team, fill SERIALIZED_SHARE of the loop."""
+    kids = _children(ctx)
+    roles = _roles(ctx)
+    body = [c for c in kids.get(construct, []) if roles[c] == body_role]
+    if not body:
+        return False
+    for locs in _processes(ctx):
+        busy = ctx.incl_time[body][:, locs].sum()
+        wall = ctx.incl_time[loop, locs].max(initial=0.0)
+        if wall > 0 and busy >= SERIALIZED_SHARE * wall:
+            return True
+    return False
+
+
+class OmpOrderedSerialization(_Reason):
+    name = "omp_ordered_serialization"
+    parent = "omp_ordered"
+    display_name = "Ordered Serialization"
+    description = (
+        "Time in ordered constructs of loops whose ordered blocks, summed over the team, take at least half of "
+        "the loop's wall time: the loop runs one iteration at a time."
+    )
+    diagnosis = (
+        "Move work out of the ordered block (compute in parallel, only write out in order), or drop the "
+        "parallel loop: serialized it costs overhead and gains nothing."
+    )
+
+    def compute(self, ctx):
+        out = _dense(ctx)
+        roles = _roles(ctx)
+        parent = np.asarray(ctx.calltree.parent, np.int64)
+        for o in np.flatnonzero(roles == Role.OMP_ORDERED):
+            loop = int(parent[int(o)])
+            if loop >= 0 and roles[loop] == Role.OMP_LOOP and _serialized(ctx, int(o), Role.OMP_ORDERED_BODY, loop):
+                out[int(o)] = ctx.results["omp_ordered"][int(o)]
+        return out
+
+    depends = ("omp_ordered",)
+
+
+class OmpCriticalSerialization(_Reason):
+    name = "omp_critical_serialization"
+    parent = "omp_lock_contention_critical"
+    display_name = "Critical Serialization"
+    description = (
+        "Contention at a critical section directly inside a worksharing loop whose critical blocks, summed over "
+        "the team, take at least half of the loop's wall time: the loop's work is serialized by the section."
+    )
+    diagnosis = (
+        "Nearly all of the loop's work is protected.  Compute into private variables and protect only the "
+        "final update (or use a reduction clause or atomics)."
+    )
+    requires = ("locks",)
+    depends = ("omp_lock_contention_critical",)
+
+    def compute(self, ctx):
+        out = _dense(ctx)
+        roles = _roles(ctx)
+        parent = np.asarray(ctx.calltree.parent, np.int64)
+        for c in np.flatnonzero(roles == Role.OMP_CRITICAL):
+            loop = int(parent[int(c)])
+            if loop >= 0 and roles[loop] == Role.OMP_LOOP and _serialized(ctx, int(c), Role.OMP_CRITICAL_BODY, loop):
+                out[int(c)] = ctx.results["omp_lock_contention_critical"][int(c)]
+        return out
+
+
+# --------------------------------------------------------------------------
+# atomics and locks
+# --------------------------------------------------------------------------
+class OmpFrequentAtomics(_Reason):
+    name = "omp_frequent_atomics"
+    parent = "omp_critical"
+    display_name = "Frequent Atomics"
+    description = (
+        "Time in atomic constructs performed by the OpenMP runtime at call paths where a thread executes at "
+        f"least {FREQUENT_ATOMIC_RATE:g} of them per second of the enclosing region's time."
+    )
+    diagnosis = (
+        "Many tiny synchronized updates: accumulate into a private variable and update the shared one once "
+        "per thread (or use a reduction clause)."
+    )
+    depends = ("omp_critical",)
+
+    def compute(self, ctx):
+        out = _dense(ctx)
+        roles = _roles(ctx)
+        parent = np.asarray(ctx.calltree.parent, np.int64)
+        for a in np.flatnonzero(roles == Role.OMP_ATOMIC):
+            p = int(parent[int(a)])
+            if p < 0:
+                continue
+            span = ctx.incl_time[p]
+            rate = np.where(span > 0, ctx.visits[int(a)] / np.where(span > 0, span, 1.0), 0.0)
+            frequent = rate >= FREQUENT_ATOMIC_RATE
+            out[int(a)] = np.where(frequent, ctx.results["omp_critical"][int(a)], 0.0)
+        return out
+
+
+def _lock_waits(ctx, want: str) -> Severity:
+    """Lock-API contention per acquisition, kept for locks used by all threads or by a pair."""
+    locks = ctx.table("locks")
+    if len(locks) == 0:
+        return Severity.empty()
+    cnode = np.asarray(locks["cnode"], np.int64)
+    ok = cnode >= 0
+    ok[ok] = _roles(ctx)[cnode[ok]] == Role.OMP_LOCK_API
+    proc = np.asarray(locks["process"], np.int64)
+    lock = np.asarray(locks["lock"], np.int64)
+    loc = np.asarray(locks["loc"], np.int64)
+    threads = np.bincount(np.asarray(ctx.location_process, np.int64))
+    keep = np.zeros(len(cnode), bool)
+    for p, lk in {(int(a), int(b)) for a, b in zip(proc[ok], lock[ok])}:
+        rows = ok & (proc == p) & (lock == lk)
+        users = np.unique(loc[rows]).size
+        n = int(threads[p]) if p < threads.size else 0
+        if n < 3:
+            continue  # with two threads "all" and "a pair" are the same thing
+        if (want == "all" and users == n) or (want == "pairs" and users == 2):
+            keep |= rows
+    idx = np.flatnonzero(keep)
+    prev = np.asarray(locks["prev_release_time"], np.float64)[idx]
+    acquired = np.asarray(locks["acquire_time"], np.float64)[idx]
+    enter = np.asarray(locks["call_enter"], np.float64)[idx]
+    wait = np.minimum(prev, acquired) - enter
+    wait = np.where(np.isfinite(wait) & (wait > 0), wait, 0.0)
+    return Severity(cnode[idx], loc[idx], wait)
+
+
+class OmpLockContentionAllThreads(_Reason):
+    name = "omp_lock_contention_all_threads"
+    parent = "omp_lock_contention_api"
+    display_name = "Contention by All Threads"
+    description = (
+        "Lock-API contention on locks that every thread of the process (three or more) acquires: one lock "
+        "serializes the whole team."
+    )
+    diagnosis = (
+        "A single global lock is the bottleneck.  Split the protected data and use one lock per part, or "
+        "let threads work on private copies and combine them once."
+    )
+    requires = ("locks",)
+
+    def compute(self, ctx):
+        return _lock_waits(ctx, "all")
+
+
+class OmpLockContentionPairs(_Reason):
+    name = "omp_lock_contention_pairs"
+    parent = "omp_lock_contention_api"
+    display_name = "Contention by Pairs"
+    description = (
+        "Lock-API contention on locks that exactly two threads of a process with three or more threads acquire: "
+        "neighbours compete for shared data, the rest of the team does not."
+    )
+    diagnosis = (
+        "Pairs of threads share a lock (neighbour exchange, shared boundary).  Stagger their accesses, or give "
+        "each side its own copy of the shared data."
+    )
+    requires = ("locks",)
+
+    def compute(self, ctx):
+        return _lock_waits(ctx, "pairs")
+
+
+PATTERNS = (
+    OmpUnevenSectionDistribution,
+    OmpNotEnoughSections,
+    OmpSingleSerialization,
+    OmpNowaitLoopImbalance,
+    OmpMasterSerialization,
+    OmpOrderedSerialization,
+    OmpCriticalSerialization,
+    OmpFrequentAtomics,
+    OmpLockContentionAllThreads,
+    OmpLockContentionPairs,
+)
