@@ -24,7 +24,8 @@ static comm_info *cinfo;
 static uint32_t n_cinfo, cap_cinfo;
 static pthread_mutex_t comm_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static uint32_t region_ids[128];
+#define XT_MAX_MPI_REGIONS 128
+static uint32_t region_ids[XT_MAX_MPI_REGIONS];
 static int region_ids_ready;
 
 static inline uint64_t xt_tsize(MPI_Datatype t)
@@ -74,18 +75,22 @@ static inline uint64_t xt_sum_count(const MPI_Count *c, int n)
 #define H_COMM_SPLIT_TYPE 17
 #define H_COMM_FREE 18
 #define H_ABORT 19
-#define H_COUNT 20
+#define H_START 20
+#define H_STARTALL 21
+#define H_REQUEST_FREE 22
+#define H_COUNT 23
 static const char *const hand_names[H_COUNT] = {
     "MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Sendrecv", "MPI_Sendrecv_replace", "MPI_Wait",
     "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome",
     "MPI_Cancel", "MPI_Comm_dup", "MPI_Comm_split", "MPI_Comm_create", "MPI_Comm_split_type", "MPI_Comm_free",
-    "MPI_Abort"};
+    "MPI_Abort", "MPI_Start", "MPI_Startall", "MPI_Request_free"};
 static const uint8_t hand_roles[H_COUNT] = {
     ELG_ROLE_MPI_INIT_FINALIZE, ELG_ROLE_MPI_INIT_FINALIZE, ELG_ROLE_MPI_INIT_FINALIZE, ELG_ROLE_MPI_POINT2POINT,
     ELG_ROLE_MPI_POINT2POINT, ELG_ROLE_MPI_POINT2POINT, ELG_ROLE_MPI_POINT2POINT, ELG_ROLE_MPI_POINT2POINT,
     ELG_ROLE_MPI_POINT2POINT, ELG_ROLE_MPI_POINT2POINT, ELG_ROLE_MPI_POINT2POINT, ELG_ROLE_MPI_POINT2POINT,
     ELG_ROLE_MPI_POINT2POINT, ELG_ROLE_MPI_POINT2POINT, ELG_ROLE_MPI_OTHER, ELG_ROLE_MPI_OTHER, ELG_ROLE_MPI_OTHER,
-    ELG_ROLE_MPI_OTHER, ELG_ROLE_MPI_OTHER, ELG_ROLE_MPI_OTHER};
+    ELG_ROLE_MPI_OTHER, ELG_ROLE_MPI_OTHER, ELG_ROLE_MPI_OTHER, ELG_ROLE_MPI_POINT2POINT, ELG_ROLE_MPI_POINT2POINT,
+    ELG_ROLE_MPI_POINT2POINT};
 
 static uint32_t region_of(int idx);
 static inline double fabs_d(double x) { return x < 0 ? -x : x; }
@@ -248,10 +253,18 @@ static void xt_mpi_collend(xt_thread *t, int idx, MPI_Comm comm, int root, uint6
 }
 
 /* ---------------------------------------------------------------- requests */
+/* What the runtime remembers about a live request, keyed by its C handle.  A persistent request
+ * stays in the table from Send_init/Recv_init until Request_free; id is 0 while it is inactive. */
 typedef struct {
     uint64_t key, id;
     MPI_Comm comm;
     int kind, peer, tag;
+    int persistent;
+    uint8_t send_flags; /* persistent send: what each MPI_Start records */
+    uint64_t bytes;
+    int region;         /* non-blocking collective: the posting call's region index */
+    int root;           /* comm-local root or MPI_PROC_NULL */
+    uint64_t sent, recvd;
 } req_t;
 static req_t *reqs;
 static size_t n_reqs, cap_reqs;
@@ -263,21 +276,46 @@ static uint64_t req_key(MPI_Request r)
     return k;
 }
 
-static uint64_t xt_request_new(MPI_Request r, int kind, MPI_Comm comm, int peer, int tag, int unused)
+static void request_add(const req_t *q)
 {
-    (void)unused;
-    uint64_t id = atomic_fetch_add(&next_request, 1);
     pthread_mutex_lock(&req_lock);
     if (n_reqs == cap_reqs) {
         cap_reqs = cap_reqs ? cap_reqs * 2 : 64;
         reqs = realloc(reqs, cap_reqs * sizeof *reqs);
     }
-    reqs[n_reqs++] = (req_t){req_key(r), id, comm, kind, peer, tag};
+    reqs[n_reqs++] = *q;
     pthread_mutex_unlock(&req_lock);
+}
+
+static uint64_t xt_request_new(MPI_Request r, int kind, MPI_Comm comm, int peer, int tag, int unused)
+{
+    (void)unused;
+    uint64_t id = atomic_fetch_add(&next_request, 1);
+    req_t q = {.key = req_key(r), .id = id, .comm = comm, .kind = kind, .peer = peer, .tag = tag};
+    request_add(&q);
     return id;
 }
 
-static int request_take(MPI_Request r, req_t *out)
+/* Send_init / Recv_init and friends: nothing is recorded until MPI_Start */
+static void xt_request_persistent(MPI_Request r, int kind, MPI_Comm comm, int peer, int tag, uint64_t bytes,
+                                  uint8_t flags)
+{
+    req_t q = {.key = req_key(r), .comm = comm, .kind = kind, .peer = peer, .tag = tag, .persistent = 1,
+               .send_flags = flags, .bytes = bytes};
+    request_add(&q);
+}
+
+/* a non-blocking collective: its instance is recorded by the call that completes it */
+static void xt_request_coll(MPI_Request r, int region, MPI_Comm comm, int root, uint64_t sent, uint64_t recvd)
+{
+    req_t q = {.key = req_key(r), .id = atomic_fetch_add(&next_request, 1), .comm = comm, .kind = XT_REQ_COLL,
+               .region = region, .root = root, .sent = sent, .recvd = recvd};
+    request_add(&q);
+}
+
+/* Look up a request.  take: a completion (non-persistent entries leave the table, persistent ones
+ * become inactive); otherwise only copy it out. */
+static int request_find(MPI_Request r, req_t *out, int take)
 {
     uint64_t k = req_key(r);
     int found = 0;
@@ -285,37 +323,95 @@ static int request_take(MPI_Request r, req_t *out)
     for (size_t i = n_reqs; i-- > 0;) { /* live requests are few; newest first */
         if (reqs[i].key == k) {
             *out = reqs[i];
-            reqs[i] = reqs[--n_reqs];
             found = 1;
+            if (take && reqs[i].persistent) reqs[i].id = 0;
+            else if (take) reqs[i] = reqs[--n_reqs];
             break;
         }
     }
     pthread_mutex_unlock(&req_lock);
-    return found;
+    return found && out->id != 0;
 }
 
-/* record the completion of request `r` (captured before the call) with status `st` */
-static void complete(xt_thread *t, uint64_t time, MPI_Request r, MPI_Status *st)
+/* MPI_Start of a persistent request: the message is posted now, under a fresh request id */
+static void start_one(xt_thread *t, uint64_t time, MPI_Request r)
 {
+    uint64_t k = req_key(r), id = 0;
     req_t q;
-    if (r == MPI_REQUEST_NULL || !request_take(r, &q)) return;
+    pthread_mutex_lock(&req_lock);
+    for (size_t i = n_reqs; i-- > 0;)
+        if (reqs[i].key == k && reqs[i].persistent) {
+            reqs[i].id = id = atomic_fetch_add(&next_request, 1);
+            q = reqs[i];
+            break;
+        }
+    pthread_mutex_unlock(&req_lock);
+    if (!id) return;
+    if (q.kind == XT_REQ_SEND) xt_send_event(t, time, q.comm, q.peer, q.tag, q.bytes, q.send_flags, id);
+    else xt_recv_request_event(t, time, q.comm, q.peer, q.tag, id);
+}
+
+/* The completion of request `r` (captured before the call) with status `st`; collectives are
+ * written by complete_set, which orders them. */
+static void complete(xt_thread *t, uint64_t time, const req_t *q, MPI_Status *st)
+{
     int cancelled = 0;
     if (st) PMPI_Test_cancelled(st, &cancelled);
-    if (cancelled) xt_record(t, time, ELG_MPI_REQUEST_CANCELLED, 0, 0, 0, 0, 0, q.id);
-    else if (q.kind == XT_REQ_SEND) xt_record(t, time, ELG_MPI_SEND_COMPLETE, 0, 0, 0, 0, 0, q.id);
-    else if (st) xt_recv_event(t, time, q.comm, q.peer, q.tag, st, q.id);
+    if (cancelled) xt_record(t, time, ELG_MPI_REQUEST_CANCELLED, 0, 0, 0, 0, 0, q->id);
+    else if (q->kind == XT_REQ_SEND) xt_record(t, time, ELG_MPI_SEND_COMPLETE, 0, 0, 0, 0, 0, q->id);
+    else if (st) xt_recv_event(t, time, q->comm, q->peer, q->tag, st, q->id);
+}
+
+/* Record the completions of a Wait/Test call: handles[which[k]] completed with status sts[k]
+ * (sts may be NULL).  t0 is the completion call's enter time, now the time it returned.
+ *
+ * A completed non-blocking collective becomes a collective instance nested in the completion call:
+ * ENTER <MPI_Ixxx> at t0 (the first; later ones at now) and MPI_COLLEXIT at now, with the posting
+ * call's communicator, root and bytes.  Several collectives completed by one call are written in
+ * posting order, which MPI makes the same on every rank. */
+static void complete_set(xt_thread *t, uint64_t t0, uint64_t now, const MPI_Request *handles, const int *which,
+                         int count, MPI_Status *sts, size_t st_stride)
+{
+    req_t *found = malloc((size_t)(count > 0 ? count : 1) * sizeof *found);
+    int *slot = malloc((size_t)(count > 0 ? count : 1) * sizeof *slot), n_found = 0;
+    for (int k = 0; k < count; k++) {
+        MPI_Request r = handles[which ? which[k] : k];
+        if (r != MPI_REQUEST_NULL && request_find(r, &found[n_found], 1)) slot[n_found++] = k;
+    }
+    /* collectives first, in posting order (request ids grow with posting), so times never go back */
+    for (int i = 1; i < n_found; i++)
+        for (int j = i; j > 0 && found[j].id < found[j - 1].id; j--) {
+            req_t x = found[j];
+            found[j] = found[j - 1], found[j - 1] = x;
+            int y = slot[j];
+            slot[j] = slot[j - 1], slot[j - 1] = y;
+        }
+    int first = 1;
+    for (int i = 0; i < n_found; i++) {
+        req_t *q = &found[i];
+        if (q->kind != XT_REQ_COLL) continue;
+        xt_enter(t, first ? t0 : now, region_of(q->region), ELG_NO_ID, ELG_NO_ID);
+        first = 0;
+        uint32_t cid = comm_id(q->comm);
+        uint32_t groot = q->root == MPI_PROC_NULL ? ELG_NO_ID : global_rank(cid, q->root);
+        xt_leave(t, now, ELG_MPI_COLLEXIT, region_of(q->region), cid, groot, q->sent, q->recvd);
+    }
+    for (int i = 0; i < n_found; i++)
+        if (found[i].kind != XT_REQ_COLL)
+            complete(t, now, &found[i], sts ? (MPI_Status *)((char *)sts + slot[i] * st_stride) : NULL);
+    free(found), free(slot);
 }
 
 int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     xt_thread *t;
-    xt_mpi_begin(H_WAIT, &t);
+    uint64_t t0 = xt_mpi_begin(H_WAIT, &t);
     if (!t) return PMPI_Wait(request, status);
     MPI_Request r = *request;
     MPI_Status own;
     if (status == MPI_STATUS_IGNORE) status = &own;
     int rc = PMPI_Wait(request, status);
-    complete(t, xt_now(), r, status);
+    complete_set(t, t0, xt_now(), &r, NULL, 1, status, 0);
     xt_mpi_end(t, H_WAIT);
     return rc;
 }
@@ -323,13 +419,13 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
     xt_thread *t;
-    xt_mpi_begin(H_TEST, &t);
+    uint64_t t0 = xt_mpi_begin(H_TEST, &t);
     if (!t) return PMPI_Test(request, flag, status);
     MPI_Request r = *request;
     MPI_Status own;
     if (status == MPI_STATUS_IGNORE) status = &own;
     int rc = PMPI_Test(request, flag, status);
-    if (*flag) complete(t, xt_now(), r, status);
+    if (*flag) complete_set(t, t0, xt_now(), &r, NULL, 1, status, 0);
     xt_mpi_end(t, H_TEST);
     return rc;
 }
@@ -342,7 +438,7 @@ static int multi(int idx, int n, MPI_Request *req, int *outcount, int *indices, 
                  int (*some)(int, MPI_Request *, int *, int *, MPI_Status *))
 {
     xt_thread *t;
-    xt_mpi_begin(idx, &t);
+    uint64_t t0 = xt_mpi_begin(idx, &t);
     MPI_Request *copy = t ? malloc((n ? n : 1) * sizeof *copy) : NULL;
     if (copy) memcpy(copy, req, n * sizeof *copy);
     int single = waitany || testany;
@@ -358,11 +454,10 @@ static int multi(int idx, int n, MPI_Request *req, int *outcount, int *indices, 
     if (flag) *flag = f;
     if (t) {
         uint64_t now = xt_now();
-        if (waitall || (testall && f))
-            for (int i = 0; i < n; i++) complete(t, now, copy[i], &st[i]);
-        else if ((waitany || (testany && f)) && *index != MPI_UNDEFINED) complete(t, now, copy[*index], st);
-        else if (some && *outcount != MPI_UNDEFINED)
-            for (int i = 0; i < *outcount; i++) complete(t, now, copy[indices[i]], &st[i]);
+        if (waitall || (testall && f)) complete_set(t, t0, now, copy, NULL, n, st, sizeof *st);
+        else if ((waitany || (testany && f)) && *index != MPI_UNDEFINED)
+            complete_set(t, t0, now, copy, index, 1, st, 0);
+        else if (some && *outcount != MPI_UNDEFINED) complete_set(t, t0, now, copy, indices, *outcount, st, sizeof *st);
         if (!single && statuses == MPI_STATUSES_IGNORE) free(st);
         free(copy);
         xt_mpi_end(t, idx);
@@ -401,6 +496,55 @@ int MPI_Cancel(MPI_Request *request)
     xt_mpi_begin(H_CANCEL, &t);
     int rc = PMPI_Cancel(request);
     if (t) xt_mpi_end(t, H_CANCEL);
+    return rc;
+}
+
+int MPI_Start(MPI_Request *request)
+{
+    xt_thread *t;
+    uint64_t t0 = xt_mpi_begin(H_START, &t);
+    int rc = PMPI_Start(request);
+    if (t) {
+        if (rc == MPI_SUCCESS) start_one(t, t0, *request);
+        xt_mpi_end(t, H_START);
+    }
+    return rc;
+}
+
+int MPI_Startall(int n, MPI_Request requests[])
+{
+    xt_thread *t;
+    uint64_t t0 = xt_mpi_begin(H_STARTALL, &t);
+    int rc = PMPI_Startall(n, requests);
+    if (t) {
+        if (rc == MPI_SUCCESS)
+            for (int i = 0; i < n; i++) start_one(t, t0, requests[i]);
+        xt_mpi_end(t, H_STARTALL);
+    }
+    return rc;
+}
+
+/* forget a freed request (persistent ones live until here); an active one completes unseen */
+static void request_forget(MPI_Request r)
+{
+    uint64_t k = req_key(r);
+    pthread_mutex_lock(&req_lock);
+    for (size_t i = n_reqs; i-- > 0;)
+        if (reqs[i].key == k) {
+            reqs[i] = reqs[--n_reqs];
+            break;
+        }
+    pthread_mutex_unlock(&req_lock);
+}
+
+int MPI_Request_free(MPI_Request *request)
+{
+    xt_thread *t;
+    xt_mpi_begin(H_REQUEST_FREE, &t);
+    MPI_Request r = *request;
+    int rc = PMPI_Request_free(request);
+    if (rc == MPI_SUCCESS && r != MPI_REQUEST_NULL) request_forget(r);
+    if (t) xt_mpi_end(t, H_REQUEST_FREE);
     return rc;
 }
 
@@ -544,7 +688,7 @@ static void setup(void)
     if (nl) *nl = 0;
     char *comma = strchr(ver, ',');
     if (comma) *comma = 0;
-    snprintf(xt_proc.mpi_library, sizeof xt_proc.mpi_library, "%s", ver);
+    snprintf(xt_proc.mpi_library, sizeof xt_proc.mpi_library, "%.63s", ver);
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &comm_keyval, NULL);
     uint32_t *world = malloc(size * 4);
     for (int i = 0; i < size; i++) world[i] = (uint32_t)i;
@@ -560,17 +704,23 @@ static void setup(void)
     measure_offset(0);
 }
 
+/* after a successful PMPI_Init*: set up, then record the init call [t0, now] */
+static void init_done(int idx, xt_thread *t, uint64_t t0)
+{
+    if (xt_proc.mpi_active) return; /* a Fortran binding that went through our C wrapper */
+    setup();
+    if (t && xt_cfg.record_mpi && atomic_load(&xt_recording)) {
+        xt_enter(t, t0, region_of(idx), ELG_NO_ID, ELG_NO_ID);
+        xt_exit(t, xt_now(), region_of(idx));
+    }
+}
+
 int MPI_Init(int *argc, char ***argv)
 {
     xt_thread *t = xt_self();
     uint64_t t0 = xt_now();
     int rc = PMPI_Init(argc, argv);
-    if (rc != MPI_SUCCESS) return rc;
-    setup();
-    if (t && xt_cfg.record_mpi && atomic_load(&xt_recording)) {
-        xt_enter(t, t0, region_of(H_INIT), ELG_NO_ID, ELG_NO_ID);
-        xt_exit(t, xt_now(), region_of(H_INIT));
-    }
+    if (rc == MPI_SUCCESS) init_done(H_INIT, t, t0);
     return rc;
 }
 
@@ -579,12 +729,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     xt_thread *t = xt_self();
     uint64_t t0 = xt_now();
     int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc != MPI_SUCCESS) return rc;
-    setup();
-    if (t && xt_cfg.record_mpi && atomic_load(&xt_recording)) {
-        xt_enter(t, t0, region_of(H_INIT_THREAD), ELG_NO_ID, ELG_NO_ID);
-        xt_exit(t, xt_now(), region_of(H_INIT_THREAD));
-    }
+    if (rc == MPI_SUCCESS) init_done(H_INIT_THREAD, t, t0);
     return rc;
 }
 
@@ -658,7 +803,8 @@ static void merge_and_write(void)
     xt_mark_written();
 }
 
-int MPI_Finalize(void)
+/* everything MPI_Finalize does before PMPI_Finalize (shared with the Fortran binding) */
+static void finalize_prepare(void)
 {
     xt_thread *t;
     xt_mpi_begin(H_FINALIZE, &t);
@@ -672,6 +818,11 @@ int MPI_Finalize(void)
         xt_mpi_end(t, H_FINALIZE);
     }
     xt_proc.mpi_active = 0;
+}
+
+int MPI_Finalize(void)
+{
+    finalize_prepare();
     return PMPI_Finalize();
 }
 
@@ -693,7 +844,7 @@ static int mpi_exit_hook(int crashed)
     return 1;
 }
 
-int MPI_Abort(MPI_Comm comm, int errorcode)
+static void abort_prepare(int errorcode)
 {
     xt_thread *t;
     xt_mpi_begin(H_ABORT, &t);
@@ -704,6 +855,11 @@ int MPI_Abort(MPI_Comm comm, int errorcode)
         xt_warn("MPI_Abort(%d) on rank %u: writing the incomplete trace %s", errorcode, xt_proc.rank, path);
         xt_write_local_trace(path, 0);
     }
+}
+
+int MPI_Abort(MPI_Comm comm, int errorcode)
+{
+    abort_prepare(errorcode);
     return PMPI_Abort(comm, errorcode);
 }
 
@@ -711,6 +867,12 @@ __attribute__((constructor)) static void mpi_layer_init(void) { xt_mpi_exit_hook
 
 /* ---------------------------------------------------------------- generated wrappers */
 #include "mpi_wrappers.c"
+
+#ifdef XT_FORTRAN_WRAPPERS
+#include "mpi_fortran.c"
+#endif
+
+_Static_assert(H_COUNT + XT_GEN_COUNT <= XT_MAX_MPI_REGIONS, "raise XT_MAX_MPI_REGIONS");
 
 static uint32_t region_of(int idx)
 {

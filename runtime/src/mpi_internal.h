@@ -5,5 +5,5 @@
 
 #include "xt.h"
 
-enum { XT_REQ_SEND = 1, XT_REQ_RECV = 2 };
+enum { XT_REQ_SEND = 1, XT_REQ_RECV = 2, XT_REQ_COLL = 3 };
 #endif

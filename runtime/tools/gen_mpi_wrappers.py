@@ -1,6 +1,8 @@
-"""Generate the table-driven PMPI wrappers (C) from mpi_table.py; prints C to stdout.
+"""Generate the table-driven PMPI wrappers from mpi_table.py; prints C to stdout.
 
-The output is included by src/mpi.c, which provides the helpers it calls (xt_mpi_begin, ...).
+Without arguments: the C bindings (MPI_Xxx and MPI_Xxx_c), included by src/mpi.c, which provides
+the helpers they call (xt_mpi_begin, ...).  With --fortran: the Fortran bindings (mpi_xxx_ and
+its manglings), included by src/mpi_fortran.c.
 """
 import os
 import re
@@ -49,6 +51,76 @@ def params(sig, large):
     return sig, names
 
 
+def typed_params(sig):
+    """[(C type, name)] of a (small-count) parameter list; arrays become pointers."""
+    decl, names = params(sig, False)
+    out = []
+    for piece, name in zip(decl.split(","), names):
+        piece = piece.strip()
+        ctype = piece[: piece.rindex(name)].strip()
+        if piece.endswith("[]"):
+            ctype += " *"
+        out.append((ctype, name))
+    return out
+
+
+def body(idx, name, kind, call, req, status_pre=(), status_post=()):
+    """The recording logic shared by the C and the Fortran wrapper.
+
+    call: C statements that make the real call and set `int rc`; req: an expression for the new
+    request's C handle after the call; status_pre/post: lines that give `MPI_Status *status`.
+    """
+    out = []
+    if kind in ("send", "isend"):
+        flags = SEND_FLAGS.get(name, "0")
+        if kind == "send":
+            out.append(f"    xt_send_event(t, t0, comm, dest, tag, (uint64_t)count * xt_tsize(datatype), {flags}, 0);")
+            out += call
+        else:
+            out += call
+            out.append("    if (rc == MPI_SUCCESS && dest != MPI_PROC_NULL) {")
+            out.append(f"        uint64_t id = xt_request_new({req}, XT_REQ_SEND, comm, dest, tag, 0);")
+            out.append(f"        xt_send_event(t, t0, comm, dest, tag, (uint64_t)count * xt_tsize(datatype), {flags}, id);")
+            out.append("    }")
+    elif kind == "recv":
+        out += status_pre
+        out += call
+        out += status_post
+        out.append("    if (rc == MPI_SUCCESS) xt_recv_event(t, xt_now(), comm, source, tag, status, 0);")
+    elif kind == "irecv":
+        out += call
+        out.append("    if (rc == MPI_SUCCESS && source != MPI_PROC_NULL) {")
+        out.append(f"        uint64_t id = xt_request_new({req}, XT_REQ_RECV, comm, source, tag, 0);")
+        out.append("        xt_recv_request_event(t, t0, comm, source, tag, id);")
+        out.append("    }")
+    elif kind == "psend":
+        flags = SEND_FLAGS.get(name.replace("_init", ""), "0")
+        out += call
+        out.append("    if (rc == MPI_SUCCESS && dest != MPI_PROC_NULL)")
+        out.append(f"        xt_request_persistent({req}, XT_REQ_SEND, comm, dest, tag, "
+                   f"(uint64_t)count * xt_tsize(datatype), {flags});")
+    elif kind == "precv":
+        out += call
+        out.append("    if (rc == MPI_SUCCESS && source != MPI_PROC_NULL)")
+        out.append(f"        xt_request_persistent({req}, XT_REQ_RECV, comm, source, tag, 0, 0);")
+    elif kind.startswith("coll:") or kind.startswith("icoll:"):
+        sent, recvd, root = RULES[kind.split(":")[1]]
+        out += call
+        out.append("    int n = 1, me = 0;")
+        out.append("    xt_comm_geometry(comm, &n, &me);")
+        if kind.startswith("coll:"):
+            out.append(f"    xt_mpi_collend(t, H_COUNT + {idx}, comm, {root or 'MPI_PROC_NULL'}, {sent}, {recvd});")
+            out.append("    return rc;")
+            return out
+        out.append("    if (rc == MPI_SUCCESS)")
+        out.append(f"        xt_request_coll({req}, H_COUNT + {idx}, comm, {root or 'MPI_PROC_NULL'}, {sent}, {recvd});")
+    else:
+        out += call
+    out.append(f"    xt_mpi_end(t, H_COUNT + {idx});")
+    out.append("    return rc;")
+    return out
+
+
 def wrapper(idx, name, sig, kind, large):
     cname = f"MPI_{name}" + ("_c" if large else "")
     decl, names = params(sig, large)
@@ -58,46 +130,75 @@ def wrapper(idx, name, sig, kind, large):
     out.append(f"    uint64_t t0 = xt_mpi_begin(H_COUNT + {idx}, &t);")
     out.append("    (void)t0;")
     out.append(f"    if (!t) return P{cname}({args});")
-    if kind in ("send", "isend"):
-        flags = SEND_FLAGS.get(name, "0")
-        if kind == "send":
-            out.append(f"    xt_send_event(t, t0, comm, dest, tag, (uint64_t)count * xt_tsize(datatype), {flags}, 0);")
-            out.append(f"    int rc = P{cname}({args});")
-        else:
-            out.append(f"    int rc = P{cname}({args});")
-            out.append("    if (rc == MPI_SUCCESS && dest != MPI_PROC_NULL) {")
-            out.append("        uint64_t id = xt_request_new(*request, XT_REQ_SEND, comm, dest, tag, 0);")
-            out.append(f"        xt_send_event(t, t0, comm, dest, tag, (uint64_t)count * xt_tsize(datatype), {flags}, id);")
-            out.append("    }")
-    elif kind == "recv":
-        out.append("    MPI_Status own;")
-        out.append("    if (status == MPI_STATUS_IGNORE) status = &own;")
-        out.append(f"    int rc = P{cname}({args});")
-        out.append("    if (rc == MPI_SUCCESS) xt_recv_event(t, xt_now(), comm, source, tag, status, 0);")
-    elif kind == "irecv":
-        out.append(f"    int rc = P{cname}({args});")
-        out.append("    if (rc == MPI_SUCCESS && source != MPI_PROC_NULL) {")
-        out.append("        uint64_t id = xt_request_new(*request, XT_REQ_RECV, comm, source, tag, 0);")
-        out.append("        xt_recv_request_event(t, t0, comm, source, tag, id);")
-        out.append("    }")
-    elif kind.startswith("coll:"):
-        sent, recvd, root = RULES[kind[5:]]
-        out.append(f"    int rc = P{cname}({args});")
-        out.append("    int n = 1, me = 0;")
-        out.append("    xt_comm_geometry(comm, &n, &me);")
-        out.append(f"    xt_mpi_collend(t, H_COUNT + {idx}, comm, {root or 'MPI_PROC_NULL'}, {sent}, {recvd});")
-        out.append("    return rc;")
-        out.append("}")
-        return "\n".join(out)
-    else:
-        out.append(f"    int rc = P{cname}({args});")
-    out.append(f"    xt_mpi_end(t, H_COUNT + {idx});")
-    out.append("    return rc;")
+    status_pre = ["    MPI_Status own;", "    if (status == MPI_STATUS_IGNORE) status = &own;"]
+    out += body(idx, name, kind, [f"    int rc = P{cname}({args});"], "*request", status_pre)
     out.append("}")
     return "\n".join(out)
 
 
+# C types of parameters the recording code reads, and how a Fortran argument becomes one
+F2C = {
+    "int": "*f_{n}",
+    "MPI_Datatype": "PMPI_Type_f2c(*f_{n})",
+    "MPI_Comm": "PMPI_Comm_f2c(*f_{n})",
+    "const void *": "xt_f_buffer(f_{n})",
+    "void *": "xt_f_buffer(f_{n})",
+    "const int *": "(const int *)f_{n}",
+}
+
+
+def fortran_wrapper(idx, name, sig, kind):
+    """mpi_<name>_ (gfortran / Open MPI mpif.h and `use mpi`): record like the C wrapper, then call the
+    library's own Fortran binding pmpi_<name>_, so Fortran-only details (MPI_IN_PLACE and
+    MPI_STATUS_IGNORE sentinels, status layout, handle tables) stay the library's business."""
+    tp = typed_params(sig)
+    low = name.lower()
+    fdecl = [("void *" if "void *" in ct else "MPI_Fint *") + f"f_{n}" for ct, n in tp] + ["MPI_Fint *ierr"]
+    ftypes = ", ".join(d.rsplit("f_", 1)[0].strip() if "f_" in d else "MPI_Fint *" for d in fdecl)
+    has_status = any(n == "status" for _, n in tp)
+    fargs = ", ".join(("f_st" if n == "status" else f"f_{n}") for _, n in tp) + ", ierr"
+    plain_args = ", ".join(f"f_{n}" for _, n in tp) + ", ierr"
+    out = [f"void mpi_{low}_({', '.join(fdecl)})", "{"]
+    out.append(f"    static void (*real)({ftypes});")
+    out.append(f'    if (!real) real = (void (*)({ftypes}))xt_f_real("{low}");')
+    out.append("    xt_thread *t;")
+    out.append(f"    uint64_t t0 = xt_mpi_begin(H_COUNT + {idx}, &t);")
+    out.append("    (void)t0;")
+    out.append("    if (!t) {")
+    out.append(f"        real({plain_args});")
+    out.append("        return;")
+    out.append("    }")
+    for ct, n in tp:
+        conv = F2C.get(ct)
+        if conv:
+            out.append(f"    {ct}{'' if ct.endswith('*') else ' '}{n} = {conv.format(n=n)};")
+            out.append(f"    (void){n};")
+    status_pre, status_post = [], []
+    if has_status:
+        out.append("    MPI_Fint f_own[XT_F_STATUS_MAX];")
+        out.append("    MPI_Fint *f_st = xt_f_status_ignored(f_status) ? f_own : f_status;")
+        status_post = ["    MPI_Status c_status, *status = &c_status;",
+                       "    if (rc == MPI_SUCCESS) PMPI_Status_f2c(f_st, &c_status);"]
+    call = [f"    real({fargs});", "    int rc = *ierr;", "    (void)rc;"]
+    lines = body(idx, name, kind, call, "PMPI_Request_f2c(*f_request)", status_pre, status_post)
+    lines = [ln.replace("return rc;", "return;") for ln in lines]
+    out += lines
+    out.append("}")
+    out.append(f"XT_F_ALIASES(mpi_{low}_, mpi_{low}__, mpi_{low}, MPI_{name.upper()})")
+    return "\n".join(out)
+
+
+def main_fortran():
+    print("/* Generated by runtime/tools/gen_mpi_wrappers.py --fortran from mpi_table.py: do not edit. */")
+    for i, (name, sig, kind, _role) in enumerate(FUNCTIONS):
+        print()
+        print(fortran_wrapper(i, name, sig, kind))
+
+
 def main():
+    if sys.argv[1:] == ["--fortran"]:
+        main_fortran()
+        return
     print("/* Generated by runtime/tools/gen_mpi_wrappers.py from mpi_table.py: do not edit. */")
     print(f"#define XT_GEN_COUNT {len(FUNCTIONS)}")
     names = ", ".join(f'"MPI_{f[0]}"' for f in FUNCTIONS)

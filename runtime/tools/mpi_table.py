@@ -9,9 +9,16 @@ kind:
   send / isend    a message send (flags from the SEND_FLAGS map)
   recv / irecv    a message receive
   coll:<rule>     a blocking collective: MPI_COLLEXIT with root and bytes by the EPIK rule <rule>
-  icoll           a non-blocking collective: enter/exit of the posting call only
-Functions with bespoke logic (Init*, Finalize, Abort, Sendrecv*, Wait*/Test*, Comm creation,
-Cancel) are written by hand in src/mpi.c and are not listed here.
+  icoll:<rule>    a non-blocking collective: the posting call is a plain region; the request remembers
+                  comm, root and bytes (rule as for coll:), and the call that completes it records
+                  the collective instance (see src/mpi.c, complete_set)
+  psend / precv   persistent send / receive (Send_init, Recv_init): remembered under the request;
+                  each MPI_Start records the message as a non-blocking one
+Functions with bespoke logic (Init*, Finalize, Abort, Sendrecv*, Wait*/Test*, Start*, Request_free,
+Comm creation, Cancel) are written by hand in src/mpi.c (C) and src/mpi_fortran.c (Fortran) and are
+not listed here.  Every entry also yields a Fortran wrapper (mpi_<name>_ and its other manglings)
+for MPI libraries whose Fortran bindings bypass the C ones (Open MPI); large-count variants have
+no Fortran (mpif.h / use mpi) binding.
 """
 
 P2P = "MPI_POINT2POINT"
@@ -49,7 +56,12 @@ FUNCTIONS = [
     ("Irecv", IRECV, "irecv", P2P),
     ("Probe", "int source, int tag, MPI_Comm comm, MPI_Status *status", "plain", P2P),
     ("Iprobe", "int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status", "plain", P2P),
-    ("Request_free", "MPI_Request *request", "plain", P2P),
+    # persistent point to point
+    ("Send_init", ISEND, "psend", P2P),
+    ("Ssend_init", ISEND, "psend", P2P),
+    ("Bsend_init", ISEND, "psend", P2P),
+    ("Rsend_init", ISEND, "psend", P2P),
+    ("Recv_init", IRECV, "precv", P2P),
     ("Get_count", None, None, None),  # not wrapped: cheap queries stay out of the trace
     # blocking collectives
     ("Barrier", "MPI_Comm comm", "coll:barrier", "MPI_COLL_BARRIER"),
@@ -72,23 +84,25 @@ FUNCTIONS = [
     ("Scan", REDUCE + ", MPI_Comm comm", "coll:scan", "MPI_COLL_OTHER"),
     ("Exscan", REDUCE + ", MPI_Comm comm", "coll:exscan", "MPI_COLL_OTHER"),
     # non-blocking collectives (MPI-3)
-    ("Ibarrier", "MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_BARRIER"),
+    ("Ibarrier", "MPI_Comm comm, MPI_Request *request", "icoll:barrier", "MPI_COLL_BARRIER"),
     ("Ibcast", "void *buffer, COUNT count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request",
-     "icoll", "MPI_COLL_ONE2ALL"),
-    ("Ireduce", REDUCE + ", int root, MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_ALL2ONE"),
-    ("Iallreduce", REDUCE + ", MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_ALL2ALL"),
-    ("Igather", GATHER + ", int root, MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_ALL2ONE"),
-    ("Igatherv", GATHERV + ", int root, MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_ALL2ONE"),
-    ("Iscatter", GATHER + ", int root, MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_ONE2ALL"),
-    ("Iscatterv", SCATTERV + ", int root, MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_ONE2ALL"),
-    ("Iallgather", GATHER + ", MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_ALL2ALL"),
-    ("Iallgatherv", GATHERV + ", MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_ALL2ALL"),
-    ("Ialltoall", GATHER + ", MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_ALL2ALL"),
-    ("Ialltoallv", ALLTOALLV + ", MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_ALL2ALL"),
+     "icoll:bcast", "MPI_COLL_ONE2ALL"),
+    ("Ireduce", REDUCE + ", int root, MPI_Comm comm, MPI_Request *request", "icoll:reduce", "MPI_COLL_ALL2ONE"),
+    ("Iallreduce", REDUCE + ", MPI_Comm comm, MPI_Request *request", "icoll:allreduce", "MPI_COLL_ALL2ALL"),
+    ("Igather", GATHER + ", int root, MPI_Comm comm, MPI_Request *request", "icoll:gather", "MPI_COLL_ALL2ONE"),
+    ("Igatherv", GATHERV + ", int root, MPI_Comm comm, MPI_Request *request", "icoll:gatherv", "MPI_COLL_ALL2ONE"),
+    ("Iscatter", GATHER + ", int root, MPI_Comm comm, MPI_Request *request", "icoll:scatter", "MPI_COLL_ONE2ALL"),
+    ("Iscatterv", SCATTERV + ", int root, MPI_Comm comm, MPI_Request *request", "icoll:scatterv", "MPI_COLL_ONE2ALL"),
+    ("Iallgather", GATHER + ", MPI_Comm comm, MPI_Request *request", "icoll:allgather", "MPI_COLL_ALL2ALL"),
+    ("Iallgatherv", GATHERV + ", MPI_Comm comm, MPI_Request *request", "icoll:allgatherv", "MPI_COLL_ALL2ALL"),
+    ("Ialltoall", GATHER + ", MPI_Comm comm, MPI_Request *request", "icoll:alltoall", "MPI_COLL_ALL2ALL"),
+    ("Ialltoallv", ALLTOALLV + ", MPI_Comm comm, MPI_Request *request", "icoll:alltoallv", "MPI_COLL_ALL2ALL"),
     ("Ireduce_scatter_block", REDUCE.replace("count", "recvcount") + ", MPI_Comm comm, MPI_Request *request",
-     "icoll", "MPI_COLL_ALL2ALL"),
-    ("Iscan", REDUCE + ", MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_OTHER"),
-    ("Iexscan", REDUCE + ", MPI_Comm comm, MPI_Request *request", "icoll", "MPI_COLL_OTHER"),
+     "icoll:reduce_scatter_block", "MPI_COLL_ALL2ALL"),
+    ("Ireduce_scatter", "const void *sendbuf, void *recvbuf, COUNTS recvcounts, MPI_Datatype datatype, MPI_Op op, "
+     "MPI_Comm comm, MPI_Request *request", "icoll:reduce_scatter", "MPI_COLL_ALL2ALL"),
+    ("Iscan", REDUCE + ", MPI_Comm comm, MPI_Request *request", "icoll:scan", "MPI_COLL_OTHER"),
+    ("Iexscan", REDUCE + ", MPI_Comm comm, MPI_Request *request", "icoll:exscan", "MPI_COLL_OTHER"),
     # groups (communicator creation is hand-written)
     ("Comm_group", "MPI_Comm comm, MPI_Group *group", "plain", OTHER),
     ("Group_incl", "MPI_Group group, int n, const int ranks[], MPI_Group *newgroup", "plain", OTHER),

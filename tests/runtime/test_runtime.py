@@ -4,69 +4,15 @@ Expected values come from the sample programs' source (samples/runtime/*), count
 """
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 import tracefmt
+from runtime_harness import EXPERT_RUN, MPI_ENV, RUNTIME, SAMPLES, assert_valid, events, need, run
 from tracefmt.layout import EventType, LockKind, Paradigm, Role
-from tracefmt.validate import validate
 
 pytestmark = pytest.mark.runtime
-
-ROOT = Path(__file__).resolve().parents[2]
-RUNTIME = ROOT / "runtime"
-SAMPLES = ROOT / "samples" / "runtime"
-EXPERT_RUN = RUNTIME / "bin" / "expert-run"
-MPI_ENV = {
-    "OMPI_ALLOW_RUN_AS_ROOT": "1",
-    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-    "OMPI_MCA_rmaps_base_oversubscribe": "1",
-    "OMP_NUM_THREADS": "2",
-}
-
-
-def need(tool):
-    if shutil.which(tool) is None:
-        pytest.skip(f"{tool} is not installed (optional tool chain)")
-
-
-def run(cmd, cwd, env=None, check=True):
-    full_env = dict(os.environ, **(env or {}))
-    p = subprocess.run(cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=120)
-    if check and p.returncode != 0:
-        raise AssertionError(f"{cmd} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
-    return p
-
-
-@pytest.fixture(scope="session")
-def runtime_built():
-    run(["make", "-s", "-C", str(RUNTIME)], cwd=ROOT)
-    return RUNTIME / "lib"
-
-
-def events(trace, loc):
-    """(type, name-or-None, a, b, c, d, e, time) tuples of one location."""
-    ev = trace.events(loc)
-    regions = trace.defs.regions
-    out = []
-    for i in range(len(ev)):
-        t = EventType(int(ev.type[i]))
-        name = None
-        if t in (EventType.ENTER, EventType.EXIT, EventType.OMP_COLLEXIT, EventType.MPI_COLLEXIT):
-            name = regions[int(ev.a[i])].name
-        out.append((t, name, int(ev.a[i]), int(ev.b[i]), int(ev.c[i]), int(ev.d[i]), int(ev.e[i]), float(ev.time[i])))
-    return out
-
-
-def assert_valid(trace):
-    problems = [str(p) for p in validate(trace)]
-    assert problems == [], problems
-    assert trace.header.finished
 
 
 # ---------------------------------------------------------------- OpenMP
@@ -295,17 +241,3 @@ def test_hybrid_mpich(runtime_built, tmp_path):
     need("mpicc.mpich")
     trace = build_and_trace_hybrid(tmp_path, "mpicc.mpich", ["mpiexec.mpich", "-n"], 3)
     check_hybrid(trace, 3)
-
-
-def test_fortran_mpi_program_mpich(runtime_built, tmp_path):
-    need("mpif90.mpich")
-    run(["mpif90.mpich", "-g", str(SAMPLES / "ring.f90"), "-o", "ring"], cwd=tmp_path)
-    run(["mpiexec.mpich", "-n", "2", str(EXPERT_RUN), "-o", "f.elg", "./ring"], cwd=tmp_path, env=MPI_ENV)
-    trace = tracefmt.open(str(tmp_path / "f.elg"))
-    assert_valid(trace)
-    for rank in (0, 1):
-        loc = next(i for i, l in trace.defs.locations.items() if l.process == rank and l.thread == 0)
-        ev = events(trace, loc)
-        sends = [e for e in ev if e[0] == EventType.MPI_SEND]
-        assert [(s[2], s[4], s[5]) for s in sends] == [(1 - rank, 5, 40)]
-        assert Counter(e[1] for e in ev if e[0] == EventType.MPI_COLLEXIT) == {"MPI_Allreduce": 1}
