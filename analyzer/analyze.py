@@ -113,12 +113,18 @@ def build_cube(ctx, pats: list[Pattern], attrs: dict | None = None) -> Cube:
     return Cube(metrics, regions, ctx.calltree.parent, ctx.calltree.region, locations, values, attrs or {})
 
 
-def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None) -> Cube:
-    """Analyze a trace (path of any supported format, or an opened ``tracefmt.Trace``) and return the severity :class:`Cube`.
+def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, jobs: int = 1,
+            comm=None) -> Cube | None:
+    """Analyze a trace (path of any supported format, or an opened ``tracefmt.Trace``) and return the
+    severity :class:`Cube`.
 
     ``patterns``: see :func:`select_patterns`.  ``progress``: optional
-    callable ``progress(n_events)`` called as locations are replayed.  The
-    replay context stays available as ``cube.context``.
+    callable ``progress(n_events)`` called as locations are replayed.
+    ``jobs``: threads replaying disjoint shares of the processes.  ``comm``:
+    an mpi4py communicator for the distributed replay (every rank calls
+    ``analyze``; rank 0 gets the cube, the others None).  The result does not
+    depend on ``jobs`` or on the number of ranks.  The replay context stays
+    available as ``cube.context``.
     """
     t0 = _time.perf_counter()
     if isinstance(path_or_trace, (str, os.PathLike)):
@@ -135,7 +141,14 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None) -
     from .replay import replay  # numba kernels: imported only when a trace is analyzed
 
     pats = select_patterns(patterns, plugins=plugins)
-    ctx = replay(trace, progress=progress)
+    if comm is not None:
+        from .distributed import replay_mpi
+
+        ctx = replay_mpi(trace, comm, progress=progress)
+        if ctx is None:  # not rank 0: its share went to rank 0
+            return None
+    else:
+        ctx = replay(trace, jobs=jobs, progress=progress)
     compute_patterns(ctx, pats)
     attrs = {
         "expert-analyze::trace": source,

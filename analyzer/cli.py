@@ -1,7 +1,10 @@
 """``expert-analyze``: analyze a trace, print the EXPERT presenter's three views in text, write the cube.
 
     expert-analyze TRACE [-o result.cubex] [--json result.json] [--hdf5 result.h5]
-                   [--patterns NAME,...] [--top N] [--no-progress] [-q]
+                   [--patterns NAME,...] [--top N] [-j N] [--no-progress] [-q]
+    mpiexec -n K expert-analyze --mpi TRACE ...     (distributed: rank 0 writes and prints)
+
+The result does not depend on -j or on K.
 
 Exit status: 0 on success, 2 on bad input (unreadable trace, unknown
 pattern, a file that cannot be written), with one line naming the problem.
@@ -30,6 +33,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-plugins", action="store_true", help="ignore third-party patterns")
     p.add_argument("--top", type=int, default=5, metavar="N",
                    help="how many worst properties, call paths and locations to list (default 5)")
+    p.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+                   help="threads replaying disjoint shares of the trace's processes (default: all cores "
+                   "this process may use); results are identical for every N")
+    p.add_argument("--mpi", action="store_true",
+                   help="distributed analysis under mpiexec (needs mpi4py): each rank reads and replays only "
+                   "its share of the processes, rank 0 merges, prints and writes the result")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     return p
@@ -93,37 +102,84 @@ def report(cube, top: int = 5, out=None) -> None:
             w("    locations: " + ", ".join(f"{cube.locations[l].key} {per_l[l]:.6f} s" for l in locs) + "\n")
 
 
+def default_jobs() -> int:
+    """All cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     import tracefmt
     from patterns.api import PatternError
-
     from tracefmt.detect import open_any
 
     from .analyze import analyze
     from .cube import CubeError
 
+    errors = (tracefmt.TraceFormatError, PatternError, CubeError, OSError, ValueError, RuntimeError)
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    if jobs < 1:
+        print(f"{PROG}: error: -j needs a positive number of jobs, got {jobs}", file=sys.stderr)
+        return 2
+    comm = None
+    if args.mpi:
+        from .distributed import world
+
+        try:
+            comm = world()
+        except RuntimeError as exc:
+            print(f"{PROG}: error: {exc}", file=sys.stderr)
+            return 2
+        jobs = 1  # one walker per rank: start more ranks for more parallelism
+    root = comm is None or comm.rank == 0
     out_path = args.output or (args.trace.rstrip("/" + os.sep) + ".cubex")
     bar = None
+    cube = None
+    rc = 0
+    # every rank opens the trace; all must succeed before any enters the collective replay
+    trace, err = None, None
     try:
         if not os.path.exists(args.trace):
             raise FileNotFoundError(f"{args.trace}: no such file")
         trace = open_any(args.trace)
-        bar, update = _progress_bar(trace, args.no_progress or args.quiet)
-        cube = analyze(trace, patterns=args.patterns, plugins=not args.no_plugins, progress=update)
+    except errors as exc:
+        err = str(exc)
+    if comm is not None:
+        failed = [(r, e) for r, e in enumerate(comm.allgather(err)) if e]
+        err = (failed[0][1] if failed[0][0] == 0 else f"rank {failed[0][0]}: {failed[0][1]}") if failed else None
+    if err is not None:
+        if root:
+            print(f"{PROG}: error: {err}", file=sys.stderr)
+        return 2
+    try:
+        if root:
+            bar, update = _progress_bar(trace, args.no_progress or args.quiet)
+        else:
+            update = None
+        cube = analyze(trace, patterns=args.patterns, plugins=not args.no_plugins, progress=update, jobs=jobs,
+                       comm=comm)
         if bar is not None:
             bar.close()
             bar = None
-        cube.write_cubex(out_path)
-        if args.json:
-            cube.write_json(args.json)
-        if args.hdf5:
-            cube.write_hdf5(args.hdf5)
-    except (tracefmt.TraceFormatError, PatternError, CubeError, OSError, ValueError) as exc:
+        if root:
+            cube.write_cubex(out_path)
+            if args.json:
+                cube.write_json(args.json)
+            if args.hdf5:
+                cube.write_hdf5(args.hdf5)
+    except errors as exc:
         if bar is not None:
             bar.close()
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
+        if root:
+            print(f"{PROG}: error: {exc}", file=sys.stderr)
+        rc = 2
+    if comm is not None:
+        rc = comm.bcast(rc, root=0)
+    if rc or not root:
+        return rc
     if not args.quiet:
         report(cube, top=args.top)
         for prob in cube.context.problems:

@@ -25,6 +25,8 @@ Time conventions (EXPERT / Scalasca, made explicit):
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
 from tracefmt.errors import TraceFormatError
@@ -83,40 +85,84 @@ def _walk_error(status, info, loc, names, etype, ea, path):
     return ReplayError(f"event {i}: {what} ({rname})", path=path, location=int(loc))
 
 
-def replay(trace, tables=None, jobs: int = 1, progress=None) -> AnalysisContext:
-    """Replay a trace into an :class:`AnalysisContext` (see the module docstring).
+@dataclass
+class Share:
+    """What walking one share of the locations produced (builder call-tree ids of ``tree``).
 
-    ``tables``: names of the tables to build (default: all).  ``progress``:
-    optional callable ``progress(n_events_done)`` called after each location.
+    Everything here is plain numpy and picklable: the distributed replay
+    sends it to rank 0.  ``done`` maps each walked location to its
+    ``(summary, fragments, problems)``.
     """
-    want = set(ALL_TABLES if tables is None else tables)
-    unknown = want - set(ALL_TABLES)
-    if unknown:
-        raise ValueError(f"unknown replay tables {sorted(unknown)}; known: {list(ALL_TABLES)}")
-    defs = trace.defs
-    path = getattr(trace, "path", None)
-    names, paradigm, role = region_arrays(defs)
-    synthetic_region = len(names) - 1
-    loc_ids, n_loc, loc_proc, loc_thread = _location_meta(trace)
-    problems: list[str] = list(getattr(trace, "problems", []) or [])
 
-    tree = CallTreeBuilder()
-    team_map: dict[int, dict[int, int]] = {}  # process -> team id -> builder node at the fork
-    summaries: dict[int, tuple] = {}  # loc -> (nodes, visits, incl, excl) over builder ids
-    frags: dict[str, list] = {k: [] for k in ("sends", "recvs", "collectives", "forks", "joins", "members",
-                                               "barriers", "locks")}
-    pending = sorted((int(l) for l in loc_ids), key=lambda l: (loc_proc[l], loc_thread[l], l))
+    tree: CallTreeBuilder
+    done: dict = field(default_factory=dict)
+    error: Exception | None = None  # the first ReplayError, in walk order
+    error_loc: int = -1
+
+
+def walk_order(trace) -> list[list[int]]:
+    """Locations grouped by process (processes ascending), each group in (thread, id) order.
+
+    This is the order of the serial replay; parallel shares are contiguous
+    runs of these groups, so every OpenMP team (teams live within a process)
+    is walked by one worker and merging the shares' call trees in share
+    order reproduces the serial tree exactly.
+    """
+    _, _, loc_proc, loc_thread = _location_meta(trace)
+    groups: dict[int, list[int]] = {}
+    for l in sorted((int(x) for x in trace.location_ids), key=lambda l: (loc_proc[l], loc_thread[l], l)):
+        groups.setdefault(int(loc_proc[l]), []).append(l)
+    return [groups[p] for p in sorted(groups)]
+
+
+def partition(trace, n_shares: int) -> list[list[int]]:
+    """Split the walk order into at most ``n_shares`` contiguous runs of whole processes with about
+    equal event counts (from the footer index, nothing decoded).  Shares may be empty."""
+    groups = walk_order(trace)
+    weight = np.array([sum(int(trace.n_events(l)) for l in g) + 1 for g in groups], np.float64)
+    n_shares = max(1, int(n_shares))
+    shares: list[list[int]] = [[] for _ in range(n_shares)]
+    if not groups:
+        return shares
+    # group i goes to the share its weight's midpoint falls in: contiguous and balanced
+    cum = np.cumsum(weight)
+    mid = (cum - weight / 2) / cum[-1]
+    which = np.minimum((mid * n_shares).astype(np.int64), n_shares - 1)
+    for g, w in zip(groups, which):
+        shares[int(w)].extend(g)
+    return shares
+
+
+def walk_share(trace, locs, region_role, names, progress=None) -> Share:
+    """Walk the locations ``locs`` (whole processes, in walk order) with one call-tree builder."""
+    path = getattr(trace, "path", None)
+    _, _, loc_proc, _ = _location_meta(trace)
+    share = Share(CallTreeBuilder())
+    by_proc: dict[int, list[int]] = {}
+    for l in locs:
+        by_proc.setdefault(int(loc_proc[l]), []).append(int(l))
+    try:
+        for proc, plocs in by_proc.items():
+            _walk_process(trace, proc, plocs, region_role, names, path, share, progress)
+    except ReplayError as exc:
+        share.error = exc
+    return share
+
+
+def _walk_process(trace, proc, pending, role, names, path, share, progress):
+    """Walk one process's locations; a worker whose team is not forked yet waits for a later round."""
+    tree = share.tree
+    team_map: dict[int, int] = {}  # team id -> builder node at the fork
     while pending:
         deferred = []
         for loc in pending:
-            proc = int(loc_proc[loc])
             ev = trace.events(loc)
             etype = np.ascontiguousarray(ev.type, np.uint8)
             ea = np.ascontiguousarray(ev.a, np.uint32)
             ec = np.ascontiguousarray(ev.c, np.uint32)
             ed = np.ascontiguousarray(ev.d, np.uint64)
             time = np.ascontiguousarray(ev.time, np.float64)
-            keys, vals = _team_arrays(team_map.get(proc, {}))
+            keys, vals = _team_arrays(team_map)
             # defer a worker whose team's master has not been walked yet
             if len(etype):
                 is_par = (etype == K.ENTER) & (ea < len(role))
@@ -133,40 +179,150 @@ def replay(trace, tables=None, jobs: int = 1, progress=None) -> AnalysisContext:
             tree.update(p, r, fc, ns, fv, nn)
             if status not in (K.OK, K.UNCLOSED):
                 raise _walk_error(status, info, loc, names, etype, ea, path)
+            problems = []
             if status == K.UNCLOSED:
                 problems.append(f"location {loc}: {int(info)} region(s) still open at the end; "
                                 f"closed at its last event")
             nc = int(n_calls)
             calls = Calls(node=call_node[:nc], region=tree.region[call_node[:nc]], enter=call_enter[:nc],
                           exit=call_exit[:nc], parent=call_parent[:nc], team=call_team[:nc])
-            summaries[loc] = _summarize(calls)
             fr = extract_location(loc, proc, etype, ea, np.asarray(ev.b), ec, ed, np.asarray(ev.e),
                                   np.asarray(ev.flags), time, ev_call, calls, role)
-            for k, v in fr.items():
-                frags[k].append(v)
+            share.done[loc] = (_summarize(calls), fr, problems)
             # publish this location's forks so its team's workers can be walked
             f = fr["forks"]
             if len(f["team_id"]):
-                team_map.setdefault(proc, {}).update(zip(f["team_id"].tolist(), f["fork_node"].tolist()))
+                team_map.update(zip(f["team_id"].tolist(), f["fork_node"].tolist()))
             if progress is not None:
                 progress(len(etype))
             del ev, etype, ea, ec, ed, time, res, calls, ev_call
         if len(deferred) == len(pending):
-            loc = deferred[0]
             raise ReplayError("a worker enters a parallel region of a team that no thread of its process "
-                              "forked", path=path, location=loc)
+                              "forked", path=path, location=deferred[0])
         pending = deferred
 
-    ctree, new_id, synthesized = tree.freeze(synthetic_region)
+
+def merge_trees(trees: list[CallTreeBuilder]) -> tuple[CallTreeBuilder, list[np.ndarray]]:
+    """Union of the shares' call trees, taking nodes in share order then creation order.
+
+    Returns the merged builder and, per share, the merged id of each of its
+    builder nodes.  Because shares are contiguous runs of the serial walk
+    order, nodes are created in the serial order, so the frozen tree (children
+    by first visit, ties by creation) is the serial one.
+    """
+    if len(trees) == 1:
+        t = trees[0]
+        return t, [np.arange(t.n_nodes, dtype=np.int64)]
+    out = CallTreeBuilder()
+    parent, region, first = [-1], [-1], [np.inf]
+    index: dict[tuple[int, int], int] = {}
+    maps = []
+    for t in trees:
+        m = np.zeros(t.n_nodes, np.int64)  # node 0 (super-root) -> 0
+        tp, tr, tf = t.parent[: t.n_nodes].tolist(), t.region[: t.n_nodes].tolist(), t.first_visit[: t.n_nodes]
+        for b in range(1, t.n_nodes):
+            key = (int(m[tp[b]]), tr[b])
+            g = index.get(key)
+            if g is None:
+                g = index[key] = len(parent)
+                parent.append(key[0])
+                region.append(key[1])
+                first.append(float(tf[b]))
+            elif tf[b] < first[g]:
+                first[g] = float(tf[b])
+            m[b] = g
+        maps.append(m)
+    out.parent = np.asarray(parent, np.int32)
+    out.region = np.asarray(region, np.int32)
+    out.first_visit = np.asarray(first, np.float64)
+    out.n_nodes = len(parent)
+    return out, maps
+
+
+def _remap_fragment(fr: dict, m: np.ndarray) -> dict:
+    out = {}
+    for name, cols in fr.items():
+        c2 = dict(cols)
+        for k, v in cols.items():
+            if k == "cnode" or k.endswith("_cnode") or k == "fork_node":
+                c2[k] = np.where(v >= 0, m[np.maximum(v, 0)], v)
+        out[name] = c2
+    return out
+
+
+def replay(trace, tables=None, jobs: int = 1, progress=None) -> AnalysisContext:
+    """Replay a trace into an :class:`AnalysisContext` (see the module docstring).
+
+    ``tables``: names of the tables to build (default: all).  ``jobs``: worker
+    threads walking disjoint shares of the processes (the kernels release
+    the GIL); the result is identical for every value.  ``progress``: optional
+    callable ``progress(n_events_done)`` called after each location.
+    """
+    want = _check_tables(tables)
+    names, _, role = region_arrays(trace.defs)
+    jobs = max(1, int(jobs))
+    if jobs == 1:
+        shares = [walk_share(trace, [l for g in walk_order(trace) for l in g], role, names, progress)]
+    else:
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+
+        lock = threading.Lock()
+
+        def tick(n):
+            with lock:
+                progress(n)
+
+        parts = [p for p in partition(trace, jobs) if p]
+        with ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix="replay") as pool:
+            shares = list(pool.map(lambda p: walk_share(trace, p, role, names, tick if progress else None),
+                                   parts))
+    return assemble(trace, shares, want)
+
+
+def _check_tables(tables):
+    want = set(ALL_TABLES if tables is None else tables)
+    unknown = want - set(ALL_TABLES)
+    if unknown:
+        raise ValueError(f"unknown replay tables {sorted(unknown)}; known: {list(ALL_TABLES)}")
+    return want
+
+
+def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
+    """Merge the shares (in walk order) into the context: call tree, dense metrics, tables."""
+    want = _check_tables(None) if want is None else want
+    for s in shares:
+        if s.error is not None:
+            raise s.error
+    defs = trace.defs
+    names, paradigm, role = region_arrays(defs)
+    synthetic_region = len(names) - 1
+    _, n_loc, loc_proc, loc_thread = _location_meta(trace)
+    problems: list[str] = list(getattr(trace, "problems", []) or [])
+    merged, maps = merge_trees([s.tree for s in shares])
+    ctree, new_id, synthesized = merged.freeze(synthetic_region)
     C = len(ctree)
     visits = np.zeros((C, n_loc), np.int64)
     incl = np.zeros((C, n_loc), np.float64)
     excl = np.zeros((C, n_loc), np.float64)
-    for loc, (nodes, v, inc, exc) in summaries.items():
-        ids = new_id[nodes]
+    frags: dict[str, list] = {}
+    order = {l: i for i, l in enumerate(l for g in walk_order(trace) for l in g)}
+    done = []
+    for s, m in zip(shares, maps):
+        ident = len(shares) == 1
+        for loc, (summ, fr, probs) in s.done.items():
+            done.append((order[loc], loc, summ, fr if ident else _remap_fragment(fr, m), probs, m))
+    done.sort(key=lambda x: x[0])  # fragments concatenate in walk order whatever the shares were
+    for _, loc, (nodes, v, inc, exc), fr, probs, m in done:
+        ids = new_id[m[nodes]]
         np.add.at(visits[:, loc], ids, v)
         np.add.at(incl[:, loc], ids, inc)
         np.add.at(excl[:, loc], ids, exc)
+        problems.extend(probs)
+        for k, v in fr.items():
+            frags.setdefault(k, []).append(v)
+    frags = {k: frags.get(k, []) for k in ("sends", "recvs", "collectives", "forks", "joins", "members",
+                                           "barriers", "locks")}
 
     tbl = {}
     if "messages" in want:

@@ -12,6 +12,11 @@ from tracefmt.layout import LockKind
 
 
 def random_trace(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int = 25):
+    return random_builder(seed, n_ranks, n_threads, steps).build()
+
+
+def random_builder(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int = 25) -> tracefmt.TraceBuilder:
+    """The TraceBuilder of :func:`random_trace` (call ``.write(path)`` for a file)."""
     rng = random.Random(seed)
     b = tracefmt.TraceBuilder()
     locs = {(r, t): b.location(rank=r, thread=t) for r in range(n_ranks) for t in range(n_threads)}
@@ -112,4 +117,4 @@ def random_trace(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int = 2
             b.exit(locs[m], now(m))
     for r in range(n_ranks):
         b.exit(locs[(r, 0)], now((r, 0)))
-    return b.build()
+    return b

@@ -1,0 +1,83 @@
+"""Distributed replay over MPI ranks (mpi4py): ``mpiexec -n K expert-analyze --mpi trace.elg``.
+
+Each rank opens the trace (only its header, definitions and footer index are
+read up front), takes a contiguous share of whole processes balanced by the
+event counts in the index (:func:`analyzer.replay.partition`), decodes and
+walks only those locations, and reduces them to what the patterns need: its
+piece of the call tree, per-(call path, location) visits and times, and the
+rows of the compound-event tables (send-side and receive-side message rows,
+collective members, team/barrier members, lock acquisitions).  One
+``gather`` brings the pieces to rank 0, which merges them exactly as the
+serial replay does (same call-tree ids, same row order), computes the
+patterns and writes the cube.  Results are therefore identical to a serial
+run; the event data -- the part that grows with the trace -- never leaves
+the rank that read it.
+
+This follows Scalasca's parallel replay in spirit (one analysis process per
+share of the application's processes, exchanging only compound-event data)
+but differs in one place, documented in docs/performance.md: the pattern
+step runs on rank 0 over the gathered rows instead of in each rank during
+a communication replay.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+from tracefmt.errors import TraceFormatError
+
+from .replay import ReplayError, Share, _check_tables, assemble, partition, region_arrays, walk_share
+
+__all__ = ["replay_mpi", "world"]
+
+
+def world():
+    """``MPI.COMM_WORLD``, or a clear error when mpi4py is missing."""
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:  # the optional extra is not installed
+        raise RuntimeError("--mpi needs the optional mpi4py package: pip install 'expert-analyze[mpi]' "
+                           f"({exc})") from None
+    return MPI.COMM_WORLD
+
+
+def _portable_error(exc: BaseException):
+    """An exception as plain fields, so that it unpickles on rank 0 with its message intact."""
+    if isinstance(exc, TraceFormatError):
+        return ("replay" if isinstance(exc, ReplayError) else "trace", exc.reason, exc.path, exc.location,
+                exc.block, exc.offset)
+    return ("other", f"{type(exc).__name__}: {exc}", None, None, None, None)
+
+
+def _raise_portable(err, rank: int):
+    kind, reason, path, location, block, offset = err
+    if kind == "other":
+        raise RuntimeError(f"analysis rank {rank} failed: {reason}")
+    cls = ReplayError if kind == "replay" else TraceFormatError
+    raise cls(reason, path=path, location=location, block=block, offset=offset)
+
+
+def replay_mpi(trace, comm, tables=None, progress=None):
+    """The distributed replay; returns the :class:`AnalysisContext` on rank 0 and None elsewhere.
+
+    Every rank must call it (it is collective).  A failure on any rank is
+    raised on rank 0 with that rank's message; other ranks return None.
+    """
+    want = _check_tables(tables)
+    names, _, role = region_arrays(trace.defs)
+    shares = partition(trace, comm.size)
+    try:
+        mine = walk_share(trace, shares[comm.rank], role, names, progress)
+        if mine.error is not None:
+            mine.error = _portable_error(mine.error)
+    except Exception as exc:  # anything else must still reach the gather, or rank 0 waits forever
+        mine = Share(tree=None, error=_portable_error(exc))
+    # pickle once here so a failure to serialise is reported like any other
+    pieces = comm.gather(pickle.dumps(mine, protocol=pickle.HIGHEST_PROTOCOL), root=0)
+    if comm.rank != 0:
+        return None
+    got = [pickle.loads(p) for p in pieces]
+    for r, s in enumerate(got):
+        if s.error is not None:
+            _raise_portable(s.error, r)
+    return assemble(trace, got, want)
