@@ -501,7 +501,7 @@ static void sb_put(sbuf *b, const void *p, size_t n)
 {
     if (b->len + n > b->cap) {
         b->cap = (b->len + n) * 2 + 256;
-        b->p = realloc(b->p, b->cap);
+        b->p = xt_mem_realloc(b->p, b->cap);
     }
     memcpy(b->p + b->len, p, n);
     b->len += n;
@@ -627,7 +627,7 @@ void xt_write_local_trace(const char *path, int finished)
     void *sers[1] = {ser};
     size_t lens[1] = {len};
     xt_write_trace(path, 1, sers, lens, NULL, NULL, finished);
-    free(ser);
+    xt_mem_free(ser);
 }
 
 double xt_mono0(void) { return mono0; }
@@ -641,12 +641,21 @@ static void at_exit(void)
     xt_write_local_trace(xt_cfg.output, 1);
 }
 
+/* The crash path: write what was recorded, with write(2) and memory reserved at start-up (sigsafe.c).
+ * A second thread that crashes meanwhile waits for the first one's trace instead of killing the process. */
+static atomic_int crash_owner, crash_done;
 static void on_signal(int sig)
 {
-    if (!atomic_load(&written)) {
-        xt_warn("caught signal %d (%s): writing the events recorded so far (trace marked incomplete)", sig,
-                strsignal(sig));
-        if (!(xt_mpi_exit_hook && xt_mpi_exit_hook(1))) xt_write_local_trace(xt_cfg.output, 0);
+    if (!atomic_exchange(&crash_owner, 1)) {
+        if (!atomic_load(&written)) {
+            xt_sigsafe_enter();
+            xt_sigsafe_message("caught signal ", sig, ": writing the events recorded so far (trace marked incomplete)");
+            if (!(xt_mpi_exit_hook && xt_mpi_exit_hook(1))) xt_write_local_trace(xt_cfg.output, 0);
+        }
+        atomic_store(&crash_done, 1);
+    } else {
+        struct timespec ms = {0, 1000000};
+        for (int i = 0; i < 30000 && !atomic_load(&crash_done); i++) nanosleep(&ms, NULL);
     }
     signal(sig, SIG_DFL);
     raise(sig);
@@ -673,6 +682,7 @@ void xt_init(void)
     if (initialised) return;
     initialised = 1;
     read_config();
+    xt_sigsafe_init();
     xt_use_tsc = tsc_usable();
     mono0 = xt_mono_seconds();
     tick0 = xt_now();

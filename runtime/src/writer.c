@@ -1,6 +1,8 @@
-/* writer.c - unify the definitions of all processes and write one .elg file (layout: tracefmt/layout.py). */
+/* writer.c - unify the definitions of all processes and write one .elg file (layout: tracefmt/layout.py).
+ * Also used from a signal handler: memory comes from xt_mem_* (sigsafe.c), output goes through write(2). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +52,7 @@ static void put(buf_t *b, const void *p, size_t n)
 {
     if (b->len + n > b->cap) {
         b->cap = (b->len + n) * 2 + 4096;
-        b->p = realloc(b->p, b->cap);
+        b->p = xt_mem_realloc(b->p, b->cap);
     }
     memcpy(b->p + b->len, p, n);
     b->len += n;
@@ -74,8 +76,8 @@ static uint32_t strmap_get(strmap *m, const char *key, uint32_t val, int *insert
 {
     if (m->n * 2 >= m->cap) {
         size_t ncap = m->cap ? m->cap * 2 : 1024;
-        char **nk = calloc(ncap, sizeof *nk);
-        uint32_t *nv = calloc(ncap, sizeof *nv);
+        char **nk = xt_mem_calloc(ncap, sizeof *nk);
+        uint32_t *nv = xt_mem_calloc(ncap, sizeof *nv);
         for (size_t i = 0; i < m->cap; i++) {
             if (!m->keys[i]) continue;
             size_t j = fnv(m->keys[i], strlen(m->keys[i])) & (ncap - 1);
@@ -83,8 +85,8 @@ static uint32_t strmap_get(strmap *m, const char *key, uint32_t val, int *insert
             nk[j] = m->keys[i];
             nv[j] = m->vals[i];
         }
-        free(m->keys);
-        free(m->vals);
+        xt_mem_free(m->keys);
+        xt_mem_free(m->vals);
         m->keys = nk;
         m->vals = nv;
         m->cap = ncap;
@@ -97,7 +99,7 @@ static uint32_t strmap_get(strmap *m, const char *key, uint32_t val, int *insert
         }
         j = (j + 1) & (m->cap - 1);
     }
-    m->keys[j] = strdup(key);
+    m->keys[j] = xt_mem_strdup(key);
     m->vals[j] = val;
     m->n++;
     if (inserted) *inserted = 1;
@@ -105,9 +107,9 @@ static uint32_t strmap_get(strmap *m, const char *key, uint32_t val, int *insert
 }
 static void strmap_free(strmap *m)
 {
-    for (size_t i = 0; i < m->cap; i++) free(m->keys[i]);
-    free(m->keys);
-    free(m->vals);
+    for (size_t i = 0; i < m->cap; i++) xt_mem_free(m->keys[i]);
+    xt_mem_free(m->keys);
+    xt_mem_free(m->vals);
 }
 
 /* ---------------------------------------------------------------- deserialised process description */
@@ -178,9 +180,9 @@ static char *get_str(rd_t *r)
     uint32_t n = get_u32(r);
     if (r->bad || (size_t)(r->end - r->p) < n) {
         r->bad = 1;
-        return strdup("");
+        return xt_mem_strdup("");
     }
-    char *s = malloc(n + 1);
+    char *s = xt_mem_alloc(n + 1);
     memcpy(s, r->p, n);
     s[n] = 0;
     r->p += n;
@@ -206,7 +208,7 @@ static int deserialize(proc_t *pr, const void *data, size_t len)
     pr->clock = get_str(&r);
     pr->nreg = get_u32(&r);
     if (r.bad) return -1;
-    pr->reg = calloc(pr->nreg + 1, sizeof *pr->reg);
+    pr->reg = xt_mem_calloc(pr->nreg + 1, sizeof *pr->reg);
     for (uint32_t i = 0; i < pr->nreg && !r.bad; i++) {
         pr->reg[i].name = get_str(&r);
         pr->reg[i].file = get_str(&r);
@@ -217,7 +219,7 @@ static int deserialize(proc_t *pr, const void *data, size_t len)
     }
     pr->ncomm = get_u32(&r);
     if (r.bad) return -1;
-    pr->comm = calloc(pr->ncomm + 1, sizeof *pr->comm);
+    pr->comm = xt_mem_calloc(pr->ncomm + 1, sizeof *pr->comm);
     for (uint32_t i = 0; i < pr->ncomm && !r.bad; i++) {
         comm_t *c = &pr->comm[i];
         c->leader = get_u32(&r);
@@ -225,30 +227,30 @@ static int deserialize(proc_t *pr, const void *data, size_t len)
         c->parent = get_u32(&r);
         c->size = get_u32(&r);
         if (r.bad || (size_t)(r.end - r.p) < (size_t)c->size * 4) return -1;
-        c->members = malloc((c->size + 1) * 4);
+        c->members = xt_mem_alloc((c->size + 1) * 4);
         get(&r, c->members, (size_t)c->size * 4);
         c->name = get_str(&r);
     }
     pr->nlock = get_u32(&r);
     if (r.bad) return -1;
-    pr->lock = calloc(pr->nlock + 1, sizeof *pr->lock);
+    pr->lock = xt_mem_calloc(pr->nlock + 1, sizeof *pr->lock);
     for (uint32_t i = 0; i < pr->nlock && !r.bad; i++) {
         get(&r, &pr->lock[i].kind, 1);
         pr->lock[i].name = get_str(&r);
     }
-    pr->nev = calloc(pr->nthreads + 1, sizeof *pr->nev);
+    pr->nev = xt_mem_calloc(pr->nthreads + 1, sizeof *pr->nev);
     for (uint32_t i = 0; i < pr->nthreads; i++) pr->nev[i] = get_u64(&r);
     return r.bad ? -1 : 0;
 }
 
 static void proc_free(proc_t *pr)
 {
-    for (uint32_t i = 0; i < pr->nreg; i++) free(pr->reg[i].name), free(pr->reg[i].file);
-    for (uint32_t i = 0; i < pr->ncomm; i++) free(pr->comm[i].members), free(pr->comm[i].name);
-    for (uint32_t i = 0; i < pr->nlock; i++) free(pr->lock[i].name);
-    free(pr->reg), free(pr->comm), free(pr->lock), free(pr->nev);
-    free(pr->reg_map), free(pr->comm_map), free(pr->lock_map);
-    free(pr->host), free(pr->mpilib), free(pr->clock);
+    for (uint32_t i = 0; i < pr->nreg; i++) xt_mem_free(pr->reg[i].name), xt_mem_free(pr->reg[i].file);
+    for (uint32_t i = 0; i < pr->ncomm; i++) xt_mem_free(pr->comm[i].members), xt_mem_free(pr->comm[i].name);
+    for (uint32_t i = 0; i < pr->nlock; i++) xt_mem_free(pr->lock[i].name);
+    xt_mem_free(pr->reg), xt_mem_free(pr->comm), xt_mem_free(pr->lock), xt_mem_free(pr->nev);
+    xt_mem_free(pr->reg_map), xt_mem_free(pr->comm_map), xt_mem_free(pr->lock_map);
+    xt_mem_free(pr->host), xt_mem_free(pr->mpilib), xt_mem_free(pr->clock);
 }
 
 /* ---------------------------------------------------------------- definition records */
@@ -275,11 +277,11 @@ static uint32_t def_string(defs_t *d, const char *s)
     if (ins) {
         d->n_strings++;
         size_t n = strlen(s);
-        char *body = malloc(4 + n);
+        char *body = xt_mem_alloc(4 + n);
         memcpy(body, &id, 4);
         memcpy(body + 4, s, n);
         def_record(d, ELG_DEF_STRING, body, (uint32_t)(4 + n));
-        free(body);
+        xt_mem_free(body);
     }
     return id;
 }
@@ -308,19 +310,40 @@ typedef struct {
 
 /* ---------------------------------------------------------------- output file */
 typedef struct {
-    FILE *f;
+    int fd;
+    char *wb; /* write buffer (plain write(2), no stdio: this also runs in a signal handler) */
+    size_t wn;
     uint64_t pos;
     int err;
     /* index entries */
     buf_t index;
     uint32_t n_index;
 } out_t;
+#define OUT_BUFFER (1u << 22)
+
+static void out_flush(out_t *o)
+{
+    const char *c = o->wb;
+    size_t len = o->wn;
+    while (len && !o->err) {
+        ssize_t k = write(o->fd, c, len);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) o->err = k < 0 ? errno : EIO;
+        else c += k, len -= (size_t)k;
+    }
+    o->wn = 0;
+}
 
 static void out_write(out_t *o, const void *p, size_t n)
 {
-    if (o->err) return;
-    if (fwrite(p, 1, n, o->f) != n) o->err = errno ? errno : EIO;
     o->pos += n;
+    const char *c = p;
+    while (n && !o->err) {
+        size_t room = OUT_BUFFER - o->wn, k = n < room ? n : room;
+        memcpy(o->wb + o->wn, c, k);
+        o->wn += k, c += k, n -= k;
+        if (o->wn == OUT_BUFFER) out_flush(o);
+    }
 }
 
 static void write_block(out_t *o, uint16_t kind, uint32_t location, const void *payload, uint64_t len, uint32_t count,
@@ -396,7 +419,7 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
                    void *ctx, int finished)
 {
     crc_init();
-    proc_t *procs = calloc((size_t)nprocs, sizeof *procs);
+    proc_t *procs = xt_mem_calloc((size_t)nprocs, sizeof *procs);
     for (int p = 0; p < nprocs; p++) {
         if (deserialize(&procs[p], serialized[p], lens[p]) != 0) {
             xt_warn("internal error: definitions of process %d are corrupt; no trace written", p);
@@ -411,7 +434,7 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
     uint32_t n_files = 0, n_regs = 0, n_comms = 0, n_groups = 0, n_locks = 0, loc = 0;
     for (int p = 0; p < nprocs; p++) {
         proc_t *pr = &procs[p];
-        pr->reg_map = malloc((pr->nreg + 1) * 4);
+        pr->reg_map = xt_mem_alloc((pr->nreg + 1) * 4);
         for (uint32_t i = 0; i < pr->nreg; i++) {
             reg_t *r = &pr->reg[i];
             uint32_t file_id = ELG_NO_ID;
@@ -466,7 +489,7 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
     /* communicators: unified by their creation key; groups by member list */
     for (int p = 0; p < nprocs; p++) {
         proc_t *pr = &procs[p];
-        pr->comm_map = malloc((pr->ncomm + 1) * 4);
+        pr->comm_map = xt_mem_alloc((pr->ncomm + 1) * 4);
         for (uint32_t i = 0; i < pr->ncomm; i++) {
             comm_t *c = &pr->comm[i];
             char key[64];
@@ -484,7 +507,7 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
             }
             put(&gk, "", 1);
             uint32_t gid_group = strmap_get(&groups, gk.p, n_groups, &ins);
-            free(gk.p);
+            xt_mem_free(gk.p);
             if (ins) {
                 n_groups++;
                 buf_t gb = {0};
@@ -492,7 +515,7 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
                 put_u32(&gb, c->size);
                 put(&gb, c->members, (size_t)c->size * 4);
                 def_record(&d, ELG_DEF_GROUP, gb.p, (uint32_t)gb.len);
-                free(gb.p);
+                xt_mem_free(gb.p);
             }
             uint32_t parent = c->parent < i ? pr->comm_map[c->parent] : ELG_NO_ID;
             uint32_t cb[4] = {gid, gid_group, def_string(&d, c->name), parent};
@@ -502,7 +525,7 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
     /* locks belong to one process each */
     for (int p = 0; p < nprocs; p++) {
         proc_t *pr = &procs[p];
-        pr->lock_map = malloc((pr->nlock + 1) * 4);
+        pr->lock_map = xt_mem_alloc((pr->nlock + 1) * 4);
         for (uint32_t i = 0; i < pr->nlock; i++) {
             char name[128];
             if (nprocs > 1) snprintf(name, sizeof name, "%s (rank %u)", pr->lock[i].name, pr->rank);
@@ -542,9 +565,10 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
         ab[1] = def_string(&d, val);
         def_record(&d, ELG_DEF_ATTRIBUTE, ab, 8);
         char cmd[4096];
-        FILE *cf = fopen("/proc/self/cmdline", "r");
-        size_t k = cf ? fread(cmd, 1, sizeof cmd - 1, cf) : 0;
-        if (cf) fclose(cf);
+        int cf = open("/proc/self/cmdline", O_RDONLY);
+        ssize_t got = cf >= 0 ? read(cf, cmd, sizeof cmd - 1) : 0;
+        if (cf >= 0) close(cf);
+        size_t k = got > 0 ? (size_t)got : 0;
         cmd[k] = 0;
         for (size_t i = 0; i + 1 < k; i++)
             if (!cmd[i]) cmd[i] = ' ';
@@ -554,12 +578,13 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
     }
 
     out_t o = {0};
-    o.f = fopen(path, "wb");
-    if (!o.f) {
-        xt_warn("cannot write the trace %s: %s", path, strerror(errno));
+    o.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    o.wb = xt_mem_alloc(OUT_BUFFER);
+    if (o.fd < 0 || !o.wb) {
+        xt_warn("cannot write the trace %s: %s", path, strerror(o.fd < 0 ? errno : ENOMEM));
+        if (o.fd >= 0) close(o.fd);
         return -1;
     }
-    setvbuf(o.f, NULL, _IOFBF, 1 << 22);
     unsigned char hdr[ELG_FILE_HEADER_SIZE] = {0};
     memcpy(hdr, ELG_MAGIC, 8);
     hdr[8] = ELG_BYTE_ORDER_LITTLE;
@@ -572,7 +597,7 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
     out_write(&o, hdr, sizeof hdr);
     write_block(&o, ELG_BLOCK_DEFINITIONS, ELG_NO_ID, d.b.p, d.b.len, d.count, 0, 0, 1);
 
-    elg_event *chunk = malloc((size_t)XT_CHUNK_EVENTS * sizeof(elg_event));
+    elg_event *chunk = xt_mem_alloc((size_t)XT_CHUNK_EVENTS * sizeof(elg_event));
     uint64_t total = 0;
     for (int p = 0; p < nprocs; p++) {
         proc_t *pr = &procs[p];
@@ -598,28 +623,29 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
             }
         }
     }
-    free(chunk);
+    xt_mem_free(chunk);
     uint64_t index_at = o.pos;
     write_block(&o, ELG_BLOCK_INDEX, ELG_NO_ID, o.index.p, o.index.len, o.n_index, 0, 0, 0);
     out_write(&o, &index_at, 8);
     out_write(&o, ELG_TRAILER_MAGIC, 8);
-    if (!o.err && fflush(o.f) != 0) o.err = errno;
+    out_flush(&o);
     if (finished && !o.err) { /* set FINISHED and re-checksum the header, now that the last byte is out */
         hdr[9] = ELG_FLAG_FINISHED;
         header_crc = crc32_update(0, hdr, ELG_HEADER_CRC_OFFSET);
         memcpy(hdr + ELG_HEADER_CRC_OFFSET, &header_crc, 4);
-        if (fseek(o.f, 0, SEEK_SET) != 0 || fwrite(hdr, 1, sizeof hdr, o.f) != sizeof hdr) o.err = errno;
+        if (pwrite(o.fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr) o.err = errno ? errno : EIO;
     }
-    if (fclose(o.f) != 0 && !o.err) o.err = errno;
+    if (close(o.fd) != 0 && !o.err) o.err = errno;
+    xt_mem_free(o.wb);
     if (o.err) xt_warn("writing the trace %s failed: %s", path, strerror(o.err));
     else if (xt_cfg.verbose)
         xt_warn("wrote %s: %d process(es), %u location(s), %llu events%s", path, nprocs, loc,
                 (unsigned long long)total, finished ? "" : " (incomplete)");
-    free(o.index.p);
-    free(d.b.p);
+    xt_mem_free(o.index.p);
+    xt_mem_free(d.b.p);
     strmap_free(&d.strings), strmap_free(&files), strmap_free(&regs), strmap_free(&comm_keys);
     strmap_free(&groups), strmap_free(&nodes);
     for (int p = 0; p < nprocs; p++) proc_free(&procs[p]);
-    free(procs);
+    xt_mem_free(procs);
     return o.err ? -1 : 0;
 }

@@ -187,6 +187,15 @@ XT_HIDDEN int xt_filter_excluded(uintptr_t fn);
 XT_HIDDEN void xt_init(void);
 XT_HIDDEN double xt_mono0(void);      /* CLOCK_MONOTONIC seconds at local time 0 */
 XT_HIDDEN void xt_mark_written(void); /* the trace was written elsewhere (MPI merge): skip the exit path */
+/* crash path (sigsafe.c): allocation that works inside a signal handler once xt_sigsafe_enter() ran */
+XT_HIDDEN void xt_sigsafe_init(void);
+XT_HIDDEN int xt_sigsafe_enter(void);
+XT_HIDDEN void *xt_mem_alloc(size_t n);
+XT_HIDDEN void *xt_mem_calloc(size_t k, size_t n);
+XT_HIDDEN void *xt_mem_realloc(void *p, size_t n);
+XT_HIDDEN void xt_mem_free(void *p);
+XT_HIDDEN char *xt_mem_strdup(const char *s);
+XT_HIDDEN void xt_sigsafe_message(const char *a, long number, const char *b);
 #define XT_CHUNK_EVENTS (1u << 18)    /* events per EVENTS block and per transfer message (10 MiB) */
 
 #endif
