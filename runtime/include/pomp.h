@@ -33,6 +33,13 @@ struct ompregdescr {
     struct ompregdescr *next;
 };
 
+/* the instrumenter's descriptors may be unused (a construct in an #if 0 block) */
+#if defined(__GNUC__)
+#define POMP_DESCRIPTOR __attribute__((unused))
+#else
+#define POMP_DESCRIPTOR
+#endif
+
 /* parallel regions (fork/join on the encountering thread, begin/end on every team member) */
 void POMP_Parallel_fork(struct ompregdescr *d);
 void POMP_Parallel_begin(struct ompregdescr *d);

@@ -250,6 +250,9 @@ _DIRECTIVE_WORDS = {
     "allocate", "data", "enter", "exit", "update", "reduction", "mapper", "variant", "metadirective",
     "interop", "dispatch", "assume", "assumes", "begin", "end", "inst", "noinstrument", "instrument",
 }
+# words that end a directive name
+_LAST_WORDS = {"atomic", "critical", "barrier", "flush", "single", "master", "masked", "section", "sections",
+               "taskwait", "taskyield", "workshare", "threadprivate"}
 # directives with no structured block
 _STANDALONE = {
     "barrier", "flush", "taskwait", "taskyield", "threadprivate", "cancel", "cancellation point", "scan",
@@ -333,6 +336,11 @@ def parse_directive(tok: Token, path: str) -> Directive | None:
     sentinel, rest = m.group(1), m.group(2).strip()
     items = _split_items(rest, path, tok.line)
     words, name_arg, k = [], None, 0
+    if items and items[0][0] == "inst":  # inst init|finalize|on|off|begin(name)|end(name)
+        if len(items) < 2:
+            raise InstrumentError(path, tok.line, f"'#pragma {sentinel} inst' needs init, finalize, on, off, "
+                                  "begin(name) or end(name)")
+        return Directive(sentinel, f"inst {items[1][0]}", items[1][1], [Clause(w, a) for w, a in items[2:]])
     while k < len(items):
         word, arg = items[k]
         if word not in _DIRECTIVE_WORDS:
@@ -347,7 +355,7 @@ def parse_directive(tok: Token, path: str) -> Directive | None:
         if arg is not None:
             name_arg = arg
             break
-        if words[0] == "inst" and len(words) == 2:
+        if word in _LAST_WORDS:  # "atomic update": the rest are clauses
             break
     if not words:
         raise InstrumentError(path, tok.line, f"unknown {sentinel} directive: {rest!r}")
@@ -596,7 +604,7 @@ class _Instrumenter:
                 enabled = d.name == "instrument"
                 self.replace(t, "")
                 continue
-            if d.name == "inst":
+            if d.name.startswith("inst"):
                 self.user_directive(i, d, open_regions, enabled)
                 continue
             if d.sentinel != "omp" or not enabled:
@@ -838,9 +846,9 @@ class _Instrumenter:
         fname = _c_string(self.path)
         out = [f"#include <pomp.h>\n"]
         for dsc in self.descriptors:
-            out.append(f"static struct ompregdescr {dsc.var} = {{{_c_string(dsc.name)}, {_c_string(dsc.sub_name)}, "
+            out.append(f"static POMP_DESCRIPTOR struct ompregdescr {dsc.var} = {{{_c_string(dsc.name)}, {_c_string(dsc.sub_name)}, "
                        f"{dsc.num_sections}, {fname}, {dsc.begin_line1}, {dsc.begin_lineN}, {dsc.end_line1}, "
-                       f"{dsc.end_lineN}}};\n")
+                       f"{dsc.end_lineN}, {{0, 0, 0, 0}}, 0}};\n")
         out.append(f"#line 1 {fname}\n")
         edits = sorted(self.edits, key=_Edit.key)
         pos = 0
