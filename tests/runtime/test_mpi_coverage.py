@@ -170,3 +170,29 @@ def test_rank_dying_leaves_readable_incomplete_traces(runtime_built, tmp_path, m
         assert depth == 0
         sends = [e for e in ev if e[0] == E.MPI_SEND]
         assert [(s[2], s[4], s[5]) for s in sends] == [((rank + 1) % 3, 1, 4)]
+
+
+# ---------------------------------------------------------------- clock synchronisation
+@pytest.mark.parametrize("node_size", [None, 2])
+def test_clock_offsets_hierarchical(runtime_built, tmp_path, node_size):
+    """On one host every clock is the same, so a rank's offset to rank 0 is just the difference of their
+    start times, which the CLOCK definitions give exactly with EXPERT_CLOCK=monotonic (origin = start in ns).
+    With pseudo-nodes of 2 ranks, rank 2 is a node master that measures its clock by ping-pong: its offset
+    may then be off by the shortest round trip's asymmetry, never more than a few milliseconds here."""
+    need("mpicc.openmpi")
+    env = dict(MPI_ENV, EXPERT_CLOCK="monotonic")
+    if node_size:
+        env["EXPERT_SYNC_NODE_SIZE"] = str(node_size)
+    run(["mpicc.openmpi", "-g", str(SAMPLES / "nonblocking.c"), "-o", "nb"], cwd=tmp_path)
+    run(["mpirun.openmpi", "-np", "3", str(EXPERT_RUN), "-o", "nb.elg", "./nb"], cwd=tmp_path, env=env)
+    trace = tracefmt.open(str(tmp_path / "nb.elg"))
+    assert_valid(trace)
+    clocks, offsets = trace.defs.clocks, trace.defs.offsets
+    assert all(clocks[r].ticks_per_second == 1e9 for r in range(3))
+    for rank in range(3):
+        start_difference = (clocks[rank].origin - clocks[0].origin) / 1e9
+        assert len(offsets[rank]) == 2  # at MPI_Init and MPI_Finalize
+        measured_by_ping_pong = node_size == 2 and rank == 2
+        for off in offsets[rank]:
+            assert off.local_time > 0
+            assert abs(off.offset - start_difference) < (5e-3 if measured_by_ping_pong else 1e-5)
