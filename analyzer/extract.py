@@ -17,6 +17,7 @@ import numpy as np
 
 from tracefmt.layout import NO_ID, EventType as E, Role
 
+from .kernels.summary import positions_by_type
 from .kernels.walk import pair_locks, pair_requests
 
 
@@ -66,21 +67,24 @@ def extract_location(loc: int, rank: int, etype, ea, eb, ec, ed, ee, flags, time
                      region_role) -> dict[str, dict[str, np.ndarray]]:
     """Table fragments of one location (see module docstring)."""
     out: dict[str, dict[str, np.ndarray]] = {}
-    n_ev = len(etype)
-    pos = np.arange(n_ev, dtype=np.int64)
+    # one counting pass; every kind of event below is a slice of positions, never a full-array test
+    start, by_type = positions_by_type(np.ascontiguousarray(etype, np.uint8))
+
+    def of(t):
+        return by_type[start[t]:start[t + 1]]
+
+    def merged(*types):
+        return np.sort(np.concatenate([of(t) for t in types]))
 
     # ---- point-to-point: sends and their completion -----------------------
-    is_send = etype == E.MPI_SEND
-    is_scomp = etype == E.MPI_SEND_COMPLETE
-    is_cancel = etype == E.MPI_REQUEST_CANCELLED
-    s_idx = np.flatnonzero(is_send)
+    s_idx = of(E.MPI_SEND)
     s_req = _i(ee[s_idx])
     sendc_call = ev_call[s_idx].astype(np.int64)
     cancelled_send = np.zeros(len(s_idx), bool)
     nb = np.flatnonzero(s_req != 0)
     if len(nb):
-        cand = np.flatnonzero((is_send & (_i(ee) != 0)) | is_scomp | is_cancel)
-        partner = pair_requests(_i(ee[cand]), is_send[cand])
+        cand = np.sort(np.concatenate([s_idx[nb], of(E.MPI_SEND_COMPLETE), of(E.MPI_REQUEST_CANCELLED)]))
+        partner = pair_requests(_i(ee[cand]), etype[cand] == E.MPI_SEND)
         where_in_cand = np.searchsorted(cand, s_idx[nb])
         p = partner[where_in_cand]
         has = p >= 0
@@ -106,16 +110,14 @@ def extract_location(loc: int, rank: int, etype, ea, eb, ec, ed, ee, flags, time
     out["sends"] = send
 
     # ---- point-to-point: receives and their posting -----------------------
-    is_recv = etype == E.MPI_RECV
-    is_rreq = etype == E.MPI_RECV_REQUEST
-    r_idx = np.flatnonzero(is_recv)
+    r_idx = of(E.MPI_RECV)
     r_req = _i(ee[r_idx])
     post_ev = r_idx.copy()
     cancelled_recv = np.zeros(len(r_idx), bool)
     nb = np.flatnonzero(r_req != 0)
     if len(nb):
-        cand = np.flatnonzero(is_rreq | (is_recv & (_i(ee) != 0)))
-        partner = pair_requests(_i(ee[cand]), is_rreq[cand])
+        cand = np.sort(np.concatenate([of(E.MPI_RECV_REQUEST), r_idx[nb]]))
+        partner = pair_requests(_i(ee[cand]), etype[cand] == E.MPI_RECV_REQUEST)
         p = partner[np.searchsorted(cand, r_idx[nb])]
         post_ev[nb] = np.where(p >= 0, cand[np.maximum(p, 0)], r_idx[nb])
     # cancelled receive requests never produce an MPI_RECV: nothing to drop here
@@ -141,7 +143,7 @@ def extract_location(loc: int, rank: int, etype, ea, eb, ec, ed, ee, flags, time
     out["recvs"] = recv
 
     # ---- MPI collectives ----------------------------------------------------
-    c_idx = np.flatnonzero(etype == E.MPI_COLLEXIT)
+    c_idx = of(E.MPI_COLLEXIT)
     coll = {
         "loc": np.full(len(c_idx), loc, np.int32),
         "rank": np.full(len(c_idx), rank, np.int32),
@@ -156,7 +158,7 @@ def extract_location(loc: int, rank: int, etype, ea, eb, ec, ed, ee, flags, time
     out["collectives"] = coll
 
     # ---- OpenMP fork / join (master side) -----------------------------------
-    f_idx = np.flatnonzero(etype == E.OMP_FORK)
+    f_idx = of(E.OMP_FORK)
     f_call = ev_call[f_idx].astype(np.int64)
     in_call = f_call >= 0
     fc = np.maximum(f_call, 0)
@@ -169,19 +171,22 @@ def extract_location(loc: int, rank: int, etype, ea, eb, ec, ed, ee, flags, time
         "fork_node": np.where(in_call, calls.node[fc] if len(calls.node) else 0, 0).astype(np.int64),
         "parent_team_id": np.where(in_call, calls.team[fc] if len(calls.team) else -1, -1).astype(np.int64),
     }
-    j_idx = np.flatnonzero(etype == E.OMP_JOIN)
+    j_idx = of(E.OMP_JOIN)
     out["joins"] = {"team_id": _i(ea[j_idx]), "join_time": time[j_idx], "loc": np.full(len(j_idx), loc, np.int32)}
 
     # ---- OpenMP team members (every thread's parallel region) ---------------
-    is_enter = etype == E.ENTER
-    enter_calls = ev_call[is_enter].astype(np.int64)
-    e_pos = np.flatnonzero(is_enter)
-    reg = _i(ea[e_pos])
-    par = (region_role[reg] == Role.OMP_PARALLEL) & (_i(ec[e_pos]) != NO_ID)
-    pcalls = enter_calls[par]
-    tn = _i(ed[e_pos[par]])
+    # parallel-region ENTERs that name a team: found among the calls (one per ENTER), then their events
+    if len(calls.node):
+        cand_calls = np.flatnonzero(region_role[calls.region] == Role.OMP_PARALLEL)
+    else:
+        cand_calls = np.zeros(0, np.int64)
+    e_pos = of(E.ENTER)[cand_calls]  # the k-th call is opened by the k-th ENTER
+    keep_par = ec[e_pos] != NO_ID
+    pcalls = cand_calls[keep_par]
+    p_pos = e_pos[keep_par]
+    tn = _i(ed[p_pos])
     out["members"] = {
-        "team_id": _i(ec[e_pos[par]]),
+        "team_id": _i(ec[p_pos]),
         "loc": np.full(len(pcalls), loc, np.int32),
         "thread_num": np.where(tn == NO_ID, 0, tn).astype(np.int32),
         "enter": calls.enter[pcalls],
@@ -209,7 +214,7 @@ def extract_location(loc: int, rank: int, etype, ea, eb, ec, ed, ee, flags, time
     }
 
     # ---- locks ----------------------------------------------------------------
-    l_idx = np.flatnonzero((etype == E.OMP_ACQUIRE_LOCK) | (etype == E.OMP_RELEASE_LOCK))
+    l_idx = merged(E.OMP_ACQUIRE_LOCK, E.OMP_RELEASE_LOCK)
     acq = etype[l_idx] == E.OMP_ACQUIRE_LOCK
     partner = pair_locks(_i(ea[l_idx]), acq)
     a_pos = np.flatnonzero(acq)

@@ -230,3 +230,31 @@ def _walk(events, role, process, fork_path, loc):
     for j in stack:
         calls[j]["exit"] = events[-1][7]
     return calls
+
+
+def call_summary_reference(call_node, call_enter, call_exit, call_parent):
+    """Slow counterpart of ``kernels.summary.call_summary``: a dict per node, then sorted."""
+    visits: dict[int, int] = {}
+    incl: dict[int, float] = {}
+    child: dict[int, float] = {}
+    for i in range(len(call_node)):
+        node = int(call_node[i])
+        d = float(call_exit[i]) - float(call_enter[i])
+        visits[node] = visits.get(node, 0) + 1
+        incl[node] = incl.get(node, 0.0) + d
+    for i in range(len(call_node)):
+        p = int(call_parent[i])
+        if p >= 0:
+            parent_node = int(call_node[p])
+            child[parent_node] = child.get(parent_node, 0.0) + (float(call_exit[i]) - float(call_enter[i]))
+    nodes = sorted(visits)
+    return (nodes, [visits[b] for b in nodes], [incl[b] for b in nodes],
+            [incl[b] - child.get(b, 0.0) for b in nodes])
+
+
+def positions_by_type_reference(etype):
+    """Slow counterpart of ``kernels.summary.positions_by_type``: type -> list of positions."""
+    out: dict[int, list[int]] = {}
+    for i, t in enumerate(etype):
+        out.setdefault(int(t), []).append(i)
+    return out

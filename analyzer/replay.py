@@ -36,6 +36,7 @@ from .calltree import SYNTHETIC_ROOT_NAME, CallTreeBuilder
 from .context import AnalysisContext
 from .extract import Calls, extract_location
 from .kernels import walk as K
+from .kernels.summary import call_summary
 from .matching import build_collectives, build_locks, build_messages, build_omp, concat, remap_cnodes
 
 ALL_TABLES = ("messages", "collectives", "omp_teams", "omp_team_members", "omp_barriers", "locks")
@@ -188,7 +189,7 @@ def _walk_process(trace, proc, pending, role, names, path, share, progress):
                           exit=call_exit[:nc], parent=call_parent[:nc], team=call_team[:nc])
             fr = extract_location(loc, proc, etype, ea, np.asarray(ev.b), ec, ed, np.asarray(ev.e),
                                   np.asarray(ev.flags), time, ev_call, calls, role)
-            share.done[loc] = (_summarize(calls), fr, problems)
+            share.done[loc] = (_summarize(calls, tree.n_nodes), fr, problems)
             # publish this location's forks so its team's workers can be walked
             f = fr["forks"]
             if len(f["team_id"]):
@@ -361,16 +362,6 @@ def _team_arrays(tm: dict[int, int]):
     return keys[o], vals[o]
 
 
-def _summarize(calls: Calls):
+def _summarize(calls: Calls, n_nodes: int):
     """Visits, inclusive and exclusive time per builder node of one location."""
-    if len(calls.node) == 0:
-        z = np.zeros(0)
-        return np.zeros(0, np.int64), z.astype(np.int64), z, z
-    nodes, inv = np.unique(calls.node, return_inverse=True)
-    dur = calls.exit - calls.enter
-    visits = np.bincount(inv, minlength=len(nodes)).astype(np.int64)
-    inc = np.bincount(inv, weights=dur, minlength=len(nodes))
-    has_parent = calls.parent >= 0
-    child_of = inv[calls.parent[has_parent]]
-    exc = inc - np.bincount(child_of, weights=dur[has_parent], minlength=len(nodes))
-    return nodes.astype(np.int64), visits, inc, exc
+    return call_summary(calls.node, calls.enter, calls.exit, calls.parent, n_nodes)

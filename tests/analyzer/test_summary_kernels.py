@@ -1,0 +1,56 @@
+"""kernels.summary against the slow references in analyzer.reference, on random and hand-built inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from analyzer.kernels.summary import call_summary, positions_by_type
+from analyzer.reference import call_summary_reference, positions_by_type_reference
+
+
+def _random_calls(rng, n_calls, n_nodes):
+    """A random well-nested call sequence: each call's parent is an earlier still-open call."""
+    node = rng.integers(1, n_nodes, n_calls).astype(np.int32)
+    enter = np.sort(rng.random(n_calls))
+    exit_ = enter + rng.random(n_calls) * 0.1
+    parent = np.array([-1] + [int(rng.integers(-1, i)) for i in range(1, n_calls)], np.int32)
+    return node, enter, exit_, parent
+
+
+def test_call_summary_by_hand():
+    # call 0: node 1 [0, 10]; call 1: node 2 [1, 4] child of 0; call 2: node 2 [5, 6] child of 0
+    node = np.array([1, 2, 2], np.int32)
+    enter = np.array([0.0, 1.0, 5.0])
+    exit_ = np.array([10.0, 4.0, 6.0])
+    parent = np.array([-1, 0, 0], np.int32)
+    nodes, v, inc, exc = call_summary(node, enter, exit_, parent, 4)
+    assert nodes.tolist() == [1, 2] and v.tolist() == [1, 2]
+    assert inc.tolist() == [10.0, 4.0] and exc.tolist() == [6.0, 4.0]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_call_summary_matches_reference(seed):
+    rng = np.random.default_rng(seed)
+    node, enter, exit_, parent = _random_calls(rng, 300, 12)
+    got = call_summary(node, enter, exit_, parent, 12)
+    want = call_summary_reference(node, enter, exit_, parent)
+    assert got[0].tolist() == want[0] and got[1].tolist() == want[1]
+    assert got[2].tolist() == want[2] and got[3].tolist() == want[3]  # same summation order: exact
+
+
+def test_call_summary_empty():
+    z = np.zeros(0)
+    nodes, v, inc, exc = call_summary(np.zeros(0, np.int32), z, z, np.zeros(0, np.int32), 5)
+    assert len(nodes) == len(v) == len(inc) == len(exc) == 0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_positions_by_type_matches_reference(seed):
+    rng = np.random.default_rng(seed)
+    etype = rng.choice(np.array([1, 2, 3, 4, 8, 13, 14, 20, 255], np.uint8), 500)
+    start, pos = positions_by_type(etype)
+    want = positions_by_type_reference(etype)
+    for t in range(256):
+        assert pos[start[t]:start[t + 1]].tolist() == want.get(t, [])
+    assert start[256] == len(etype)
