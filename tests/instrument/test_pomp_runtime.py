@@ -237,3 +237,19 @@ def test_mpi_wrapper_links_the_matching_runtime(runtime_built, tmp_path, wrapper
     assert f"libexpert-{flavour}.so" in deps
     assert "libgomp" in deps and "libomp.so" not in deps
     assert shutil.which(wrapper)
+
+
+def test_hybrid_program_built_with_expert_cc_runs_traced(runtime_built, tmp_path):
+    need("mpicc.openmpi")
+    need("mpirun.openmpi")
+    run([EXPERT_CC, "mpicc.openmpi", "-fopenmp", "-O1", ROOT / "samples" / "runtime" / "hybrid.c", "-o", "hybrid"],
+        cwd=tmp_path)
+    env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMP_NUM_THREADS": "2", "EXPERT_TRACE_FILE": "h.elg"}
+    run(["mpirun.openmpi", "-np", "2", "./hybrid"], cwd=tmp_path, env=env)
+    trace = tracefmt.open(str(tmp_path / "h.elg"))
+    assert_valid(trace)
+    assert sorted({loc.process for loc in trace.defs.locations.values()}) == [0, 1]
+    names = {r.name for r in trace.defs.regions.values()}
+    assert "MPI_Allreduce" in names
+    assert any(n.startswith("!$omp parallel @hybrid.c:") for n in names)
