@@ -9,7 +9,12 @@ prints a table: events, trace size, wall time, events/s, peak RSS, peak RSS
 over trace size.
 
     python -m benchmarks analysis [--sizes 1e6,1e7] [--ranks 4] [--threads 4] [--dir bench-out]
+                                  [--jobs 1,2] [--mpi 2,3] [--phases]
 
+``--jobs``: the -j values to measure (threads in one process); ``--mpi``:
+analysis rank counts run under ``mpiexec`` (``analyze(comm=...)``, needs
+mpi4py and Open MPI); ``--phases``: also time read / replay / patterns /
+cube writing separately.  Peak RSS under MPI is the largest rank's.
 10^8 events is opt-in (``--sizes 1e8``: about 4 GB of trace).
 """
 
@@ -157,32 +162,85 @@ def build_trace(path: str, n_events: int, n_ranks: int = 4, n_threads: int = 4) 
     return total
 
 
-def _measure(path: str) -> dict:
-    """Run one analysis in a fresh single-threaded interpreter; returns its timings and peak RSS."""
-    code = (
-        "import json, resource, time, sys\n"
-        "t0 = time.perf_counter()\n"
-        "from analyzer.analyze import analyze\n"
-        "import patterns.registry\n"
-        "t1 = time.perf_counter()\n"
-        "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-        "cube = analyze(sys.argv[1], plugins=False)\n"
-        "t2 = time.perf_counter()\n"
-        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-        "print(json.dumps({'import_s': t1 - t0, 'analyze_s': t2 - t1, 'base_kib': base, 'peak_kib': peak,"
-        " 'events': int(cube.attrs['expert-analyze::events']), 'ls': cube.total('mpi_latesender')}))\n"
-    )
+_MEASURE = """
+import json, os, resource, sys, time
+t0 = time.perf_counter()
+from analyzer.analyze import analyze, build_cube, compute_patterns, select_patterns
+from analyzer.replay import replay
+from tracefmt.detect import open_any
+comm = None
+if os.environ.get("BENCH_MPI"):
+    from mpi4py import MPI
+    comm = MPI.COMM_WORLD
+t1 = time.perf_counter()
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+path, jobs, phases = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+if comm is not None:
+    comm.Barrier()
+    t1 = time.perf_counter()
+cube = analyze(path, plugins=False, jobs=jobs, comm=comm)
+t2 = time.perf_counter()
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+if comm is not None:
+    peak = comm.gather(peak, root=0)
+    if comm.rank:
+        sys.exit(0)
+    peak = max(peak)
+out = {"import_s": t1 - t0, "analyze_s": t2 - t1, "base_kib": base, "peak_kib": peak,
+       "events": int(cube.attrs["expert-analyze::events"])}
+if phases:  # the same work again, split into its steps (warm page cache)
+    a = time.perf_counter()
+    trace = open_any(path)
+    for loc in trace.location_ids:
+        trace.events(int(loc))
+    b = time.perf_counter()
+    ctx = replay(trace, jobs=jobs)
+    c = time.perf_counter()
+    pats = select_patterns(None, plugins=False)
+    compute_patterns(ctx, pats)
+    d = time.perf_counter()
+    build_cube(ctx, pats).write_cubex(path + ".bench.cubex")
+    e = time.perf_counter()
+    os.unlink(path + ".bench.cubex")
+    out.update(read_s=b - a, replay_s=c - b, patterns_s=d - c, write_s=e - d)
+print(json.dumps(out))
+"""
+
+
+def _measure(path: str, jobs: int = 1, ranks: int = 0, phases: bool = False) -> dict:
+    """Run one analysis in a fresh interpreter (``ranks`` > 0: under mpiexec); its timings and peak RSS.
+
+    One numba/BLAS thread per process, so ``jobs`` and ``ranks`` are the only parallelism.
+    """
     env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
                MKL_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, env=env, check=True)
+    cmd = [sys.executable, "-c", _MEASURE, path, str(jobs), "1" if phases else "0"]
+    if ranks:
+        import shutil
+
+        mpiexec = shutil.which("mpiexec.openmpi") or shutil.which("mpiexec")
+        if mpiexec is None:
+            raise SystemExit("--ranks-mpi needs mpiexec (Open MPI)")
+        env.update(BENCH_MPI="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   MPI4PY_MPIABI="openmpi", OMPI_MCA_btl="self,vader",
+                   PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        cmd = [mpiexec, "--oversubscribe", "-n", str(ranks), *cmd]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        raise SystemExit(f"benchmark run failed ({' '.join(cmd[:4])} ...):\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks analysis", description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="1e6,1e7", help="comma-separated event counts (default 1e6,1e7)")
-    ap.add_argument("--ranks", type=int, default=4)
-    ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--ranks", type=int, default=4, help="MPI ranks of the generated trace")
+    ap.add_argument("--threads", type=int, default=4, help="OpenMP threads per rank of the generated trace")
+    ap.add_argument("--jobs", default="1", help="comma-separated -j values to measure (default 1)")
+    ap.add_argument("--mpi", default="", help="comma-separated analysis rank counts K to measure under "
+                    "mpiexec (default none)")
+    ap.add_argument("--phases", action="store_true", help="also time read / replay / patterns / write "
+                    "separately (serial runs)")
     ap.add_argument("--dir", default="bench-out", help="where the generated traces are kept")
     args = ap.parse_args(argv)
     os.makedirs(args.dir, exist_ok=True)
@@ -190,6 +248,8 @@ def main(argv=None) -> int:
     from analyzer.warmup import warm
 
     warm()
+    modes = [("serial" if int(j) == 1 else f"-j {int(j)}", int(j), 0) for j in args.jobs.split(",") if j]
+    modes += [(f"mpi K={int(k)}", 1, int(k)) for k in args.mpi.split(",") if k]
     rows = []
     for s in args.sizes.split(","):
         n = int(float(s))
@@ -198,16 +258,25 @@ def main(argv=None) -> int:
             t = time.perf_counter()
             build_trace(path, n, args.ranks, args.threads)
             print(f"[bench] generated {path} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-        m = _measure(path)
         size = os.path.getsize(path)
-        rows.append((m["events"], size, m["analyze_s"], m["events"] / m["analyze_s"], m["peak_kib"] * 1024,
-                     m["base_kib"] * 1024, m["import_s"]))
-    print(f"Analysis benchmark: {args.ranks} ranks x {args.threads} threads, all built-in patterns, one core")
-    print(f"{'events':>12} {'trace MB':>9} {'analyze s':>10} {'Mevents/s':>10} {'peak RSS MB':>12} "
+        for label, jobs, ranks in modes:
+            m = _measure(path, jobs, ranks, phases=args.phases and ranks == 0)
+            rows.append((label, m, size))
+    print(f"Analysis benchmark: {args.ranks} ranks x {args.threads} threads, all built-in patterns")
+    print(f"{'mode':>10} {'events':>12} {'trace MB':>9} {'analyze s':>10} {'Mevents/s':>10} {'peak RSS MB':>12} "
           f"{'base RSS MB':>12} {'peak/trace':>10} {'import s':>9}")
-    for ev, size, sec, rate, peak, base, imp in rows:
-        print(f"{ev:>12,d} {size / 1e6:>9.1f} {sec:>10.2f} {rate / 1e6:>10.2f} {peak / 1e6:>12.0f} "
-              f"{base / 1e6:>12.0f} {peak / size:>10.2f} {imp:>9.2f}")
+    for label, m, size in rows:
+        peak = m["peak_kib"] * 1024
+        print(f"{label:>10} {m['events']:>12,d} {size / 1e6:>9.1f} {m['analyze_s']:>10.2f} "
+              f"{m['events'] / m['analyze_s'] / 1e6:>10.2f} {peak / 1e6:>12.0f} {m['base_kib'] * 1024 / 1e6:>12.0f} "
+              f"{peak / size:>10.2f} {m['import_s']:>9.2f}")
+    ph = [(label, m) for label, m, _ in rows if "read_s" in m]
+    if ph:
+        print("\nWhere the time goes (the same analysis again, step by step; replay includes its own read)")
+        print(f"{'mode':>10} {'events':>12} {'read s':>8} {'replay s':>9} {'patterns s':>11} {'cube+write s':>13}")
+        for label, m in ph:
+            print(f"{label:>10} {m['events']:>12,d} {m['read_s']:>8.2f} {m['replay_s']:>9.2f} "
+                  f"{m['patterns_s']:>11.2f} {m['write_s']:>13.2f}")
     return 0
 
 
