@@ -191,8 +191,8 @@ class OmpSingleSerialization(_Reason):
     parent = "omp_ibarrier_wait"
     display_name = "Serialization in Single"
     description = (
-        "Waiting at the implicit barrier of a single construct while one thread executes the single block: "
-        "min(wait, longest single-block time in the team - own single-block time)."
+        "Waiting at the implicit barrier of a single construct while another thread executes the single block: "
+        "min(wait, single-block time of the whole team - own single-block time)."
     )
     diagnosis = (
         "The other threads idle while one works.  Parallelise the block's work, move it out of the parallel "
@@ -211,9 +211,15 @@ class OmpSingleSerialization(_Reason):
             body = [c for c in ch if roles[c] == Role.OMP_SINGLE_BODY]
             if not body:
                 continue
-            cause = ctx.incl_time[body].sum(axis=0)
-            for b in (c for c in ch if roles[c] == Role.OMP_IMPLICIT_BARRIER):
-                out[b] = _explained(wait[b], cause, ctx, ctx.visits[int(s)] > 0)
+            # each instance has one executor, which may change between instances: a thread can
+            # wait through every block it did not execute itself
+            own = ctx.incl_time[body].sum(axis=0)
+            members = ctx.visits[int(s)] > 0
+            for locs in _processes(ctx):
+                team = locs[members[locs]]
+                others = own[team].sum() - own[team]
+                for b in (c for c in ch if roles[c] == Role.OMP_IMPLICIT_BARRIER):
+                    out[b, team] = np.clip(np.minimum(wait[b, team], others), 0.0, None)
         return out
 
 
