@@ -372,8 +372,12 @@ static void complete(xt_thread *t, uint64_t time, const req_t *q, MPI_Status *st
 static void complete_set(xt_thread *t, uint64_t t0, uint64_t now, const MPI_Request *handles, const int *which,
                          int count, MPI_Status *sts, size_t st_stride)
 {
-    req_t *found = malloc((size_t)(count > 0 ? count : 1) * sizeof *found);
-    int *slot = malloc((size_t)(count > 0 ? count : 1) * sizeof *slot), n_found = 0;
+    req_t found_small[8], *found = found_small; /* most calls complete few requests: no malloc */
+    int slot_small[8], *slot = slot_small, n_found = 0;
+    if (count > 8) {
+        found = malloc((size_t)count * sizeof *found);
+        slot = malloc((size_t)count * sizeof *slot);
+    }
     for (int k = 0; k < count; k++) {
         MPI_Request r = handles[which ? which[k] : k];
         if (r != MPI_REQUEST_NULL && request_find(r, &found[n_found], 1)) slot[n_found++] = k;
@@ -399,7 +403,7 @@ static void complete_set(xt_thread *t, uint64_t t0, uint64_t now, const MPI_Requ
     for (int i = 0; i < n_found; i++)
         if (found[i].kind != XT_REQ_COLL)
             complete(t, now, &found[i], sts ? (MPI_Status *)((char *)sts + slot[i] * st_stride) : NULL);
-    free(found), free(slot);
+    if (found != found_small) free(found), free(slot);
 }
 
 int MPI_Wait(MPI_Request *request, MPI_Status *status)
