@@ -261,6 +261,8 @@ def markdown(rows: list[Row], command: str) -> str:
         pos = row.positive_status
         if p.not_measurable:
             pos += f": {p.not_measurable}"
+        if row.attempts > 1:
+            pos += f" (attempt {row.attempts})"
         team = f"{p.team} {'threads' if p.family == 'omp' else 'ranks'}"
         twin = f"{'pass' if row.twin.ok else 'FAIL'} ({row.twin.found[0]})"
         out.append(f"| `{p.name}` | {team} | {exp} | {found} | {pos} | {twin} |".replace("$", "\\$"))
