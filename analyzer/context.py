@@ -71,6 +71,11 @@ class AnalysisContext:
     problems: list[str] = field(default_factory=list)
     # True when the trace had several roots and a synthetic root was added
     synthetic_root: bool = False
+    # hardware-counter metrics (METRIC definitions + COUNTER events), by metric
+    # name: exclusive counter increments per [C, L] (ACCUMULATED metrics: the
+    # counter's increase inside a call path minus its children's); empty when
+    # the trace has no counters
+    counters: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def n_cnodes(self) -> int:
