@@ -6,7 +6,9 @@
  * compiled with -finstrument-functions.  Every phase starts after an
  * MPI_Barrier, so the ranks enter it together.
  *
- *   usage: hybrid_waits [SCALE]     every designed wait is SCALE x its base value (default 1)
+ *   usage: hybrid_waits [SCALE [LATE_SENDER]]
+ *          SCALE: every designed wait is SCALE x its base value (default 1);
+ *          LATE_SENDER: the late sender's delay in seconds instead (CI examples inject a regression with it)
  *
  * Designed waits (seconds, times SCALE), as expert-analyze should report them:
  *   serial_phase          omp_idle_threads          0.20   each rank, thread 1 (master works alone)
@@ -23,6 +25,7 @@
 #include <time.h>
 
 static double scale = 1.0;
+static double late_sender = -1; /* seconds; < 0: 0.30 x SCALE */
 
 #define PHASE __attribute__((noinline))
 
@@ -41,7 +44,10 @@ PHASE static void late_sender_phase(int rank)
 {
     double buf[512] = {0};
     if (rank == 0) {
-        work(0.30);
+        if (late_sender >= 0)
+            work(late_sender / scale); /* work() multiplies by scale */
+        else
+            work(0.30);
         MPI_Send(buf, 512, MPI_DOUBLE, 1, 42, MPI_COMM_WORLD);
     } else if (rank == 1) {
         MPI_Recv(buf, 512, MPI_DOUBLE, 0, 42, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -86,8 +92,9 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (argc > 1) scale = atof(argv[1]);
+    if (argc > 2) late_sender = atof(argv[2]);
     if (size < 2 || scale <= 0) {
-        if (rank == 0) fprintf(stderr, "usage: mpirun -np 2 hybrid_waits [SCALE > 0]\n");
+        if (rank == 0) fprintf(stderr, "usage: mpirun -np 2 hybrid_waits [SCALE > 0 [LATE_SENDER seconds]]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     /* start the OpenMP runtime before the measured phases */
