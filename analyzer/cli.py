@@ -26,7 +26,7 @@ def _parser() -> argparse.ArgumentParser:
                                 "property tree with severities and writes a CUBE4 result.")
     p.add_argument("trace", help="trace: our .elg, an EPILOG 1.x file or EPIK directory, or an OTF2 anchor "
                    "(traces.otf2) or its directory; the format is detected from the content")
-    p.add_argument("-o", "--output", help="CUBE4 result file (default: TRACE with .cubex appended)")
+    p.add_argument("-o", "--output", help="CUBE4 result file (default: the trace's name with .cubex for its extension: app.elg -> app.cubex)")
     p.add_argument("--json", metavar="FILE", help="also write the JSON summary")
     p.add_argument("--hdf5", metavar="FILE", help="also write the whole cube as HDF5")
     p.add_argument("--patterns", metavar="NAME,...", help="compute only these properties (and their parents)")
@@ -110,6 +110,19 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+#: trace file extensions replaced by .cubex for the default output name
+TRACE_EXTENSIONS = (".elg", ".otf2", ".elg.gz")
+
+
+def default_cube_path(trace: str) -> str:
+    """app.elg -> app.cubex; a directory (EPIK archive) or other name gets .cubex appended."""
+    trace = trace.rstrip("/" + os.sep)
+    for ext in TRACE_EXTENSIONS:
+        if trace.endswith(ext) and len(trace) > len(ext):
+            return trace[: -len(ext)] + ".cubex"
+    return trace + ".cubex"
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     import tracefmt
@@ -135,7 +148,7 @@ def main(argv=None) -> int:
             return 2
         jobs = 1  # one walker per rank: start more ranks for more parallelism
     root = comm is None or comm.rank == 0
-    out_path = args.output or (args.trace.rstrip("/" + os.sep) + ".cubex")
+    out_path = args.output or default_cube_path(args.trace)
     bar = None
     cube = None
     rc = 0

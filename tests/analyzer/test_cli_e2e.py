@@ -31,7 +31,8 @@ def test_cli_reports_every_designed_wait(demo, capsys):
     assert "Late Sender (mpi_latesender)" in out and "main/MPI_Bcast" in out
     from analyzer.cube import read_cubex
 
-    cube = read_cubex(str(trace) + ".cubex")
+    assert str(trace).endswith(".elg")
+    cube = read_cubex(str(trace)[: -len(".elg")] + ".cubex")  # app.elg -> app.cubex
     for prop, path, rank, thread, sec in DESIGNED:
         rows = cube.find_cnodes(path)
         got = float(np.asarray(cube.values[prop])[rows, _loc(cube, rank, thread)].sum())
