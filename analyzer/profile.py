@@ -236,7 +236,12 @@ def profile_trace(trace, volume: str = "naive") -> Profile:
         if rid not in rows:
             r = regions[rid]
             fname = defs.files.get(r.file, "") if r.file != NO_ID else ""
-            lines = f" ({r.begin_line}-{r.end_line})" if fname and r.begin_line != NO_ID else ""
+            if not fname or r.begin_line == NO_ID:
+                lines = ""
+            elif r.end_line == NO_ID or r.end_line == r.begin_line:
+                lines = f" ({r.begin_line})"  # the runtime knows where a construct starts, not always where it ends
+            else:
+                lines = f" ({r.begin_line}-{r.end_line})"
             rows[rid] = RegionRow(rid, r.name, f"{fname}{lines}", _kind(r), r.role in _HAS_BODY)
         return rows[rid]
 
