@@ -9,7 +9,7 @@ Every reason works on aggregates per (call path, location) over the whole run:
 
     explained(b, loc) = min(wait(b, loc), max over the team of X(loc') - X(loc))
 
-where ``wait`` is the parent pattern's value at barrier call path ``b`` and
+(the section reasons use the sections a thread did not get times the mean section time), where ``wait`` is the parent pattern's value at barrier call path ``b`` and
 ``X`` is the time (or count) the cause gives each thread (the master-region
 time, the single-block time, the nowait loop's work, ...).  A reason is
 therefore never larger than the wait it explains; threads of one process form
@@ -116,11 +116,16 @@ def _dense(ctx) -> np.ndarray:
 # sections
 # --------------------------------------------------------------------------
 def _section_reasons(ctx, want_not_enough: bool) -> np.ndarray:
-    """Waits at a sections construct's barrier, by how the sections were spread over the team.
+    """Waits at a sections construct's barrier explained by how many sections each thread got.
 
-    Sections executed per thread = calls recorded directly inside the construct (one per
-    section body).  Some thread ran none: not enough sections.  All ran some but the counts
-    differ: uneven distribution."""
+    Sections executed per thread ``n_i`` = calls recorded directly inside the construct (one
+    per section body), summed over its instances.  A thread that got fewer sections than the
+    busiest one waits for the sections it did not get:
+
+        explained_i = min(wait_i, (max n - n_i) * mean section time)
+
+    with the mean over every section the team executed there.  The construct counts as "not
+    enough sections" when some thread ran none, as "uneven distribution" when all ran some."""
     out = _dense(ctx)
     wait = ctx.results["omp_ibarrier_wait"]
     roles = _roles(ctx)
@@ -131,17 +136,20 @@ def _section_reasons(ctx, want_not_enough: bool) -> np.ndarray:
         if not barriers or not work:
             continue
         executed = ctx.visits[work].sum(axis=0).astype(np.float64)
+        busy = ctx.incl_time[work].sum(axis=0)
         present = ctx.visits[int(s)] > 0
         for locs in _processes(ctx):
             team = locs[present[locs]]
             if team.size < 2:
                 continue
             counts = executed[team]
-            not_enough = counts.min() == 0
-            uneven = not not_enough and counts.max() != counts.min()
-            if (not_enough if want_not_enough else uneven):
-                for b in barriers:
-                    out[b, team] = wait[b, team]
+            if counts.max() == counts.min():
+                continue
+            if (counts.min() == 0) != want_not_enough:
+                continue
+            missing = (counts.max() - counts) * (busy[team].sum() / counts.sum())
+            for b in barriers:
+                out[b, team] = np.clip(np.minimum(wait[b, team], missing), 0.0, None)
     return out
 
 
@@ -228,9 +236,9 @@ class OmpNowaitLoopImbalance(_Reason):
     parent = "omp_ibarrier_wait"
     display_name = "Imbalance in Nowait Loop"
     description = (
-        "Waiting at an implicit barrier that follows a worksharing loop without its own barrier (nowait): "
-        "min(wait, longest loop time in the team - own loop time).  The loop's imbalance shows up at the next "
-        "barrier, typically the end of the parallel region."
+        "Waiting at the implicit barrier that directly follows a worksharing loop without its own barrier "
+        "(nowait): min(wait, longest loop time in the team - own loop time).  The loop's imbalance shows up at "
+        "the next barrier, typically the end of the parallel region."
     )
     diagnosis = (
         "The nowait loop's iterations take different times on different threads.  Use a dynamic or guided "
@@ -248,6 +256,17 @@ class OmpNowaitLoopImbalance(_Reason):
             loop = int(loop)
             ch = kids.get(loop, [])
             barriers = [c for c in ch if roles[c] == Role.OMP_IMPLICIT_BARRIER]
+            members = ctx.visits[loop] > 0
+            if not barriers:
+                # the next barrier is a sibling: count it when it comes right after the loop
+                # (children are numbered in order of first visit)
+                parent = int(ctx.calltree.parent[loop])
+                sib = kids.get(parent, [])
+                nxt = sib.index(loop) + 1
+                if nxt < len(sib) and roles[sib[nxt]] == Role.OMP_IMPLICIT_BARRIER:
+                    b = sib[nxt]
+                    out[b] = np.maximum(out[b], _explained(wait[b], ctx.incl_time[loop], ctx, members))
+                continue
             here = _source_line(ctx, loop)
             # a barrier from another source line is not the loop's: the runtime nests the next
             # construct's barrier (e.g. the parallel region's end) into a nowait loop
@@ -258,7 +277,6 @@ class OmpNowaitLoopImbalance(_Reason):
             if here is None or own or not any(src[b] is not None for b in foreign):
                 continue
             cause = ctx.incl_time[loop] - ctx.incl_time[barriers].sum(axis=0)
-            members = ctx.visits[loop] > 0
             for b in foreign:
                 out[b] = _explained(wait[b], cause, ctx, members)
         return out
@@ -269,8 +287,8 @@ class OmpMasterSerialization(_Reason):
     parent = "omp_ebarrier_wait"
     display_name = "Serialization in Master"
     description = (
-        "Waiting at an explicit barrier while the master thread executes a master region in the same parallel "
-        "region: min(wait, master-region time of the master - own master-region time)."
+        "Waiting at an explicit barrier while the master thread executes master regions between the previous "
+        "barrier and this one: min(wait, master-region time of the master - own master-region time)."
     )
     diagnosis = (
         "Only the master works while the team waits.  Parallelise the master region's work, give the other "
@@ -284,16 +302,17 @@ class OmpMasterSerialization(_Reason):
         wait = ctx.results["omp_ebarrier_wait"]
         roles = _roles(ctx)
         kids = _children(ctx)
-        for m in np.flatnonzero(roles == Role.OMP_MASTER):
-            parent = int(ctx.calltree.parent[int(m)])
-            siblings = kids.get(parent, [])
-            masters = [c for c in siblings if roles[c] == Role.OMP_MASTER]
-            cause = ctx.incl_time[masters].sum(axis=0)
+        parents = {int(ctx.calltree.parent[int(m)]) for m in np.flatnonzero(roles == Role.OMP_MASTER)}
+        for parent in parents:
             members = ctx.visits[parent] > 0
-            for b in (c for c in siblings if roles[c] == Role.OMP_BARRIER):
-                if out[b].any():
-                    continue  # several master regions share the barrier: counted once above
-                out[b] = _explained(wait[b], cause, ctx, members)
+            pending: list[int] = []  # master regions since the last barrier, in order of first visit
+            for c in kids.get(parent, []):
+                if roles[c] == Role.OMP_MASTER:
+                    pending.append(c)
+                elif roles[c] in (Role.OMP_BARRIER, Role.OMP_IMPLICIT_BARRIER):
+                    if roles[c] == Role.OMP_BARRIER and pending:
+                        out[c] = _explained(wait[c], ctx.incl_time[pending].sum(axis=0), ctx, members)
+                    pending = []
         return out
 
 
