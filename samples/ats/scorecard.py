@@ -3,7 +3,9 @@
     python -m samples.ats.scorecard [--only NAME,...] [--scale S] [--reps R] [--threads T]
                                     [--ranks P] [--markdown docs/ats-scorecard.md] [--keep DIR]
 
-Run from the repository root.  Exit status 0 when every check passes, 1 otherwise.
+Run from the repository root.  Exit status 0 when no check failed (properties that are not
+measurable here are reported as such, never as passes), 1 on a failed check, 2 when a build,
+run or analysis step failed.
 Verdicts: a positive passes when every expected finding is there (wait times within
 TOLERANCE of the designed value in the designed call path); a twin passes when no
 wait-state pattern inside the property's call path exceeds the noise threshold.
@@ -40,6 +42,9 @@ NOISE_SHARE = 0.05
 #: with more threads than cores a woken thread can wait a scheduler time slice (milliseconds)
 #: for a core at every synchronization, so the share grows
 NOISE_SHARE_OVERSUBSCRIBED = 0.08
+
+#: a real miss fails every attempt; more retries would only hide a flaky check
+MAX_RETRIES = 3
 
 _SUFFIX = re.compile(r" @[^/]*$")
 
@@ -176,14 +181,33 @@ class Row:
     attempts: int = 1
 
     @property
-    def positive_status(self) -> str:
-        if not self.positive.ok:
+    def status(self) -> str:
+        """"pass", "FAIL" or "not measurable": a property the machine or the runtime cannot show
+        is never a pass, even when its program ran and its twin stayed silent."""
+        if not (self.positive.ok and self.twin.ok):
             return "FAIL"
         return "not measurable" if self.prop.not_measurable else "pass"
 
     @property
+    def positive_status(self) -> str:
+        if not self.positive.ok:
+            return "FAIL"
+        return "not measurable here" if self.prop.not_measurable else "pass"
+
+    @property
+    def twin_status(self) -> str:
+        if not self.twin.ok:
+            return "FAIL"
+        # silence proves nothing about a property that cannot be seen here
+        return "silent" if self.prop.not_measurable else "pass"
+
+    @property
     def passed(self) -> bool:
-        return self.positive.ok and self.twin.ok
+        return self.status == "pass"
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "FAIL"
 
 
 def run_property(prop: Property, workdir: Path) -> Row:
@@ -204,15 +228,16 @@ def run_property(prop: Property, workdir: Path) -> Row:
 
 def run(props: list[Property], workdir: Path, log=lambda s: None, retries: int = 0) -> list[Row]:
     """Run every property; one that fails is run again up to ``retries`` times (a machine shared
-    with other jobs can delay a thread by a time slice; a real miss fails every attempt)."""
+    with other jobs can delay a thread by a time slice; a real miss fails every attempt).
+    A property that is not measurable here is not retried: running it again cannot help."""
     rows = []
     for prop in props:
         for attempt in range(retries + 1):
             row = run_property(prop, workdir)
             row.attempts = attempt + 1
-            log(f"{prop.name:48s} positive {row.positive_status:15s} twin {'pass' if row.twin.ok else 'FAIL':4s}"
+            log(f"{prop.name:48s} positive {row.positive_status:19s} twin {row.twin_status:6s}"
                 f"  ({row.seconds:.1f} s, attempt {attempt + 1})")
-            if row.passed:
+            if not row.failed:
                 break
         rows.append(row)
     return rows
@@ -221,6 +246,18 @@ def run(props: list[Property], workdir: Path, log=lambda s: None, retries: int =
 # --------------------------------------------------------------------------
 # output
 # --------------------------------------------------------------------------
+def summary(rows: list[Row]) -> str:
+    """The totals line: passed, failed and not measurable properties, and what was retried."""
+    n_pass = sum(r.passed for r in rows)
+    n_fail = sum(r.failed for r in rows)
+    n_nm = len(rows) - n_pass - n_fail
+    line = f"{len(rows)} properties: {n_pass} passed, {n_fail} failed, {n_nm} not measurable here"
+    retried = [f"{r.prop.name} ({r.attempts} attempts)" for r in rows if r.attempts > 1]
+    if retried:
+        line += f"; retried: {', '.join(retried)}"
+    return line
+
+
 def text_table(rows: list[Row]) -> str:
     lines = []
     for row in rows:
@@ -234,13 +271,12 @@ def text_table(rows: list[Row]) -> str:
         if p.not_measurable:
             lines.append(f"    not measurable here: {p.not_measurable}")
         lines.append(f"    positive: {row.positive_status}   twin ({' '.join(p.args + p.twin_args)}): "
-                     f"{'pass' if row.twin.ok else 'FAIL'}, {row.twin.found[0]}")
-    n_pos = sum(r.positive.ok for r in rows)
-    n_nm = sum(bool(r.prop.not_measurable) for r in rows)
-    n_neg = sum(r.twin.ok for r in rows)
-    lines.append(f"\n{len(rows)} properties: positive {n_pos}/{len(rows)} (of which {n_nm} partly not measurable "
-                 f"here), negative {n_neg}/{len(rows)}")
+                     f"{row.twin_status}, {row.twin.found[0]}   => {row.status}")
+    lines.append("\n" + summary(rows))
     return "\n".join(lines)
+
+
+MARKDOWN_HEADER = "| property | team | expected | found | positive | twin |"
 
 
 def markdown(rows: list[Row], command: str) -> str:
@@ -249,9 +285,11 @@ def markdown(rows: list[Row], command: str) -> str:
         "",
         f"Generated by `{command}` (see docs/ats.md). Positives must be within {TOLERANCE:.0%} of the "
         f"designed severity in the designed call path; twins must keep every wait-state pattern inside the "
-        f"property's call path below {NOISE_FIXED * 1000:g} ms + {NOISE_SHARE:.0%} of the execution time there.",
+        f"property's call path below {NOISE_FIXED * 1000:g} ms + {NOISE_SHARE:.0%} of the execution time there. "
+        f"A property this machine or the runtime cannot show is \"not measurable here\" (with the reason), "
+        f"never a pass: its program ran and its twin stayed silent, nothing more.",
         "",
-        "| property | team | expected | found | positive | twin |",
+        MARKDOWN_HEADER,
         "|---|---|---|---|---|---|",
     ]
     for row in rows:
@@ -264,11 +302,9 @@ def markdown(rows: list[Row], command: str) -> str:
         if row.attempts > 1:
             pos += f" (attempt {row.attempts})"
         team = f"{p.team} {'threads' if p.family == 'omp' else 'ranks'}"
-        twin = f"{'pass' if row.twin.ok else 'FAIL'} ({row.twin.found[0]})"
+        twin = f"{row.twin_status} ({row.twin.found[0]})"
         out.append(f"| `{p.name}` | {team} | {exp} | {found} | {pos} | {twin} |".replace("$", "\\$"))
-    n_pos = sum(r.positive.ok for r in rows)
-    n_neg = sum(r.twin.ok for r in rows)
-    out += ["", f"{len(rows)} properties: positive {n_pos}/{len(rows)}, negative {n_neg}/{len(rows)}.", ""]
+    out += ["", summary(rows) + ".", ""]
     return "\n".join(out)
 
 
@@ -283,8 +319,11 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", help="keep the traces in this directory")
     ap.add_argument("--no-build", action="store_true", help="do not run make first")
     ap.add_argument("--retries", type=int, default=1,
-                    help="run a failing property again up to this many times (default 1; 0: never)")
+                    help=f"run a failing property again up to this many times (default 1; 0: never; "
+                         f"at most {MAX_RETRIES}); every retry is reported")
     a = ap.parse_args(argv)
+    if not 0 <= a.retries <= MAX_RETRIES:
+        ap.error(f"--retries must be between 0 and {MAX_RETRIES}, got {a.retries}")
     props = properties(a.scale, a.reps, a.threads, a.ranks, false_sharing_reason())
     if a.only:
         want = [n.strip() for n in a.only.split(",") if n.strip()]
@@ -313,7 +352,7 @@ def main(argv=None) -> int:
                                      ("--ranks", a.ranks)) if v != {"--scale": 1.0, "--reps": 2, "--threads": 2,
                                                                     "--ranks": 2}[k])
         Path(a.markdown).write_text(markdown(rows, cmd))
-    return 0 if all(r.passed for r in rows) else 1
+    return 1 if any(r.failed for r in rows) else 0
 
 
 if __name__ == "__main__":
