@@ -545,6 +545,11 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
             def_record(&d, ELG_DEF_OFFSET, &ob, sizeof ob);
         }
     }
+    /* hardware-counter metrics (papi.c): ids are positions in EXPERT_METRICS, the same on every process */
+    for (uint32_t i = 0; i < xt_metric_count(); i++) {
+        uint32_t mb[4] = {i, def_string(&d, xt_metric_name(i)), def_string(&d, "occ"), 0}; /* UINT64, ACCUMULATED */
+        def_record(&d, ELG_DEF_METRIC, mb, sizeof mb);
+    }
     /* attributes: facts about the run */
     {
         char val[256];

@@ -14,6 +14,7 @@
 #define XT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define XT_MAX_THREADS 1024
 #define XT_STACK_MAX 256
+#define XT_MAX_METRICS 8 /* hardware counters recorded at once (papi.c) */
 
 /* ---------------------------------------------------------------- clock */
 extern XT_HIDDEN int xt_use_tsc;
@@ -86,10 +87,24 @@ static inline void xt_record(xt_thread *t, uint64_t time, uint8_t type, uint8_t 
     __atomic_store_n(&t->n, t->n + 1, __ATOMIC_RELEASE);
 }
 
+/* hardware counters (papi.c): set when EXPERT_METRICS is active; records one COUNTER per metric
+ * right after each ENTER / EXIT, with its time */
+extern XT_HIDDEN void (*xt_counter_hook)(xt_thread *t, uint64_t time);
+XT_HIDDEN uint32_t xt_metric_count(void);
+XT_HIDDEN const char *xt_metric_name(uint32_t i);
+
+static inline void xt_flush_held_exit_counted(xt_thread *t)
+{
+    xt_flush_held_exit(t);
+    /* the reading is taken now, a little after the held EXIT's time */
+    if (XT_UNLIKELY(xt_counter_hook != NULL)) xt_counter_hook(t, t->held_exit_time);
+}
+
 static inline void xt_enter(xt_thread *t, uint64_t time, uint32_t region, uint32_t team, uint32_t thread_num)
 {
-    if (XT_UNLIKELY(t->held_exit_region != ELG_NO_ID)) xt_flush_held_exit(t);
+    if (XT_UNLIKELY(t->held_exit_region != ELG_NO_ID)) xt_flush_held_exit_counted(t);
     xt_record(t, time, ELG_ENTER, 0, region, ELG_NO_ID, team, thread_num == ELG_NO_ID ? ELG_NO_ID : thread_num, 0);
+    if (XT_UNLIKELY(xt_counter_hook != NULL)) xt_counter_hook(t, time);
     if (XT_LIKELY(t->depth < XT_STACK_MAX)) {
         t->stack[t->depth].region = region;
         t->stack[t->depth].team = ELG_NO_ID;
@@ -100,8 +115,9 @@ static inline void xt_enter(xt_thread *t, uint64_t time, uint32_t region, uint32
 static inline void xt_leave(xt_thread *t, uint64_t time, uint8_t type, uint32_t region, uint32_t b, uint32_t c,
                             uint64_t d, uint64_t e)
 {
-    if (XT_UNLIKELY(t->held_exit_region != ELG_NO_ID)) xt_flush_held_exit(t);
+    if (XT_UNLIKELY(t->held_exit_region != ELG_NO_ID)) xt_flush_held_exit_counted(t);
     xt_record(t, time, type, 0, region, b, c, d, e);
+    if (XT_UNLIKELY(xt_counter_hook != NULL)) xt_counter_hook(t, time);
     if (t->depth > 0) t->depth--;
 }
 
