@@ -3,10 +3,13 @@
  * Two ordering quirks of libomp are repaired here (see docs/runtime.md):
  *  - a work-sharing construct's end is reported before its implicit barrier begins: the end is
  *    held back (xt_thread.held_exit_*) so the barrier nests inside the construct, as in EPILOG;
+ *    a construct without a barrier of its own (nowait) is closed before the next explicit barrier
+ *    or the parallel region's closing barrier instead;
  *  - a worker's end-of-parallel barrier end (and its implicit-task end) are reported only when the
  *    worker is reused or at shutdown: their times are clamped to the master's barrier end.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <omp-tools.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +50,7 @@ typedef struct omp_thread {
         int kind;
     } mutex[MSTACK];
     int nmutex;
+    int testing; /* inside omp_test_lock / omp_test_nest_lock (our wrapper) */
 } omp_thread;
 
 static inline omp_thread *omp_state(xt_thread *t)
@@ -242,7 +246,28 @@ static void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoi
     if (!is_barrier((int)kind)) return;
     team_t *tm = o->team;
     if (endpoint == ompt_scope_begin) {
-        if ((int)kind == 3 && t->held_exit_region != ELG_NO_ID) xt_flush_held_exit(t); /* after a nowait */
+        int k = (int)kind;
+        /* Is this the parallel region's closing barrier?  OpenMP 5.1 runtimes say so (kind 9).  libomp 14
+         * reports every implicit barrier as kind 2; there the closing one has the parallel construct's
+         * codeptr (master) or none (workers), while a worksharing construct's own barrier has the
+         * codeptr of the construct's end.  GCC code on libomp gives a loop's barrier kind 4 and no
+         * codeptr: that one counts only when no construct is waiting for its barrier (as before). */
+        int pending = t->held_exit_region != ELG_NO_ID || o->nwork > 0;
+        int at_parallel = tm && (codeptr == NULL || codeptr == tm->codeptr);
+        int parallel_end = tm && (k == 9 || (k != 3 && k != 8 && at_parallel && (k == 1 || k == 2 || !pending)));
+        /* A held construct end followed by an explicit barrier or by the end of the parallel region
+         * had no barrier of its own (nowait): it ends at its own time, before this barrier. */
+        if ((k == 3 || parallel_end) && t->held_exit_region != ELG_NO_ID) xt_flush_held_exit(t);
+        if (parallel_end && o->nwork > 0) {
+            /* constructs whose end the runtime does not report (GCC's single nowait) end here too */
+            uint64_t now = xt_now();
+            while (o->nwork > 0) {
+                o->nwork--;
+                if (o->nwork >= MSTACK) continue;
+                if (o->work[o->nwork].body != ELG_NO_ID) xt_exit(t, now, o->work[o->nwork].body);
+                xt_exit(t, now, o->work[o->nwork].region);
+            }
+        }
         if (t->held_exit_region == ELG_NO_ID && o->nwork > 0 && o->nwork <= MSTACK) {
             /* a construct whose end the runtime does not report (GCC's single on libomp): it ends here */
             o->nwork--;
@@ -254,8 +279,6 @@ static void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoi
         uint64_t now = xt_now();
         uint32_t held = t->held_exit_region;
         t->held_exit_region = ELG_NO_ID; /* the held construct stays open around its barrier */
-        int parallel_end = (int)kind == 9 || (held == ELG_NO_ID && (int)kind != 3 && (int)kind != 8 && tm &&
-                                              (codeptr == NULL || codeptr == tm->codeptr));
         uint32_t region;
         if (parallel_end && tm) region = omp_region(tm->codeptr, 9, "!$omp ibarrier", ELG_ROLE_OMP_IMPLICIT_BARRIER);
         else if ((int)kind == 3 || ((int)kind == 4 && held == ELG_NO_ID))
@@ -317,6 +340,7 @@ static void on_mutex_acquire(ompt_mutex_t kind, unsigned int hint, unsigned int 
     xt_thread *t = active_thread();
     if (!t) return;
     omp_thread *o = omp_state(t);
+    if (o->testing) return; /* omp_test_lock (wrapper below): a failed test must leave nothing open */
     uint32_t outer = ELG_NO_ID, body = ELG_NO_ID;
     switch ((int)kind) {
     case ompt_mutex_critical:
@@ -336,7 +360,7 @@ static void on_mutex_acquire(ompt_mutex_t kind, unsigned int hint, unsigned int 
     case ompt_mutex_nest_lock:
         outer = api_region("omp_set_nest_lock");
         break;
-    default: /* test locks: only a successful test is recorded (as an acquisition) */
+    default: /* test kinds outside our wrapper (a runtime that reports them): only the acquisition */
         break;
     }
     if (outer != ELG_NO_ID) xt_enter(t, xt_now(), outer, ELG_NO_ID, ELG_NO_ID);
@@ -372,7 +396,9 @@ static void on_mutex_acquired(ompt_mutex_t kind, ompt_wait_id_t wait_id, const v
     omp_thread *o = omp_state(t);
     uint64_t now = xt_now();
     uint32_t lock = lock_of(kind, wait_id);
-    xt_record(t, now, ELG_OMP_ACQUIRE_LOCK, 0, lock, 0, 0, xt_lock_next_order(lock), 0);
+    uint64_t order = xt_lock_acquire(t, lock, &now); /* may move now behind the previous release */
+    xt_record(t, now, ELG_OMP_ACQUIRE_LOCK, 0, lock, 0, 0, order, 0);
+    if (o->testing) return; /* omp_test_lock: the wrapper below records the region */
     int i = find_mutex(o, wait_id);
     if (i < 0) return;
     switch ((int)kind) {
@@ -388,6 +414,8 @@ static void on_mutex_acquired(ompt_mutex_t kind, ompt_wait_id_t wait_id, const v
     }
 }
 
+/* OMPT calls this after the lock is free, so another thread may already have acquired it:
+ * xt_lock_release gives this holder's order and a time no later than that acquisition. */
 static void on_mutex_released(ompt_mutex_t kind, ompt_wait_id_t wait_id, const void *codeptr)
 {
     (void)codeptr;
@@ -396,7 +424,7 @@ static void on_mutex_released(ompt_mutex_t kind, ompt_wait_id_t wait_id, const v
     omp_thread *o = omp_state(t);
     uint64_t now = xt_now();
     uint32_t lock = lock_of(kind, wait_id);
-    uint64_t order = xt_lock_current_order(lock);
+    uint64_t order = xt_lock_release(t, lock, &now);
     int i;
     switch ((int)kind) {
     case ompt_mutex_critical:
@@ -419,6 +447,73 @@ static void on_mutex_released(ompt_mutex_t kind, ompt_wait_id_t wait_id, const v
     }
     }
 }
+
+/* A nest lock set or unset again by its owner: libomp reports the set as mutex_acquire followed by
+ * nest_lock(begin) instead of mutex_acquired, and the inner unset as nest_lock(end) alone.  Neither
+ * is an acquisition or release; only the API region is recorded. */
+static void on_nest_lock(ompt_scope_endpoint_t endpoint, ompt_wait_id_t wait_id, const void *codeptr)
+{
+    (void)codeptr;
+    xt_thread *t = active_thread();
+    if (!t) return;
+    omp_thread *o = omp_state(t);
+    uint64_t now = xt_now();
+    if (endpoint == ompt_scope_begin) {
+        if (o->testing) return; /* omp_test_nest_lock: the wrapper closes its region */
+        int i = find_mutex(o, wait_id);
+        if (i < 0) return;
+        if (o->mutex[i].outer != ELG_NO_ID) xt_exit(t, now, o->mutex[i].outer);
+        pop_mutex(o, i);
+    } else {
+        uint32_t r = api_region("omp_unset_nest_lock");
+        xt_enter(t, now, r, ELG_NO_ID, ELG_NO_ID);
+        xt_exit(t, now, r);
+    }
+}
+
+/* ---------------------------------------------------------------- omp_test_lock
+ * libomp reports a test as an ordinary set (mutex kind "lock" / "nest lock"), and a failed test as
+ * an acquire without an acquired, so the OMPT callbacks alone cannot tell omp_test_lock from
+ * omp_set_lock.  The runtime therefore wraps the test routines (the preloaded library comes before
+ * the OpenMP runtime in the symbol search order): the wrapper records the region, and the OMPT
+ * callbacks inside it record only a successful test's acquisition. */
+static atomic_int ompt_active; /* our tool was registered with the OpenMP runtime */
+
+typedef int (*test_lock_fn)(void *);
+static int traced_test(const char *symbol, _Atomic(test_lock_fn) *real, const char *region, void *lock)
+{
+    test_lock_fn fn = atomic_load_explicit(real, memory_order_acquire);
+    if (XT_UNLIKELY(!fn)) {
+        fn = (test_lock_fn)dlsym(RTLD_NEXT, symbol);
+        if (!fn) {
+            xt_warn("%s called, but no OpenMP runtime after the tracing library defines it", symbol);
+            abort();
+        }
+        atomic_store_explicit(real, fn, memory_order_release);
+    }
+    xt_thread *t = atomic_load_explicit(&ompt_active, memory_order_relaxed) ? active_thread() : NULL;
+    if (!t) return fn(lock);
+    omp_thread *o = omp_state(t);
+    uint32_t r = api_region(region);
+    xt_enter(t, xt_now(), r, ELG_NO_ID, ELG_NO_ID);
+    o->testing++;
+    int got = fn(lock);
+    o->testing--;
+    xt_exit(t, clamp_to(t, xt_now(), 0), r);
+    return got;
+}
+
+#define TEST_WRAPPER(symbol, region)                                                                                 \
+    __attribute__((visibility("default"))) int symbol(void *lock)                                                   \
+    {                                                                                                                \
+        static _Atomic(test_lock_fn) real;                                                                           \
+        return traced_test(#symbol, &real, region, lock);                                                            \
+    }
+TEST_WRAPPER(omp_test_lock, "omp_test_lock")
+TEST_WRAPPER(omp_test_nest_lock, "omp_test_nest_lock")
+TEST_WRAPPER(omp_test_lock_, "omp_test_lock")           /* Fortran */
+TEST_WRAPPER(omp_test_nest_lock_, "omp_test_nest_lock") /* Fortran */
+#undef TEST_WRAPPER
 
 static void on_flush(ompt_data_t *thread_data, const void *codeptr)
 {
@@ -479,9 +574,11 @@ static int tool_initialize(ompt_function_lookup_t lookup, int initial_device_num
     REG(ompt_callback_mutex_acquire, on_mutex_acquire);
     REG(ompt_callback_mutex_acquired, on_mutex_acquired);
     REG(ompt_callback_mutex_released, on_mutex_released);
+    REG(ompt_callback_nest_lock, on_nest_lock);
     REG(ompt_callback_flush, on_flush);
 #undef REG
     xt_omp_stop_hook = omp_stop;
+    atomic_store(&ompt_active, 1);
     return 1;
 }
 

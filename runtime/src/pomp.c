@@ -318,7 +318,8 @@ POMP_EXPORT void POMP_Critical_begin(pomp_descr *d)
     if (!t) return;
     uint32_t lock = critical_lock(d);
     uint64_t now = xt_now();
-    xt_record(t, now, ELG_OMP_ACQUIRE_LOCK, 0, lock, 0, 0, xt_lock_next_order(lock), 0);
+    uint64_t order = xt_lock_acquire(t, lock, &now);
+    xt_record(t, now, ELG_OMP_ACQUIRE_LOCK, 0, lock, 0, 0, order, 0);
     xt_enter(t, now, construct_region(d, DATA_BODY, "critical sblock", ELG_ROLE_OMP_CRITICAL_BODY), ELG_NO_ID,
              ELG_NO_ID);
 }
@@ -329,8 +330,9 @@ POMP_EXPORT void POMP_Critical_end(pomp_descr *d)
     if (!t) return;
     uint32_t lock = critical_lock(d);
     uint64_t now = xt_now();
+    uint64_t order = xt_lock_release(t, lock, &now); /* still held: no successor yet, now stays */
     xt_exit(t, now, construct_region(d, DATA_BODY, "critical sblock", ELG_ROLE_OMP_CRITICAL_BODY));
-    xt_record(t, now, ELG_OMP_RELEASE_LOCK, 0, lock, 0, 0, xt_lock_current_order(lock), 0);
+    xt_record(t, now, ELG_OMP_RELEASE_LOCK, 0, lock, 0, 0, order, 0);
 }
 
 POMP_EXPORT void POMP_Critical_exit(pomp_descr *d)
@@ -391,7 +393,8 @@ POMP_EXPORT void POMP_Set_lock(void *lock)
     if (!t) return;
     uint64_t now = xt_now();
     uint32_t id = api_lock(lock, ELG_LOCK_OMP_LOCK);
-    xt_record(t, now, ELG_OMP_ACQUIRE_LOCK, 0, id, 0, 0, xt_lock_next_order(id), 0);
+    uint64_t order = xt_lock_acquire(t, id, &now);
+    xt_record(t, now, ELG_OMP_ACQUIRE_LOCK, 0, id, 0, 0, order, 0);
     xt_exit(t, now, r);
 }
 
@@ -402,8 +405,9 @@ POMP_EXPORT void POMP_Unset_lock(void *lock)
         uint32_t r = api_region("omp_unset_lock", &unset_lock_r);
         uint32_t id = api_lock(lock, ELG_LOCK_OMP_LOCK);
         uint64_t now = xt_now();
+        uint64_t order = xt_lock_release(t, id, &now);
         xt_enter(t, now, r, ELG_NO_ID, ELG_NO_ID);
-        xt_record(t, now, ELG_OMP_RELEASE_LOCK, 0, id, 0, 0, xt_lock_current_order(id), 0);
+        xt_record(t, now, ELG_OMP_RELEASE_LOCK, 0, id, 0, 0, order, 0);
         if (omp_unset_lock) omp_unset_lock(lock);
         xt_exit(t, xt_now(), r);
     } else if (omp_unset_lock) {
@@ -421,18 +425,21 @@ POMP_EXPORT int POMP_Test_lock(void *lock)
     uint64_t now = xt_now();
     if (got) {
         uint32_t id = api_lock(lock, ELG_LOCK_OMP_LOCK);
-        xt_record(t, now, ELG_OMP_ACQUIRE_LOCK, 0, id, 0, 0, xt_lock_next_order(id), 0);
+        uint64_t order = xt_lock_acquire(t, id, &now);
+        xt_record(t, now, ELG_OMP_ACQUIRE_LOCK, 0, id, 0, 0, order, 0);
     }
     xt_exit(t, now, r);
     return got;
 }
 
-static void nest_acquired(xt_thread *t, void *lock, uint64_t now)
+static uint64_t nest_acquired(xt_thread *t, void *lock, uint64_t now)
 {
     uint32_t id = api_lock(lock, ELG_LOCK_OMP_NEST_LOCK);
     pthread_once(&nest_once, nest_alloc);
-    if (id < NEST_SLOTS && nest_depth[id]++ > 0) return; /* re-acquired by its owner */
-    xt_record(t, now, ELG_OMP_ACQUIRE_LOCK, 0, id, 0, 0, xt_lock_next_order(id), 0);
+    if (id < NEST_SLOTS && nest_depth[id]++ > 0) return now; /* re-acquired by its owner */
+    uint64_t order = xt_lock_acquire(t, id, &now);
+    xt_record(t, now, ELG_OMP_ACQUIRE_LOCK, 0, id, 0, 0, order, 0);
+    return now;
 }
 
 POMP_EXPORT void POMP_Set_nest_lock(void *lock)
@@ -442,8 +449,7 @@ POMP_EXPORT void POMP_Set_nest_lock(void *lock)
     if (t) xt_enter(t, xt_now(), r, ELG_NO_ID, ELG_NO_ID);
     if (omp_set_nest_lock) omp_set_nest_lock(lock);
     if (!t) return;
-    uint64_t now = xt_now();
-    nest_acquired(t, lock, now);
+    uint64_t now = nest_acquired(t, lock, xt_now());
     xt_exit(t, now, r);
 }
 
@@ -458,10 +464,11 @@ POMP_EXPORT void POMP_Unset_nest_lock(void *lock)
     uint32_t id = api_lock(lock, ELG_LOCK_OMP_NEST_LOCK);
     pthread_once(&nest_once, nest_alloc);
     uint64_t now = xt_now();
-    xt_enter(t, now, r, ELG_NO_ID, ELG_NO_ID);
     int last = id >= NEST_SLOTS || nest_depth[id] <= 1;
     if (id < NEST_SLOTS && nest_depth[id] > 0) nest_depth[id]--;
-    if (last) xt_record(t, now, ELG_OMP_RELEASE_LOCK, 0, id, 0, 0, xt_lock_current_order(id), 0);
+    uint64_t order = last ? xt_lock_release(t, id, &now) : 0;
+    xt_enter(t, now, r, ELG_NO_ID, ELG_NO_ID);
+    if (last) xt_record(t, now, ELG_OMP_RELEASE_LOCK, 0, id, 0, 0, order, 0);
     if (omp_unset_nest_lock) omp_unset_nest_lock(lock);
     xt_exit(t, xt_now(), r);
 }
@@ -474,7 +481,7 @@ POMP_EXPORT int POMP_Test_nest_lock(void *lock)
     int depth = omp_test_nest_lock ? omp_test_nest_lock(lock) : 0; /* the new nesting count, 0 = not acquired */
     if (!t) return depth;
     uint64_t now = xt_now();
-    if (depth > 0) nest_acquired(t, lock, now);
+    if (depth > 0) now = nest_acquired(t, lock, now);
     xt_exit(t, now, r);
     return depth;
 }

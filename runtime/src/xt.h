@@ -15,6 +15,7 @@
 #define XT_MAX_THREADS 1024
 #define XT_STACK_MAX 256
 #define XT_MAX_METRICS 8 /* hardware counters recorded at once (papi.c) */
+#define XT_HELD_LOCKS 16 /* locks one thread holds at a time that are tracked with their order */
 
 /* ---------------------------------------------------------------- clock */
 extern XT_HIDDEN int xt_use_tsc;
@@ -50,6 +51,12 @@ typedef struct xt_thread {
     uint32_t held_exit_region;
     uint64_t held_exit_time;
     void *omp; /* per-thread OpenMP state (ompt.c) */
+    /* locks this thread holds, innermost last: the release record needs the acquisition's order */
+    struct {
+        uint32_t lock;
+        uint64_t order;
+    } held_locks[XT_HELD_LOCKS];
+    int n_held_locks; /* may exceed XT_HELD_LOCKS; then the extra ones are not tracked */
 } xt_thread;
 
 extern XT_HIDDEN _Thread_local xt_thread *xt_tls __attribute__((tls_model("initial-exec")));
@@ -138,8 +145,12 @@ enum xt_addr_kind {
 XT_HIDDEN uint32_t xt_region_by_addr(uintptr_t addr, uint32_t subkind, int kind, const char *label, uint8_t paradigm,
                                      uint8_t role);
 XT_HIDDEN uint32_t xt_lock_id(uintptr_t key, uint8_t kind, const char *name);
-XT_HIDDEN uint64_t xt_lock_next_order(uint32_t lock);
-XT_HIDDEN uint64_t xt_lock_current_order(uint32_t lock);
+/* Lock hand-over (core.c).  Call xt_lock_acquire once the lock is held and xt_lock_release around
+ * its release (before or after the real unlock); both return the acquisition's order (1, 2, ... per
+ * lock) and may move *now so that a release is never stamped after the next holder's acquisition.
+ * Use the returned order and the adjusted time for the lock record and the regions around it. */
+XT_HIDDEN uint64_t xt_lock_acquire(xt_thread *t, uint32_t lock, uint64_t *now);
+XT_HIDDEN uint64_t xt_lock_release(xt_thread *t, uint32_t lock, uint64_t *now);
 XT_HIDDEN uint32_t xt_region_tracing(void);
 XT_HIDDEN uint32_t xt_region_pausing(void);
 
