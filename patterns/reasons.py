@@ -43,6 +43,7 @@ __all__ = [
     "OmpFrequentAtomics",
     "OmpLockContentionAllThreads",
     "OmpLockContentionPairs",
+    "OmpFalseSharing",
     "PATTERNS",
     "FREQUENT_ATOMIC_RATE",
     "SERIALIZED_SHARE",
@@ -484,6 +485,68 @@ class OmpLockContentionPairs(_Reason):
         return _lock_waits(ctx, "pairs")
 
 
+# --------------------------------------------------------------------------
+# hardware counters: false sharing
+# --------------------------------------------------------------------------
+#: cache-miss counters, in order of preference (the first one the trace has is used)
+MISS_METRICS = ("PAPI_L1_DCM", "PAPI_L2_DCM", "perf::L1-DCACHE-LOAD-MISSES")
+#: the accesses the misses are counted against
+ACCESS_METRICS = ("PAPI_SR_INS", "PAPI_LST_INS", "PAPI_L1_DCA", "perf::L1-DCACHE-LOADS")
+#: misses per access from which a parallel call path counts as suffering (1 %: a thread that
+#: updates its own cache line misses almost never)
+FALSE_SHARING_RATE = 0.01
+#: ... and at least this many times the same code's rate outside parallel regions, when it ran there
+FALSE_SHARING_FACTOR = 4.0
+
+
+class OmpFalseSharing(Pattern):
+    name = "omp_false_sharing"
+    parent = None
+    paradigm = "openmp"
+    unit = "occ"
+    display_name = "False Sharing (excess cache misses)"
+    description = (
+        "Cache misses in parallel regions beyond what the same code misses when run serially: at every call "
+        "path inside a parallel region with two or more threads, misses - base * accesses, where the thread's "
+        f"miss rate (misses per access) is at least {FALSE_SHARING_RATE:g} and at least {FALSE_SHARING_FACTOR:g} "
+        "times base, the rate of the same region outside parallel regions (0 if it never ran there).  Needs a "
+        f"miss counter ({', '.join(MISS_METRICS)}) and an access counter ({', '.join(ACCESS_METRICS)}), "
+        "recorded with EXPERT_METRICS."
+    )
+    diagnosis = (
+        "Threads write to different data on the same cache line, so the line moves between cores on every "
+        "write.  Pad or align per-thread data to a cache line (64 bytes), or accumulate in a private variable "
+        "and write the shared one once."
+    )
+
+    def compute(self, ctx):
+        out = _dense(ctx)
+        counters = getattr(ctx, "counters", None) or {}
+        miss = next((counters[m] for m in MISS_METRICS if m in counters), None)
+        acc = next((counters[m] for m in ACCESS_METRICS if m in counters), None)
+        if miss is None or acc is None:
+            return out
+        roles = _roles(ctx)
+        parent = np.asarray(ctx.calltree.parent, np.int64)
+        region = np.asarray(ctx.calltree.region, np.int64)
+        # the innermost parallel region at or above each call path (-1 outside)
+        par = np.full(ctx.n_cnodes, -1, np.int64)
+        for c in range(ctx.n_cnodes):  # pre-order: parents first
+            par[c] = c if roles[c] == Role.OMP_PARALLEL else (par[parent[c]] if parent[c] >= 0 else -1)
+        serial = par < 0
+        for c in np.flatnonzero(~serial):
+            team = int((ctx.visits[par[c]] > 0).sum())
+            if team < 2:
+                continue
+            same = serial & (region == region[c])
+            base_acc = acc[same].sum()
+            base = miss[same].sum() / base_acc if base_acc > 0 else 0.0
+            rate = np.where(acc[c] > 0, miss[c] / np.where(acc[c] > 0, acc[c], 1), 0.0)
+            hit = (rate >= FALSE_SHARING_RATE) & (rate >= FALSE_SHARING_FACTOR * base)
+            out[c] = np.where(hit, np.clip(miss[c] - base * acc[c], 0.0, None), 0.0)
+        return out
+
+
 PATTERNS = (
     OmpUnevenSectionDistribution,
     OmpNotEnoughSections,
@@ -495,4 +558,5 @@ PATTERNS = (
     OmpFrequentAtomics,
     OmpLockContentionAllThreads,
     OmpLockContentionPairs,
+    OmpFalseSharing,
 )

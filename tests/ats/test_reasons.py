@@ -63,6 +63,8 @@ def analyze(b: tracefmt.TraceBuilder):
     ctx = replay(b.build())
     compute_patterns(ctx, load_patterns([p.name for p in reasons.PATTERNS], plugins=False))
     for p in reasons.PATTERNS:
+        if p.parent is None:
+            continue
         assert (ctx.results[p.name] <= ctx.results[p.parent] + 10 * TICK).all(), f"{p.name} exceeds {p.parent}"
         assert (ctx.results[p.name] >= 0).all(), p.name
     return ctx
@@ -506,6 +508,107 @@ def test_two_threads_are_neither_all_nor_a_pair():
     close(total(ctx, "omp_lock_contention_api"), 1.0)
     close(total(ctx, "omp_lock_contention_all_threads"), 0.0)
     close(total(ctx, "omp_lock_contention_pairs"), 0.0)
+
+
+# --------------------------------------------------------------------------
+# false sharing (hardware counters)
+# --------------------------------------------------------------------------
+MISS, STORES = "PAPI_L1_DCM", "PAPI_SR_INS"
+
+
+def counter_trace(serial: tuple[int, int] | None, parallel: list[tuple[int, int]]) -> tuple:
+    """main runs ``kernel`` serially (misses, stores) if given, then a parallel region where
+    thread i runs ``kernel`` with parallel[i] = (misses, stores).  Counters are read after
+    every ENTER and EXIT, as the runtime does; returns the builder and the exclusive
+    increments by hand: {(call path names, thread): (misses, stores)}."""
+    t = tracefmt.TraceBuilder()
+    n = len(parallel)
+    locs = [t.location(rank=0, thread=i) for i in range(n)]
+    totals = [[0, 0] for _ in locs]
+
+    def ev(kind, i, when, name, add=(0, 0), **kw):
+        getattr(t, kind)(locs[i], when, name, **kw)
+        totals[i][0] += add[0]
+        totals[i][1] += add[1]
+        t.counter(locs[i], when, MISS, totals[i][0])
+        t.counter(locs[i], when, STORES, totals[i][1])
+
+    ev("enter", 0, 0.0, "main")
+    if serial:
+        ev("enter", 0, 0.0, "kernel")
+        ev("exit", 0, 1.0, "kernel", serial)
+    t.fork(locs[0], 1.0, team=1, size=n)
+    for i in range(n):
+        ev("enter", i, 1.0, PAR, team=1, thread_num=i)
+        ev("enter", i, 1.0, "kernel")
+        ev("exit", i, 2.0, "kernel", parallel[i])
+        ev("enter", i, 2.0, PAR_BARRIER)
+        t.omp_coll_exit(locs[i], 2.0, PAR_BARRIER)
+        t.counter(locs[i], 2.0, MISS, totals[i][0])
+        t.counter(locs[i], 2.0, STORES, totals[i][1])
+        t.omp_coll_exit(locs[i], 2.0, PAR)
+        t.counter(locs[i], 2.0, MISS, totals[i][0])
+        t.counter(locs[i], 2.0, STORES, totals[i][1])
+    t.join(locs[0], 2.0, team=1, size=n)
+    ev("exit", 0, 2.0, "main")
+    return t
+
+
+def false_sharing(b, serial, parallel):
+    """Replay, make sure ctx.counters holds the exclusive increments worked out by hand (the
+    replay fills it where it reads COUNTER events), compute the pattern."""
+    ctx = replay(b.build())
+    want = {}
+    for name, idx in ((MISS, 0), (STORES, 1)):
+        arr = np.zeros((ctx.n_cnodes, ctx.n_locations))
+        if serial:
+            arr[_cnode(ctx, "main", "kernel"), 0] = serial[idx]
+        for i, v in enumerate(parallel):
+            arr[_cnode(ctx, PAR, "kernel"), i] = v[idx]
+        want[name] = arr
+    if ctx.counters:
+        for name in want:
+            np.testing.assert_array_equal(ctx.counters[name], want[name])
+    else:
+        ctx.counters = want
+    return ctx, reasons.OmpFalseSharing().compute(ctx)
+
+
+def _cnode(ctx, *names):
+    hits = [c for c in range(ctx.n_cnodes)
+            if ctx.calltree.path(c, ctx.region_name).split("/")[-len(names):] == list(names)]
+    assert len(hits) == 1
+    return hits[0]
+
+
+def test_false_sharing_excess_misses_over_the_serial_baseline():
+    # serially the kernel misses 10 times in 10000 stores (0.1 %); in the parallel region the
+    # two threads miss 2000 and 500 times in 10000 stores each (20 %, 5 %: both >= 1 % and
+    # >= 4 x 0.1 %): excess 2000 - 0.001 * 10000 = 1990 and 500 - 10 = 490
+    b = counter_trace((10, 10000), [(2000, 10000), (500, 10000)])
+    ctx, got = false_sharing(b, (10, 10000), [(2000, 10000), (500, 10000)])
+    close(got[_cnode(ctx, PAR, "kernel")], [1990.0, 490.0])
+    close(got.sum(), 2480.0)
+    assert reasons.OmpFalseSharing.name == "omp_false_sharing" and reasons.OmpFalseSharing.unit == "occ"
+
+
+def test_false_sharing_without_a_serial_baseline_counts_every_miss_above_the_rate():
+    # no serial run: base 0; thread 1's 50 misses in 10000 stores (0.5 %) are under 1 %
+    ctx, got = false_sharing(counter_trace(None, [(300, 10000), (50, 10000)]), None, [(300, 10000), (50, 10000)])
+    close(got[_cnode(ctx, PAR, "kernel")], [300.0, 0.0])
+
+
+def test_padded_data_misses_like_the_serial_code():
+    # negative: 2 % misses in parallel, but the same kernel misses 1 % serially (< 4 x)
+    b = counter_trace((100, 10000), [(200, 10000), (200, 10000)])
+    ctx, got = false_sharing(b, (100, 10000), [(200, 10000), (200, 10000)])
+    close(got.sum(), 0.0)  # "omp_false_sharing" silent
+
+
+def test_false_sharing_needs_both_counters():
+    ctx = replay(counter_trace(None, [(300, 10000), (300, 10000)]).build())
+    ctx.counters = {MISS: np.ones((ctx.n_cnodes, ctx.n_locations))}
+    close(reasons.OmpFalseSharing().compute(ctx).sum(), 0.0)
 
 
 def test_every_reason_is_tested_here():
