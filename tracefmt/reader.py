@@ -3,10 +3,11 @@
 The file is memory-mapped.  Opening reads the header, the footer index (or,
 when the index is missing or damaged, scans the block headers from the
 start) and the definitions; event blocks are only touched when a location's
-events are asked for.  They are then read in chunks of a few thousand
-records into a reused buffer and split into contiguous numpy columns with
-vectorised copies: no per-event Python work, and no copy of the raw file
-bytes kept in memory.
+events are asked for.  They are then read with ``pread`` in chunks of a few
+thousand records into one reused buffer, checksummed there and split into
+contiguous numpy columns in one pass (a numba kernel; numpy for short
+locations): no per-event Python work, one read of each byte, and no copy of
+the raw file bytes kept in memory.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import mmap
 import os
 import stat
 import struct
+import sys
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,25 +28,103 @@ from .definitions import Clock, Definitions, Offset, RawDefinitions, decode_defi
 from .errors import TraceFormatError
 from .layout import BlockKind
 
-#: records decoded per step; small enough that the raw bytes of one step stay
-#: in the CPU caches while the columns are filled, large enough that numpy's
-#: per-call cost vanishes (8192 x 40 bytes = 320 KiB)
-_CHUNK_RECORDS = 1 << 13
+try:  # ISA-L's CRC-32 (carry-less multiply) is several times faster than zlib's; same checksum
+    from isal.isal_zlib import crc32 as _crc32
+except ImportError:  # pragma: no cover - isal is a dependency; zlib is the fallback where it has no wheel
+    from zlib import crc32 as _crc32
 
-#: from this many records on, checksums are computed by a helper thread while
-#: the main thread decodes (zlib.crc32 and pread release the GIL)
-_PARALLEL_CRC_RECORDS = 1 << 16
-_CRC_READ_BYTES = 1 << 20
+#: records decoded per step; small enough that the raw bytes of one step stay
+#: in the CPU caches while they are checksummed and split into columns, large
+#: enough that the per-step Python calls vanish (8192 x 40 bytes = 320 KiB)
+_CHUNK_RECORDS = 1 << 13
+_RECORD_WORDS = layout.EVENT_RECORD_SIZE // 8
+
+#: locations with at least this many events are decoded by the numba kernel;
+#: shorter ones by numpy unless the kernel is loaded already, so reading a
+#: small trace never pays for importing numba (about 0.4 s)
+_KERNEL_MIN_RECORDS = 1 << 14
+_KERNEL_MODULE = __name__.rpartition(".")[0] + ".kernels"
+
+#: decoded columns of at least this many bytes get an anonymous mapping of
+#: their own that asks for transparent huge pages: first-touch page faults
+#: of fresh memory otherwise cost as much as decoding (see docs/performance.md)
+_MAPPED_COLUMNS_BYTES = 2 << 20
+
+#: the decoded columns of one location, laid out widest first in one
+#: allocation so every column is aligned to its item size
+_COLUMNS = (
+    ("time", np.dtype(np.float64)), ("ticks", np.dtype(np.uint64)), ("d", np.dtype(np.uint64)),
+    ("e", np.dtype(np.uint64)), ("a", np.dtype(np.uint32)), ("b", np.dtype(np.uint32)),
+    ("c", np.dtype(np.uint32)), ("type", np.dtype(np.uint8)), ("flags", np.dtype(np.uint8)),
+)
+_BYTES_PER_EVENT = sum(dt.itemsize for _, dt in _COLUMNS)
 
 _KNOWN_FLAGS = layout.FLAG_FINISHED
-_crc_pool: ThreadPoolExecutor | None = None
 
 
-def _crc_executor() -> ThreadPoolExecutor:
-    global _crc_pool
-    if _crc_pool is None:
-        _crc_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracefmt-crc")
-    return _crc_pool
+def _new_columns(n: int) -> dict[str, np.ndarray]:
+    """Uninitialised output columns for n events.
+
+    Large locations share one anonymous memory mapping with transparent huge
+    pages requested (2 MiB pages fault in hundreds of times faster per byte
+    than 4 KiB ones on a virtual machine); the mapping is returned to the
+    system when the last of the columns is dropped.  Elsewhere (small
+    locations, no anonymous mmap on the platform) they are plain arrays.
+    """
+    total = n * _BYTES_PER_EVENT
+    buf = None
+    if total >= _MAPPED_COLUMNS_BYTES and hasattr(mmap, "MAP_ANONYMOUS"):
+        try:
+            buf = mmap.mmap(-1, total, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            if hasattr(mmap, "MADV_HUGEPAGE"):
+                buf.madvise(mmap.MADV_HUGEPAGE)
+        except (OSError, ValueError):  # no anonymous mappings or no madvise here: plain arrays
+            buf = None
+    if buf is None:
+        return {name: np.empty(n, dt) for name, dt in _COLUMNS}
+    cols, pos = {}, 0
+    for name, dt in _COLUMNS:
+        cols[name] = np.frombuffer(buf, dt, n, pos)
+        pos += n * dt.itemsize
+    return cols
+
+
+def load_decoder() -> None:
+    """Import numba and load the decoding kernel's cached machine code now (about 0.5 s, once per process).
+
+    ``Trace.events`` does this by itself on the first location long enough
+    for the kernel; a program that wants the cost out of a timed region, or
+    overlapped with other start-up work, calls this first.
+    """
+    if sys.byteorder != "little":
+        return
+    from .kernels import decode_records
+
+    words = np.zeros((1, _RECORD_WORDS), np.uint64)
+    out = [np.zeros(1, dt) for dt in (np.uint64, np.float64, np.uint8, np.uint8, np.uint32, np.uint32, np.uint32,
+                                      np.uint64, np.uint64)]
+    decode_records(words, False, np.uint64(0), 1.0, 0, *out)
+
+
+def _kernel_decoder(trace: "Trace", clock: Clock, cols: dict[str, np.ndarray]):
+    """decode(words, at) running the numba kernel into `cols`, or None where it cannot run.
+
+    The kernel reads the records as little-endian 64-bit words, so it needs a
+    little-endian host; big-endian files are byte-swapped inside it.
+    """
+    if sys.byteorder != "little":
+        return None
+    from .kernels import decode_records
+
+    swap = trace.header.byte_order == layout.BYTE_ORDER_BIG
+    origin, rate = np.uint64(clock.origin), float(clock.ticks_per_second)
+    c = cols
+
+    def decode(words: np.ndarray, at: int) -> None:
+        decode_records(words, swap, origin, rate, at,
+                       c["ticks"], c["time"], c["type"], c["flags"], c["a"], c["b"], c["c"], c["d"], c["e"])
+
+    return decode
 
 
 @dataclass(frozen=True)
@@ -462,76 +541,62 @@ class Trace:
         loc = self.defs.locations[location]
         clock = self.defs.clock(loc.process)
         offsets = self.defs.offsets.get(loc.process, [])
-        dt = self._dtype
-        cols = {f: np.empty(n, dt[f].newbyteorder("=")) for f in ("type", "flags", "a", "b", "c", "d", "e")}
-        ticks = np.empty(n, np.uint64)
-        time = np.empty(n, np.float64)
-        chunk = np.empty(_CHUNK_RECORDS, dt)  # raw records of one step, reused: stays in cache
-        inline_crc = self.verify and n < _PARALLEL_CRC_RECORDS
-        crc_job = _crc_executor().submit(self._block_crcs, blocks) if self.verify and not inline_crc else None
-        crcs = []
+        cols = _new_columns(n)
+        # raw records of one step, reused so they stay in the CPU caches; the
+        # same bytes seen as 64-bit words (kernel), as records (numpy path)
+        # and as bytes (checksum)
+        words = np.empty((min(_CHUNK_RECORDS, n), _RECORD_WORDS), np.uint64)
+        raw = words.reshape(-1).view(np.uint8)
+        use_kernel = n >= _KERNEL_MIN_RECORDS or _KERNEL_MODULE in sys.modules
+        decode = _kernel_decoder(self, clock, cols) if use_kernel else None
         at = 0
         for b in blocks:
             crc = 0
             for s in range(0, b.count, _CHUNK_RECORDS):
                 k = min(_CHUNK_RECORDS, b.count - s)
-                rec = self._raw_records(b.payload_offset + s * layout.EVENT_RECORD_SIZE, k, chunk, location, b)
-                if inline_crc:
-                    crc = zlib.crc32(rec, crc)
-                t = ticks[at : at + k]
-                t[:] = rec["time"]
-                for f, col in cols.items():
-                    col[at : at + k] = rec[f]
-                ticks_to_seconds(t, clock, offsets, out=time[at : at + k])
+                self._read_records(b.payload_offset + s * layout.EVENT_RECORD_SIZE, k, raw, location, b)
+                if self.verify:
+                    crc = _crc32(raw[: k * layout.EVENT_RECORD_SIZE], crc)
+                if decode is not None:
+                    decode(words[:k], at)
+                else:
+                    self._decode_numpy(words[:k], at, cols, clock)
+                if offsets:
+                    part = cols["time"][at : at + k]
+                    part[...] = local_to_global(part, offsets)
                 at += k
-            crcs.append(crc)
-        if self.verify:
-            if crc_job is not None:
-                crcs = crc_job.result()
-            for b, crc in zip(blocks, crcs):
+            if self.verify:
                 if crc != b.payload_crc:
                     raise self._error("checksum mismatch: the block's data is damaged", location, b.number, b.offset)
                 pad = self._buf[b.payload_offset + b.payload_length : b.end]
                 if any(pad):
                     raise self._error("non-zero padding after the block's data", location, b.number, b.offset)
-        return Events(location, time, ticks, **cols)
+        return Events(location, **cols)
 
-    def _block_crcs(self, blocks: list[Block]) -> list[int | None]:
-        """CRC-32 of each block's payload (run on the helper thread); None where the file is short."""
-        out: list[int | None] = []
-        if self._file is None:
-            mv = memoryview(self._buf)
-            return [zlib.crc32(mv[b.payload_offset : b.payload_offset + b.payload_length]) for b in blocks]
-        buf = bytearray(_CRC_READ_BYTES)
-        fd = self._file.fileno()
-        for b in blocks:
-            crc, pos, end = 0, b.payload_offset, b.payload_offset + b.payload_length
-            while pos < end:
-                want = min(_CRC_READ_BYTES, end - pos)
-                got = os.preadv(fd, [memoryview(buf)[:want]], pos)
-                if got != want:
-                    crc = None
-                    break
-                crc = zlib.crc32(memoryview(buf)[:got], crc)
-                pos += got
-            out.append(crc)
-        return out
+    def _decode_numpy(self, words: np.ndarray, at: int, cols: dict, clock: Clock) -> None:
+        """The vectorised decoder: short locations (no numba import needed) and big-endian hosts."""
+        rec = words.view(self._dtype).reshape(-1)
+        k = rec.shape[0]
+        t = cols["ticks"][at : at + k]
+        t[:] = rec["time"]
+        for f in ("type", "flags", "a", "b", "c", "d", "e"):
+            cols[f][at : at + k] = rec[f]
+        ticks_to_seconds(t, clock, [], out=cols["time"][at : at + k])
 
-    def _raw_records(self, offset: int, k: int, chunk: np.ndarray, location: int, b: Block) -> np.ndarray:
-        """k raw records from `offset`: read into `chunk` from a file, or a view of in-memory bytes.
+    def _read_records(self, offset: int, k: int, raw: np.ndarray, location: int, b: Block) -> None:
+        """Copy k raw records from `offset` into the start of `raw` (bytes).
 
         Reading with pread into a small reused buffer is faster than touching
         the mapping (no page faults) and keeps the raw bytes out of our
         resident memory, so peak memory is the decoded columns plus one chunk.
         """
+        nbytes = k * layout.EVENT_RECORD_SIZE
         if self._file is None:
-            return np.frombuffer(self._buf, dtype=chunk.dtype, count=k, offset=offset)
-        view = chunk[:k]
-        got = os.preadv(self._file.fileno(), [memoryview(view).cast("B")], offset)
-        if got != k * layout.EVENT_RECORD_SIZE:  # the file shrank since it was opened
-            raise self._error(f"short read ({got} of {k * layout.EVENT_RECORD_SIZE} bytes)", location, b.number,
-                              offset)
-        return view
+            raw[:nbytes] = np.frombuffer(self._buf, np.uint8, nbytes, offset)
+            return
+        got = os.preadv(self._file.fileno(), [raw[:nbytes]], offset)
+        if got != nbytes:  # the file shrank since it was opened
+            raise self._error(f"short read ({got} of {nbytes} bytes)", location, b.number, offset)
 
     def time_range(self, location: int) -> tuple[float, float] | None:
         """Global (first, last) event time of a location from the index, or None without events/index."""

@@ -16,8 +16,9 @@ def test_trace_io_benchmark_prints_a_table(tmp_path):
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[1].split()[:3] == ["operation", "events", "file"]
-    ops = [line.split()[0] for line in lines[2:]]
+    ops = [line.split()[0] for line in lines[2:5]]
     assert ops == ["write", "read", "read"]
+    assert lines[5].startswith("not in the reads above: loading the decoder")
     read = lines[3].split()
     assert read[2] == "4096"  # events read back
     assert list(tmp_path.iterdir()) == []  # the temporary trace is removed
