@@ -91,6 +91,9 @@ static int start_set(int *set, char *why, size_t n)
 
 static void record_counters(xt_thread *t, uint64_t time)
 {
+    /* an event recorded for another thread (e.g. a worker's barrier end closed by the master):
+       this thread's counters say nothing about it */
+    if (t != xt_tls) return;
     if (XT_UNLIKELY(thread_state == 0)) {
         char why[256];
         if (PAPI_register_thread() == PAPI_OK && start_set(&thread_set, why, sizeof why) == 0) {

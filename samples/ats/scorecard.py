@@ -56,13 +56,49 @@ class ScorecardError(Exception):
 # --------------------------------------------------------------------------
 # environment
 # --------------------------------------------------------------------------
-def false_sharing_reason() -> str:
-    """Why cache-line counters cannot be read here (the property is then 'not measurable')."""
-    if not Path("/sys/bus/event_source/devices/cpu").exists():
-        return ("this machine exposes no CPU performance-monitoring unit (no "
-                "/sys/bus/event_source/devices/cpu: typical of VMs), so no hardware counter can be read")
-    return ("the tracing runtime has no hardware-counter (PAPI) recording yet, so cache misses cannot be "
-            "related to the parallel region")
+#: what the false-sharing property records: a cache-miss and a store counter (PAPI presets)
+FALSE_SHARING_METRICS = ("PAPI_L1_DCM", "PAPI_SR_INS")
+
+
+def counters_readable(events) -> str | None:
+    """None when PAPI can start these events on this machine, else why not (asked through
+    libpapi with ctypes, as the runtime would)."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("papi")
+    if name is None:
+        return "PAPI is not installed (libpapi), so the runtime cannot record hardware counters"
+    papi = ctypes.CDLL(name)
+    papi.PAPI_strerror.restype = ctypes.c_char_p
+    version = papi.PAPI_library_init(ctypes.c_int(0x07000000))  # PAPI_VER_CURRENT of PAPI 7.0
+    if version < 0:
+        return f"PAPI_library_init failed: {papi.PAPI_strerror(version).decode()}"
+    eventset = ctypes.c_int(-1)
+    papi.PAPI_create_eventset(ctypes.byref(eventset))
+    try:
+        for ev in events:
+            rc = papi.PAPI_add_named_event(eventset, ev.encode())
+            if rc != 0:
+                pmu = "" if Path("/sys/bus/event_source/devices/cpu").exists() else (
+                    "; this machine exposes no CPU performance-monitoring unit "
+                    "(no /sys/bus/event_source/devices/cpu: typical of VMs)")
+                return f"PAPI cannot count {ev}: {papi.PAPI_strerror(rc).decode()}{pmu}"
+        rc = papi.PAPI_start(eventset)
+        if rc != 0:
+            return f"PAPI cannot start {', '.join(events)}: {papi.PAPI_strerror(rc).decode()}"
+        values = (ctypes.c_longlong * len(events))()
+        papi.PAPI_stop(eventset, values)
+        return None
+    finally:
+        papi.PAPI_cleanup_eventset(eventset)
+        papi.PAPI_destroy_eventset(ctypes.byref(eventset))
+
+
+def false_sharing_reason() -> str | None:
+    """Why cache-line counters cannot be read here (the property is then 'not measurable'); None
+    when they can."""
+    return counters_readable(FALSE_SHARING_METRICS)
 
 
 def build(log) -> None:
@@ -85,7 +121,7 @@ def trace(prop: Property, args: list[str], out: Path, timeout: float = 120) -> N
     prog = ATS / "build" / prop.name
     if not prog.exists():
         raise ScorecardError(f"{prog} is missing: build with 'make -C samples/ats'")
-    env = dict(os.environ, EXPERT_TRACE_FILE=str(out))
+    env = dict(os.environ, EXPERT_TRACE_FILE=str(out), **prop.env)
     if prop.family == "omp":
         env.update(OMP_NUM_THREADS=str(prop.team), OMP_WAIT_POLICY="passive", OMP_PROC_BIND="false")
         cmd = [str(EXPERT_RUN), str(prog), *args]
