@@ -9,9 +9,14 @@ belongs to that measurement alone) with and without checksum verification.
 The file is in the page cache when it is read (it was just written; the first
 read of each size is a discarded warm-up).
 
-Columns: events/s and MB/s of trace data (file bytes), and the read's peak
-memory above the process's baseline divided by the size of the decoded
-arrays it returned ("peak/decoded"; 1.0 means no overhead at all).
+Columns: events/s and MB/s of trace data (file bytes) by wall-clock time;
+the CPU time the read used ("cpu s", user + system, all threads) and MB per
+CPU-second, about what the wall-clock rate would be on an otherwise idle
+core (the reader is single-threaded); and the read's peak memory above the
+process's baseline divided by the size of the decoded arrays it returned
+("peak/decoded"; 1.0 means no overhead at all).  Loading the decoder (the
+numba import and its cached machine code, once per process) happens before
+the timed read and is printed on its own line.
 """
 
 from __future__ import annotations
@@ -36,13 +41,13 @@ t0 = time.perf_counter()
 tracefmt.reader.load_decoder()  # once per process: numba import and cached machine code
 load = time.perf_counter() - t0
 base = rss_kib()
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 with tracefmt.open(path, verify=verify) as trace:
     kept = [trace.events(loc) for loc in trace.location_ids.tolist()]
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     n = sum(len(e) for e in kept)
     decoded = sum(e.nbytes for e in kept)
-print(json.dumps({"seconds": seconds, "events": n, "decoded": decoded, "peak": (rss_kib() - base) * 1024,
+print(json.dumps({"seconds": seconds, "cpu": cpu, "events": n, "decoded": decoded, "peak": (rss_kib() - base) * 1024,
                   "load": load}))
 """
 
@@ -113,27 +118,31 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(float(s)) for s in args.sizes.split(",")]
 
     rows, loads = [], []
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         for n in sizes:
             path = os.path.join(tmp, f"bench_{n}.elg")
             w_sec, size = write_trace(path, n, args.locations)
             n_written = (n // args.locations) * args.locations
-            rows.append(("write", n_written, size, w_sec, None))
+            rows.append(("write", n_written, size, w_sec, None, None))
             read_in_subprocess(path, True)  # warm-up: page cache, numba/numpy imports
             for verify in (True, False):
                 best = min((read_in_subprocess(path, verify) for _ in range(args.repeat)),
                            key=lambda r: r["seconds"])
                 ratio = best["peak"] / best["decoded"] if best["decoded"] else float("nan")
-                rows.append((f"read ({'crc' if verify else 'no crc'})", best["events"], size, best["seconds"], ratio))
+                rows.append((f"read ({'crc' if verify else 'no crc'})", best["events"], size, best["seconds"],
+                             best["cpu"], ratio))
                 loads.append(best["load"])
             os.unlink(path)
 
-    print(f"trace I/O, {args.locations} locations, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    print(f"trace I/O, {args.locations} locations, {os.cpu_count()} CPUs, "
+          f"load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after")
     print(f"{'operation':<16} {'events':>12} {'file MB':>9} {'seconds':>9} {'Mevents/s':>10} {'MB/s':>9} "
-          f"{'peak/decoded':>13}")
-    for op, n, size, sec, ratio in rows:
+          f"{'cpu s':>7} {'MB/cpu-s':>9} {'peak/decoded':>13}")
+    for op, n, size, sec, cpu, ratio in rows:
         r = f"{ratio:13.2f}" if ratio is not None else f"{'':>13}"
-        print(f"{op:<16} {n:>12} {size / 1e6:>9.1f} {sec:>9.3f} {n / sec / 1e6:>10.1f} {size / sec / 1e6:>9.0f} {r}")
+        c = f"{cpu:7.3f} {size / cpu / 1e6:9.0f}" if cpu else f"{'':>7} {'':>9}"
+        print(f"{op:<16} {n:>12} {size / 1e6:>9.1f} {sec:>9.3f} {n / sec / 1e6:>10.1f} {size / sec / 1e6:>9.0f} {c} {r}")
     if loads:
         print(f"not in the reads above: loading the decoder once per process (numba import, cached kernel) "
               f"{min(loads):.3f} s")

@@ -49,6 +49,7 @@ _KERNEL_MODULE = __name__.rpartition(".")[0] + ".kernels"
 #: their own that asks for transparent huge pages: first-touch page faults
 #: of fresh memory otherwise cost as much as decoding (see docs/performance.md)
 _MAPPED_COLUMNS_BYTES = 2 << 20
+_HUGE_PAGE = 2 << 20
 
 #: the decoded columns of one location, laid out widest first in one
 #: allocation so every column is aligned to its item size
@@ -65,24 +66,32 @@ _KNOWN_FLAGS = layout.FLAG_FINISHED
 def _new_columns(n: int) -> dict[str, np.ndarray]:
     """Uninitialised output columns for n events.
 
-    Large locations share one anonymous memory mapping with transparent huge
-    pages requested (2 MiB pages fault in hundreds of times faster per byte
-    than 4 KiB ones on a virtual machine); the mapping is returned to the
-    system when the last of the columns is dropped.  Elsewhere (small
-    locations, no anonymous mmap on the platform) they are plain arrays.
+    Large locations share one anonymous memory mapping whose whole 2 MiB
+    pieces ask for transparent huge pages: fresh memory is faulted in page
+    by page, and with 2 MiB pages that costs about a third of what it does
+    with 4 KiB ones on this project's VMs (docs/performance.md).  The columns
+    start at a 2 MiB boundary inside the mapping (the address space before
+    it is never touched, so never resident), and the last partial piece
+    keeps small pages, so nothing beyond the columns becomes resident.  The
+    mapping is returned to the system when the last of the columns is
+    dropped.  Elsewhere (small locations, no anonymous mmap on the platform)
+    the columns are plain arrays.
     """
     total = n * _BYTES_PER_EVENT
-    buf = None
-    if total >= _MAPPED_COLUMNS_BYTES and hasattr(mmap, "MAP_ANONYMOUS"):
-        try:
-            buf = mmap.mmap(-1, total, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-            if hasattr(mmap, "MADV_HUGEPAGE"):
-                buf.madvise(mmap.MADV_HUGEPAGE)
-        except (OSError, ValueError):  # no anonymous mappings or no madvise here: plain arrays
-            buf = None
-    if buf is None:
+    if total < _MAPPED_COLUMNS_BYTES or not hasattr(mmap, "MAP_ANONYMOUS"):
         return {name: np.empty(n, dt) for name, dt in _COLUMNS}
-    cols, pos = {}, 0
+    try:
+        buf = mmap.mmap(-1, total + _HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    except (OSError, ValueError, TypeError):  # no anonymous mappings here: plain arrays
+        return {name: np.empty(n, dt) for name, dt in _COLUMNS}
+    start = -np.frombuffer(buf, np.uint8, 1).ctypes.data % _HUGE_PAGE
+    whole = total - total % _HUGE_PAGE
+    if hasattr(mmap, "MADV_HUGEPAGE") and whole:
+        try:
+            buf.madvise(mmap.MADV_HUGEPAGE, start, whole)
+        except OSError:  # kernel without transparent huge pages: small pages, still correct
+            pass
+    cols, pos = {}, start
     for name, dt in _COLUMNS:
         cols[name] = np.frombuffer(buf, dt, n, pos)
         pos += n * dt.itemsize
