@@ -1,5 +1,5 @@
 """Tracing-runtime overhead: cost per recorded event, per traced OpenMP barrier and per traced
-MPI call (ns), and the slowdown of small sample workloads (% of run time).
+MPI call and per traced lock set/unset pair (ns), and the slowdown of small sample workloads (% of run time).
 
     python -m benchmarks runtime_overhead [--repeat 5] [--threads 2]
 
@@ -65,6 +65,8 @@ def main(argv=None) -> int:
         cost("recorded event (half an enter/exit pair)", ["./k", "events", "2000000"], env1, 2.0)
         cost("OpenMP barrier, 1 thread", ["./k", "barrier", "200000"], env1)
         cost(f"OpenMP barrier, {args.threads} threads", ["./k", "barrier", "50000"], env)
+        # uncontended: with contention the untraced time alone varies 10x run to run on 2 cores
+        cost("omp_set_lock + omp_unset_lock, 1 thread", ["./k", "lock", "500000"], env1)
         mpirun = ["mpirun.openmpi", "-np", "2"]
         base = _best(mpirun + ["./m", "calls", "200000"], d, env1, args.repeat)
         tr = _best(mpirun + traced + ["./m", "calls", "200000"], d, env1, args.repeat)

@@ -430,7 +430,7 @@ static xt_lock *locks;
 static atomic_uint n_locks;
 static addr_slot lock_table[ADDR_TABLE_SIZE];
 
-uint32_t xt_lock_id(uintptr_t key0, uint8_t kind, const char *name)
+uint32_t xt_lock_find(uintptr_t key0, uint8_t kind)
 {
     uint64_t key = ((uint64_t)key0 << 4) | kind;
     uint64_t h = addr_hash(key);
@@ -440,6 +440,15 @@ uint32_t xt_lock_id(uintptr_t key0, uint8_t kind, const char *name)
         if (k == key) return s->value;
         if (k == 0) break;
     }
+    return ELG_NO_ID;
+}
+
+uint32_t xt_lock_id(uintptr_t key0, uint8_t kind, const char *name)
+{
+    uint32_t found = xt_lock_find(key0, kind);
+    if (found != ELG_NO_ID) return found;
+    uint64_t key = ((uint64_t)key0 << 4) | kind;
+    uint64_t h = addr_hash(key);
     pthread_mutex_lock(&def_lock);
     uint32_t id = ELG_NO_ID;
     for (uint32_t probe = 0; probe < ADDR_TABLE_SIZE; probe++) {

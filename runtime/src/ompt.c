@@ -78,9 +78,19 @@ static uint32_t omp_region(const void *codeptr, uint32_t subkind, const char *la
     return xt_region_by_addr((uintptr_t)codeptr, subkind, XT_ADDR_OMP, label, ELG_PARADIGM_OPENMP, role);
 }
 
-static uint32_t api_region(const char *name)
+/* Lock-API regions are defined once each: the lock path is hot, and a definition takes a mutex. */
+enum { API_SET, API_SET_NEST, API_UNSET, API_UNSET_NEST, API_TEST, API_TEST_NEST, N_API };
+static const char *const api_names[N_API] = {"omp_set_lock",   "omp_set_nest_lock", "omp_unset_lock",
+                                             "omp_unset_nest_lock", "omp_test_lock", "omp_test_nest_lock"};
+static _Atomic uint32_t api_ids[N_API]; /* region id + 1, 0 = not defined yet */
+
+static uint32_t api_region(int which)
 {
-    return xt_region_define(name, "OMP", ELG_NO_ID, ELG_PARADIGM_OPENMP, ELG_ROLE_OMP_LOCK_API);
+    uint32_t id = atomic_load_explicit(&api_ids[which], memory_order_acquire);
+    if (XT_LIKELY(id)) return id - 1;
+    id = xt_region_define(api_names[which], "OMP", ELG_NO_ID, ELG_PARADIGM_OPENMP, ELG_ROLE_OMP_LOCK_API);
+    atomic_store_explicit(&api_ids[which], id + 1, memory_order_release); /* racing threads store the same id */
+    return id;
 }
 
 /* a clamped time never goes back behind the thread's last event */
@@ -328,9 +338,12 @@ static uint32_t lock_of(ompt_mutex_t kind, ompt_wait_id_t wait_id)
 {
     static const char *names[] = {"", "omp_lock", "omp_lock", "omp_nest_lock", "omp_nest_lock", "critical",
                                   "atomic", "ordered"};
+    uint8_t lk = lock_kind((int)kind);
+    uint32_t id = xt_lock_find((uintptr_t)wait_id, lk); /* the name is formatted only on first sight */
+    if (XT_LIKELY(id != ELG_NO_ID)) return id;
     char name[64];
     snprintf(name, sizeof name, "%s %#llx", names[(int)kind <= 7 ? (int)kind : 0], (unsigned long long)wait_id);
-    return xt_lock_id((uintptr_t)wait_id, lock_kind((int)kind), name);
+    return xt_lock_id((uintptr_t)wait_id, lk, name);
 }
 
 static void on_mutex_acquire(ompt_mutex_t kind, unsigned int hint, unsigned int impl, ompt_wait_id_t wait_id,
@@ -355,10 +368,10 @@ static void on_mutex_acquire(ompt_mutex_t kind, unsigned int hint, unsigned int 
         outer = omp_region(codeptr, 15, "!$omp atomic", ELG_ROLE_OMP_ATOMIC);
         break;
     case ompt_mutex_lock:
-        outer = api_region("omp_set_lock");
+        outer = api_region(API_SET);
         break;
     case ompt_mutex_nest_lock:
-        outer = api_region("omp_set_nest_lock");
+        outer = api_region(API_SET_NEST);
         break;
     default: /* test kinds outside our wrapper (a runtime that reports them): only the acquisition */
         break;
@@ -439,8 +452,8 @@ static void on_mutex_released(ompt_mutex_t kind, ompt_wait_id_t wait_id, const v
         }
         break;
     default: {
-        uint32_t r = api_region(kind == ompt_mutex_nest_lock || kind == ompt_mutex_test_nest_lock ? "omp_unset_nest_lock"
-                                                                                                 : "omp_unset_lock");
+        uint32_t r = api_region(kind == ompt_mutex_nest_lock || kind == ompt_mutex_test_nest_lock ? API_UNSET_NEST
+                                                                                                 : API_UNSET);
         xt_enter(t, now, r, ELG_NO_ID, ELG_NO_ID);
         xt_record(t, now, ELG_OMP_RELEASE_LOCK, 0, lock, 0, 0, order, 0);
         xt_exit(t, now, r);
@@ -465,7 +478,7 @@ static void on_nest_lock(ompt_scope_endpoint_t endpoint, ompt_wait_id_t wait_id,
         if (o->mutex[i].outer != ELG_NO_ID) xt_exit(t, now, o->mutex[i].outer);
         pop_mutex(o, i);
     } else {
-        uint32_t r = api_region("omp_unset_nest_lock");
+        uint32_t r = api_region(API_UNSET_NEST);
         xt_enter(t, now, r, ELG_NO_ID, ELG_NO_ID);
         xt_exit(t, now, r);
     }
@@ -480,7 +493,7 @@ static void on_nest_lock(ompt_scope_endpoint_t endpoint, ompt_wait_id_t wait_id,
 static atomic_int ompt_active; /* our tool was registered with the OpenMP runtime */
 
 typedef int (*test_lock_fn)(void *);
-static int traced_test(const char *symbol, _Atomic(test_lock_fn) *real, const char *region, void *lock)
+static int traced_test(const char *symbol, _Atomic(test_lock_fn) *real, int region, void *lock)
 {
     test_lock_fn fn = atomic_load_explicit(real, memory_order_acquire);
     if (XT_UNLIKELY(!fn)) {
@@ -509,10 +522,10 @@ static int traced_test(const char *symbol, _Atomic(test_lock_fn) *real, const ch
         static _Atomic(test_lock_fn) real;                                                                           \
         return traced_test(#symbol, &real, region, lock);                                                            \
     }
-TEST_WRAPPER(omp_test_lock, "omp_test_lock")
-TEST_WRAPPER(omp_test_nest_lock, "omp_test_nest_lock")
-TEST_WRAPPER(omp_test_lock_, "omp_test_lock")           /* Fortran */
-TEST_WRAPPER(omp_test_nest_lock_, "omp_test_nest_lock") /* Fortran */
+TEST_WRAPPER(omp_test_lock, API_TEST)
+TEST_WRAPPER(omp_test_nest_lock, API_TEST_NEST)
+TEST_WRAPPER(omp_test_lock_, API_TEST)           /* Fortran */
+TEST_WRAPPER(omp_test_nest_lock_, API_TEST_NEST) /* Fortran */
 #undef TEST_WRAPPER
 
 static void on_flush(ompt_data_t *thread_data, const void *codeptr)

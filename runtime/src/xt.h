@@ -145,6 +145,8 @@ enum xt_addr_kind {
 XT_HIDDEN uint32_t xt_region_by_addr(uintptr_t addr, uint32_t subkind, int kind, const char *label, uint8_t paradigm,
                                      uint8_t role);
 XT_HIDDEN uint32_t xt_lock_id(uintptr_t key, uint8_t kind, const char *name);
+/* the lock's id if it is defined already, else ELG_NO_ID (no name needed: cheap on hot paths) */
+XT_HIDDEN uint32_t xt_lock_find(uintptr_t key, uint8_t kind);
 /* Lock hand-over (core.c).  Call xt_lock_acquire once the lock is held and xt_lock_release around
  * its release (before or after the real unlock); both return the acquisition's order (1, 2, ... per
  * lock) and may move *now so that a release is never stamped after the next holder's acquisition.

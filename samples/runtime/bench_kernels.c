@@ -1,6 +1,8 @@
 /* bench_kernels.c - micro-benchmarks for benchmarks/runtime_overhead.py.
  *   bench_kernels events N     N user-region enter/exit pairs       -> ns per pair
  *   bench_kernels barrier N    N OpenMP barriers (OMP_NUM_THREADS)  -> ns per barrier
+ *   bench_kernels lock N       N omp_set_lock/omp_unset_lock pairs per thread (OMP_NUM_THREADS,
+ *                              contended when > 1)                  -> ns per pair
  *   bench_kernels work N       a compute + barrier workload         -> seconds
  * Prints one number.  Runs untraced when the runtime is absent (the API is weak). */
 #include <expert.h>
@@ -43,6 +45,19 @@ int main(int argc, char **argv)
             t1 = now();
         }
         printf("%.2f\n", (t1 - t0) / n * 1e9);
+    } else if (strcmp(argv[1], "lock") == 0) {
+        omp_lock_t lock;
+        omp_init_lock(&lock);
+        long pairs = 0;
+        double t0 = now();
+#pragma omp parallel reduction(+ : pairs)
+        for (long i = 0; i < n; i++) {
+            omp_set_lock(&lock);
+            pairs++;
+            omp_unset_lock(&lock);
+        }
+        printf("%.2f\n", (now() - t0) / pairs * 1e9);
+        omp_destroy_lock(&lock);
     } else {
         double t0 = now(), s = 0;
         for (long it = 0; it < n; it++) {
