@@ -18,6 +18,7 @@ import os
 import stat
 import struct
 import sys
+import threading
 import zlib
 from dataclasses import dataclass
 
@@ -96,6 +97,24 @@ def _new_columns(n: int) -> dict[str, np.ndarray]:
         cols[name] = np.frombuffer(buf, dt, n, pos)
         pos += n * dt.itemsize
     return cols
+
+
+_scratch = threading.local()
+
+
+def _chunk_buffer() -> np.ndarray:
+    """This thread's buffer for the raw records of one step, as (records, 5) 64-bit words.
+
+    Reused for every step and every location, so it stays in the CPU caches
+    and its pages are faulted in once per thread, not once per location; the
+    same bytes are seen as words (kernel), records (numpy path) and bytes
+    (checksum).  One per thread because threads may decode locations of the
+    same trace at the same time.
+    """
+    words = getattr(_scratch, "words", None)
+    if words is None or words.shape[0] != _CHUNK_RECORDS:
+        words = _scratch.words = np.empty((_CHUNK_RECORDS, _RECORD_WORDS), np.uint64)
+    return words
 
 
 def load_decoder() -> None:
@@ -551,10 +570,7 @@ class Trace:
         clock = self.defs.clock(loc.process)
         offsets = self.defs.offsets.get(loc.process, [])
         cols = _new_columns(n)
-        # raw records of one step, reused so they stay in the CPU caches; the
-        # same bytes seen as 64-bit words (kernel), as records (numpy path)
-        # and as bytes (checksum)
-        words = np.empty((min(_CHUNK_RECORDS, n), _RECORD_WORDS), np.uint64)
+        words = _chunk_buffer()
         raw = words.reshape(-1).view(np.uint8)
         use_kernel = n >= _KERNEL_MIN_RECORDS or _KERNEL_MODULE in sys.modules
         decode = _kernel_decoder(self, clock, cols) if use_kernel else None

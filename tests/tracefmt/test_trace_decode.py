@@ -2,6 +2,7 @@
 
 import struct
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -148,6 +149,18 @@ def test_kernel_and_numpy_paths_agree_bit_for_bit(tmp_path, monkeypatch, order, 
                 local = (rec["time"] - np.uint64(clock.origin)).view(np.int64) / clock.ticks_per_second
                 expect = reader.local_to_global(local, t.defs.offsets.get(t.defs.locations[loc].process, []))
                 assert np.array_equal(k.time, expect)
+
+
+def test_threads_decoding_the_same_trace_at_once_get_their_own_events(tmp_path):
+    rng = np.random.default_rng(11)
+    sizes = [2 * reader._CHUNK_RECORDS + 3 * i for i in range(6)]
+    defs, events = random_trace(rng, layout.BYTE_ORDER_LITTLE, {}, {}, sizes, 2)
+    write_blocks(str(tmp_path / "t.elg"), defs, events, layout.BYTE_ORDER_LITTLE)
+    with tracefmt.open(str(tmp_path / "t.elg")) as t, ThreadPoolExecutor(3) as pool:
+        got = list(pool.map(t.events, [loc for _ in range(4) for loc in events]))
+    for ev in got:
+        rec = np.concatenate(events[ev.location])
+        assert np.array_equal(ev.ticks, rec["time"]) and np.array_equal(ev.e, rec["e"])
 
 
 # ---------------------------------------------------------------------- checksums
