@@ -104,6 +104,17 @@ def _region_name(r, files) -> str:
     return f"!$omp {word}{where}"
 
 
+def _first_ns(trace, location: int) -> int:
+    """The location's first event time in integer nanoseconds (0 without events)."""
+    span = trace.time_range(location) if hasattr(trace, "time_range") else None
+    if span is None:
+        ev = trace.events(location)
+        if len(ev) == 0:
+            return 0
+        span = (float(ev.time.min()), 0.0)
+    return int(round(span[0] * 1e9))
+
+
 def write_otf2(trace, outdir: str | os.PathLike, force: bool = False) -> list[str]:
     """Write ``outdir/traces.otf2`` (+ ``traces.def``, ``traces/``); returns notes on what was left out."""
     otf2 = _require_otf2()
@@ -198,13 +209,18 @@ def write_otf2(trace, outdir: str | os.PathLike, force: bool = False) -> list[st
             return OTF2_UNDEFINED_UINT32
         return comm_ranks.get(cid, {}).get(rank, rank)
 
+    # OTF2 timestamps are unsigned, but clock correction can put a rank's first
+    # events before time 0 (a rank whose clock runs behind rank 0's); shift
+    # every timestamp by the same amount.  Readers see the trace starting at 0;
+    # durations, and so every analysis result, are unchanged.
+    shift_ns = max(0, -min((_first_ns(trace, L.id) for L in locs), default=0))
     counters = 0
     for L in locs:
         ev = trace.events(L.id)
         if len(ev) == 0:
             continue
         wr = w.event_writer_from_location(o_loc[L.id])
-        ts = [int(x) for x in (ev.time * 1e9).round().astype("int64")]
+        ts = [int(x) + shift_ns for x in (ev.time * 1e9).round().astype("int64")]
         typ, A, B, C, Dd, Ee = ev.type, ev.a, ev.b, ev.c, ev.d, ev.e
         stack: list[int] = []
         rank = L.process

@@ -242,3 +242,32 @@ def test_cli_convert_chrome_and_errors(tmp_path, capsys):
     assert main(["convert", ep, str(tmp_path / "m2.elg"), "--to", "elg"]) == 0
     t = tracefmt.open(tmp_path / "m2.elg")
     assert t.events(0).time.tolist() == [0.0, 1.0, 1.0, 1.5, 2.0, 3.0, 4.0]
+
+
+def test_otf2_export_of_times_before_zero(tmp_path):
+    # clock correction can move a rank's first events before 0 (its clock ran
+    # behind rank 0's); OTF2 timestamps are unsigned, so the export shifts all
+    # times by the same amount and the analysis is unchanged
+    analyze = pytest.importorskip("analyzer.analyze").analyze
+    from tracefmt import otf2_in, otf2_out
+
+    b = tracefmt.TraceBuilder()
+    r0, r1 = b.location(rank=0), b.location(rank=1)
+    b.clock_offset(1, 0.0, -0.25)  # rank 1: global = local - 0.25
+    for loc in (r0, r1):
+        b.enter(loc, 0.0, "main")
+    b.enter(r0, 1.0, "MPI_Send"); b.send(r0, 1.0, dest=1, nbytes=8); b.exit(r0, 1.1, "MPI_Send")
+    b.enter(r1, 0.5, "MPI_Recv"); b.recv(r1, 1.3, source=0, nbytes=8); b.exit(r1, 1.4, "MPI_Recv")
+    for loc in (r0, r1):
+        b.exit(loc, 2.0, "main")
+    original = b.build()
+    assert original.events(r1).time[0] == pytest.approx(-0.25)
+
+    otf2_out.write_otf2(original, tmp_path / "o")
+    back = otf2_in.read(tmp_path / "o").to_trace()
+    assert min(float(back.events(int(l)).time.min()) for l in back.location_ids) == pytest.approx(0.0, abs=1e-9)
+    for loc in (r0, r1):  # every time moved by the same 0.25 s
+        assert np.allclose(back.events(loc).time, original.events(loc).time + 0.25, atol=1e-9)
+    # the late sender: rank 1 enters MPI_Recv at 0.25 (global), the send call starts at 1.0
+    assert analyze(original).total("mpi_latesender") == pytest.approx(0.75, abs=1e-9)
+    assert analyze(back).total("mpi_latesender") == pytest.approx(0.75, abs=1e-9)
