@@ -18,6 +18,8 @@ import sys
 
 import numpy as np
 
+from .cli_tools import quiet_on_closed_pipe
+
 PROG = "expert-analyze"
 
 
@@ -26,7 +28,8 @@ def _parser() -> argparse.ArgumentParser:
                                 "property tree with severities and writes a CUBE4 result.")
     p.add_argument("trace", help="trace: our .elg, an EPILOG 1.x file or EPIK directory, or an OTF2 anchor "
                    "(traces.otf2) or its directory; the format is detected from the content")
-    p.add_argument("-o", "--output", help="CUBE4 result file (default: the trace's name with .cubex for its extension: app.elg -> app.cubex)")
+    p.add_argument("-o", "--output",
+                   help="CUBE4 result file (default: the trace's name with .cubex for its extension: app.elg -> app.cubex)")
     p.add_argument("--json", metavar="FILE", help="also write the JSON summary")
     p.add_argument("--hdf5", metavar="FILE", help="also write the whole cube as HDF5")
     p.add_argument("--patterns", metavar="NAME,...", help="compute only these properties (and their parents)")
@@ -123,6 +126,7 @@ def default_cube_path(trace: str) -> str:
     return trace + ".cubex"
 
 
+@quiet_on_closed_pipe
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     import tracefmt

@@ -8,11 +8,29 @@ never with a traceback.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
 
 from .compare import ResultError
+
+
+def quiet_on_closed_pipe(main):
+    """Let `expert-xxx ... | head` end quietly: a closed stdout is not an error, nor is Ctrl-C a traceback."""
+
+    @functools.wraps(main)
+    def wrapped(*args, **kwargs):
+        try:
+            return main(*args, **kwargs)
+        except BrokenPipeError:
+            # the reader went away; point stdout at /dev/null so the exit flush cannot fail again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
+        except KeyboardInterrupt:
+            return 130
+
+    return wrapped
 
 
 def _fail(prog: str, message: str) -> int:
@@ -28,6 +46,7 @@ def _write(path: str, text: str) -> None:
 
 
 # --------------------------------------------------------------------------
+@quiet_on_closed_pipe
 def diff_main(argv=None) -> int:
     from . import compare
 
@@ -74,6 +93,7 @@ def diff_main(argv=None) -> int:
 
 
 # --------------------------------------------------------------------------
+@quiet_on_closed_pipe
 def check_main(argv=None) -> int:
     from . import check as chk
 
@@ -125,6 +145,7 @@ def check_main(argv=None) -> int:
 
 
 # --------------------------------------------------------------------------
+@quiet_on_closed_pipe
 def report_main(argv=None) -> int:
     from . import report_html
 
@@ -152,6 +173,7 @@ def report_main(argv=None) -> int:
 
 
 # --------------------------------------------------------------------------
+@quiet_on_closed_pipe
 def profile_main(argv=None) -> int:
     from . import profile as prof
 
