@@ -120,9 +120,24 @@ def build_collectives(C: dict, comm_size: dict[int, int], problems: list[str]) -
     return _typed({k: v[o3] for k, v in cols.items()}, COLLECTIVES | {"complete": "?"})
 
 
+def _team_rows(F: dict) -> np.ndarray:
+    """Where each location's fork rows start in ``F`` (by location id), for resolving team references."""
+    locs = np.asarray(F["master_loc"], np.int64)
+    start = np.zeros(int(locs.max()) + 1 if len(locs) else 0, np.int64)
+    u, first = np.unique(locs, return_index=True)
+    start[u] = first
+    return start
+
+
 def build_omp(F: dict, J: dict, M: dict, B: dict, loc_process: np.ndarray,
               problems: list[str]) -> tuple[Table, Table, Table]:
-    """Team instances, their members and their barrier instances."""
+    """Team instances, their members and their barrier instances.
+
+    Members, joins, barriers and nested forks name their team by a team
+    reference ``(location << 32) | k``, the k-th fork row of that location
+    (``kernels.location``); teams are numbered densely by (fork time,
+    process, team id).
+    """
     empty = (Table.empty(OMP_TEAMS), Table.empty(OMP_TEAM_MEMBERS), Table.empty(OMP_BARRIERS))
     if not F or len(F["team_id"]) == 0:
         if M and len(M["team_id"]):
@@ -130,32 +145,30 @@ def build_omp(F: dict, J: dict, M: dict, B: dict, loc_process: np.ndarray,
         return empty
     proc = loc_process[F["master_loc"]].astype(np.int64)
     o = np.lexsort((F["team_id"], proc, F["fork_time"]))
+    n_t = len(o)
+    dense_of_row = np.empty(n_t, np.int64)
+    dense_of_row[o] = np.arange(n_t, dtype=np.int64)
+    start = _team_rows(F)
+
+    def dense(ref):
+        ref = np.asarray(ref, np.int64)
+        ok = ref >= 0
+        r = np.where(ok, ref, 0)
+        return np.where(ok, dense_of_row[start[r >> 32] + (r & 0xFFFFFFFF)], -1)
+
     F = {k: v[o] for k, v in F.items()}
     proc = proc[o]
-    n_t = len(proc)
-    # (process, team id) -> dense team via a sorted key
-    key = (proc << 32) | F["team_id"]
-    korder = np.argsort(key, kind="stable")
-    ksorted = key[korder]
-
-    def lookup(p, t):
-        q = (np.asarray(p, np.int64) << 32) | np.asarray(t, np.int64)
-        i = np.searchsorted(ksorted, q)
-        i = np.minimum(i, max(n_t - 1, 0))
-        ok = (n_t > 0) & (ksorted[i] == q)
-        return np.where(ok, korder[i], -1)
-
     join_time = np.full(n_t, np.nan)
     if J and len(J["team_id"]):
-        jt = lookup(loc_process[J["loc"]], J["team_id"])
+        jt = dense(J["team_ref"])
         okj = jt >= 0
         join_time[jt[okj]] = J["join_time"][okj]
-    parent_team = np.where(F["parent_team_id"] >= 0, lookup(proc, np.maximum(F["parent_team_id"], 0)), -1)
-    mt = lookup(loc_process[M["loc"]], M["team_id"]) if M and len(M["team_id"]) else np.zeros(0, np.int64)
+    parent_team = dense(F["parent_ref"])
+    mt = dense(M["team_ref"]) if M and len(M["team_id"]) else np.zeros(0, np.int64)
     if (mt < 0).any():
         problems.append(f"{int((mt < 0).sum())} parallel-region entries name teams without an OMP_FORK; ignored")
     okm = mt >= 0
-    Mk = {k: v[okm] for k, v in M.items()}
+    Mk = {k: v[okm] for k, v in M.items()} if not okm.all() else M
     mt = mt[okm]
     par_region = np.full(n_t, -1, np.int32)
     par_cnode = np.full(n_t, -1, np.int64)
@@ -174,21 +187,18 @@ def build_omp(F: dict, J: dict, M: dict, B: dict, loc_process: np.ndarray,
     members = _typed({"team": mt[mo], "loc": Mk["loc"][mo], "thread_num": Mk["thread_num"][mo],
                       "enter": Mk["enter"][mo], "exit": Mk["exit"][mo], "cnode": Mk["cnode"][mo]},
                      OMP_TEAM_MEMBERS)
-    # barriers: k-th barrier of each member within a team instance is instance k of that team
-    if B and len(B["team_id"]):
-        bt = lookup(loc_process[B["loc"]], B["team_id"])
-        okb = bt >= 0
-        Bk = {k: v[okb] for k, v in B.items()}
+    # barriers: the k-th barrier of each member within a team instance (its seq) is instance k of that team
+    bt = dense(B["team_ref"]) if B and len(B["team_id"]) else np.zeros(0, np.int64)
+    okb = bt >= 0
+    if okb.any():
+        Bk = {k: v[okb] for k, v in B.items()} if not okb.all() else B
         bt = bt[okb]
-        bo = np.lexsort((Bk["call"], Bk["loc"], bt))
-        Bk = {k: v[bo] for k, v in Bk.items()}
-        bt = bt[bo]
-        seq = _rank_in_group(bt, Bk["loc"])
-        io = np.lexsort((seq, bt))
-        first = np.ones(len(io), bool)
-        first[1:] = (bt[io][1:] != bt[io][:-1]) | (seq[io][1:] != seq[io][:-1])
-        inst = np.empty(len(io), np.int64)
-        inst[io] = np.cumsum(first) - 1
+        seq = Bk["seq"]
+        # every member's seqs are 0, 1, ...: team t owns instances first[t] .. first[t] + max seq
+        n_inst = np.zeros(n_t, np.int64)
+        np.maximum.at(n_inst, bt, seq + 1)
+        first = np.cumsum(n_inst) - n_inst
+        inst = first[bt] + seq
         o4 = np.lexsort((Bk["loc"], inst))
         barriers = _typed({"instance": inst[o4], "team": bt[o4], "seq": seq[o4], "loc": Bk["loc"][o4],
                            "region": Bk["region"][o4], "cnode": Bk["cnode"][o4], "implicit": Bk["implicit"][o4],

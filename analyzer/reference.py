@@ -252,9 +252,110 @@ def call_summary_reference(call_node, call_enter, call_exit, call_parent):
             [incl[b] - child.get(b, 0.0) for b in nodes])
 
 
-def positions_by_type_reference(etype):
-    """Slow counterpart of ``kernels.summary.positions_by_type``: type -> list of positions."""
-    out: dict[int, list[int]] = {}
-    for i, t in enumerate(etype):
-        out.setdefault(int(t), []).append(i)
-    return out
+def location_rows_reference(events, role, loc):
+    """Slow counterpart of ``kernels.location.replay_location`` for one location without worker threads.
+
+    ``events``: (type, a, b, c, d, e, flags, time) tuples; ``role``: region id
+    -> role.  Returns the rows by kind (``"sends"``, ``"recvs"``, ...), each a
+    list of dicts with the kernel's column names, where every ``*cnode``
+    column holds the call path as a tuple of region ids instead of a node id.
+    """
+    calls, stack = [], []
+    held: dict[int, list[dict]] = defaultdict(list)
+    open_send, open_post = {}, {}
+    forks = []
+    rows: dict[str, list[dict]] = defaultdict(list)
+
+    def call_cols(j, prefix="", enter="enter", exit_="exit"):
+        if j is None:
+            return {prefix + "region": -1, prefix + "cnode": None, prefix + enter: None, prefix + exit_: None}
+        c = calls[j]
+        return {prefix + "region": c["path"][-1], prefix + "cnode": c["path"], prefix + enter: c["enter"],
+                prefix + exit_: c["exit"]}
+
+    def ids(v):
+        return -1 if v == NO_ID else v
+
+    pending = []  # (row, kind-specific filler) resolved once every call has its exit
+    for i, (t, a, b, c, d, e, fl, tm) in enumerate(events):
+        top = stack[-1] if stack else None
+        if t == E.ENTER:
+            team = calls[top]["team"] if top is not None else -1
+            ref = calls[top]["ref"] if top is not None else -1
+            base = calls[top]["path"] if top is not None else ()
+            j = len(calls)
+            if role.get(a) == Role.OMP_PARALLEL and c != NO_ID:
+                team = c
+                own = [k for k, f in enumerate(forks) if f == c]
+                ref = (loc << 32) | own[-1] if own else -1
+                row = {"team_id": c, "team_ref": ref, "thread_num": 0 if d == NO_ID else d}
+                rows["members"].append(row)
+                pending.append((row, j, "", "enter", "exit"))
+                barriers_in = defaultdict(int)
+                calls.append(dict(path=base + (a,), enter=tm, exit=None, team=team, ref=ref, bars=barriers_in))
+            else:
+                if role.get(a) in (Role.OMP_BARRIER, Role.OMP_IMPLICIT_BARRIER) and team >= 0:
+                    bars = calls[top]["bars"]
+                    row = {"team_id": team, "team_ref": ref, "seq": bars[team],
+                           "implicit": int(role.get(a) == Role.OMP_IMPLICIT_BARRIER), "call": j}
+                    bars[team] += 1
+                    rows["barriers"].append(row)
+                    pending.append((row, j, "", "enter", "exit"))
+                calls.append(dict(path=base + (a,), enter=tm, exit=None, team=team, ref=ref,
+                                  bars=calls[top]["bars"] if top is not None else defaultdict(int)))
+            stack.append(j)
+        elif t in (E.EXIT, E.MPI_COLLEXIT, E.OMP_COLLEXIT):
+            stack.pop()
+            calls[top]["exit"] = tm
+            if t == E.MPI_COLLEXIT:
+                row = {"comm": ids(b), "root": ids(c), "sent": d, "recvd": e, "pos": i}
+                rows["collectives"].append(row)
+                pending.append((row, top, "", "enter", "exit"))
+        elif t == E.MPI_SEND:
+            row = {"dest": ids(a), "comm": ids(b), "tag": c, "bytes": d, "send_request": e, "send_flags": fl,
+                   "send_pos": i, "send_time": tm, "_cancelled": False}
+            rows["sends"].append(row)
+            pending.append((row, top, "send_", "enter", "exit"))
+            if e:
+                open_send[e] = row
+                row["_completion"] = None
+            else:
+                row["_completion"] = top
+        elif t in (E.MPI_SEND_COMPLETE, E.MPI_REQUEST_CANCELLED) and e in open_send:
+            row = open_send.pop(e)
+            row["_completion"] = top
+            row["_cancelled"] = t == E.MPI_REQUEST_CANCELLED
+        elif t == E.MPI_RECV_REQUEST:
+            open_post[e] = (i, tm, top)
+        elif t == E.MPI_RECV:
+            post_i, post_t, post_call = open_post.pop(e) if e and e in open_post else (i, tm, top)
+            row = {"source": ids(a), "comm": ids(b), "tag": c, "recv_bytes": d, "recv_request": e, "recv_flags": fl,
+                   "recv_seq": len(rows["recvs"]), "recv_call": (loc << 32) | (top if top is not None else 0),
+                   "post_pos": post_i, "recv_time": tm, "post_time": post_t}
+            rows["recvs"].append(row)
+            pending.append((row, top, "recv_", "enter", "exit"))
+            pending.append((row, post_call, "recvp_", "enter", "exit"))
+        elif t == E.OMP_FORK:
+            forks.append(a)
+            rows["forks"].append({"team_id": a, "size": c, "fork_time": tm,
+                                  "fork_path": calls[top]["path"] if top is not None else (),
+                                  "parent_team_id": calls[top]["team"] if top is not None else -1,
+                                  "parent_ref": calls[top]["ref"] if top is not None else -1})
+        elif t == E.OMP_JOIN:
+            own = [k for k, f in enumerate(forks) if f == a]
+            rows["joins"].append({"team_id": a, "team_ref": (loc << 32) | own[-1] if own else -1, "join_time": tm})
+        elif t == E.OMP_ACQUIRE_LOCK:
+            row = {"lock": a if a != NO_ID else -1, "order": d, "acquire_time": tm, "release_time": None}
+            held[a].append(row)
+            rows["locks"].append(row)
+            pending.append((row, top, "", "call_enter", "call_exit"))
+        elif t == E.OMP_RELEASE_LOCK and held[a]:
+            held[a].pop()["release_time"] = tm
+    for j in stack:  # a truncated location: what is open closes at the last event
+        calls[j]["exit"] = events[-1][7]
+    for row, j, prefix, enter, exit_ in pending:
+        row.update(call_cols(j, prefix, enter, exit_))
+    for row in rows["sends"]:
+        row.update(call_cols(row.pop("_completion"), "sendc_"))
+    rows["sends"] = [r for r in rows["sends"] if not r.pop("_cancelled")]
+    return dict(rows)

@@ -1,6 +1,7 @@
 """The replay engine: one pass per location, then vectorised table builders.
 
-``replay(trace)`` walks the locations one at a time (``kernels.walk``),
+``replay(trace)`` walks the locations one at a time with one fused jitted
+pass each (``kernels.location``: call paths and every table row at once),
 keeping only per-location summaries (visits and times per call-tree node)
 and table fragments, so memory is bounded by the largest location plus the
 tables.  Worker threads continue their master's call path: the node of a
@@ -34,8 +35,8 @@ from tracefmt.layout import LockKind
 
 from .calltree import SYNTHETIC_ROOT_NAME, CallTreeBuilder
 from .context import AnalysisContext
-from .extract import Calls, extract_location
-from .kernels import walk as K
+from .extract import fragments
+from .kernels import location as K
 from .kernels.summary import call_summary
 from .matching import build_collectives, build_locks, build_messages, build_omp, concat, remap_cnodes
 
@@ -73,7 +74,7 @@ def _location_meta(trace):
     return loc_ids, n_loc, proc, thread
 
 
-def _walk_error(status, info, loc, names, etype, ea, path):
+def _walk_error(status, info, loc, names, ea, path):
     i = int(info)
     what = {
         K.ERR_EXIT_EMPTY_STACK: "EXIT without a matching ENTER",
@@ -153,54 +154,70 @@ def walk_share(trace, locs, region_role, names, progress=None) -> Share:
 def _walk_process(trace, proc, pending, role, names, path, share, progress):
     """Walk one process's locations; a worker whose team is not forked yet waits for a later round."""
     tree = share.tree
-    team_map: dict[int, int] = {}  # team id -> builder node at the fork
+    teams = _Teams()
     while pending:
         deferred = []
         for loc in pending:
             ev = trace.events(loc)
-            etype = np.ascontiguousarray(ev.type, np.uint8)
-            ea = np.ascontiguousarray(ev.a, np.uint32)
-            ec = np.ascontiguousarray(ev.c, np.uint32)
-            ed = np.ascontiguousarray(ev.d, np.uint64)
-            time = np.ascontiguousarray(ev.time, np.float64)
-            keys, vals = _team_arrays(team_map)
-            # defer a worker whose team's master has not been walked yet
-            if len(etype):
-                is_par = (etype == K.ENTER) & (ea < len(role))
-                is_par[is_par] = role[ea[is_par].astype(np.int64)] == K.ROLE_OMP_PARALLEL
-                worker = is_par & (ec != K.NO_ID) & (ed != 0) & (ed != K.NO_ID)
-                needed = np.unique(ec[worker].astype(np.int64))
-                if len(needed) and not np.isin(needed, keys).all():
-                    deferred.append(loc)
-                    continue
-            res = K.walk_events(etype, ea, ec, ed, time, role, tree.parent, tree.region, tree.first_child,
-                                tree.next_sibling, tree.first_visit, tree.n_nodes, keys, vals)
-            (status, info, p, r, fc, ns, fv, nn, call_node, call_enter, call_exit, call_parent, call_team,
-             n_calls, ev_call) = res
-            tree.update(p, r, fc, ns, fv, nn)
+            keys, nodes, refs = teams.arrays()
+            status, info, tree_state, calls, rows = K.replay_location(
+                *_event_columns(ev), loc, role, tree.parent, tree.region, tree.first_child, tree.next_sibling,
+                tree.first_visit, tree.n_nodes, keys, nodes, refs)
+            if status == K.DEFER:  # its team's master has not been walked yet
+                deferred.append(loc)
+                continue
+            tree.update(*tree_state)
             if status not in (K.OK, K.UNCLOSED):
-                raise _walk_error(status, info, loc, names, etype, ea, path)
+                raise _walk_error(status, info, loc, names, ev.a, path)
             problems = []
             if status == K.UNCLOSED:
                 problems.append(f"location {loc}: {int(info)} region(s) still open at the end; "
                                 f"closed at its last event")
-            nc = int(n_calls)
-            calls = Calls(node=call_node[:nc], region=tree.region[call_node[:nc]], enter=call_enter[:nc],
-                          exit=call_exit[:nc], parent=call_parent[:nc], team=call_team[:nc])
-            fr = extract_location(loc, proc, etype, ea, np.asarray(ev.b), ec, ed, np.asarray(ev.e),
-                                  np.asarray(ev.flags), time, ev_call, calls, role)
-            share.done[loc] = (_summarize(calls, tree.n_nodes), fr, problems)
+            fr = fragments(loc, proc, rows)
+            share.done[loc] = (call_summary(*calls, tree.n_nodes), fr, problems)
             # publish this location's forks so its team's workers can be walked
-            f = fr["forks"]
-            if len(f["team_id"]):
-                team_map.update(zip(f["team_id"].tolist(), f["fork_node"].tolist()))
+            teams.add(loc, fr["forks"])
             if progress is not None:
-                progress(len(etype))
-            del ev, etype, ea, ec, ed, time, res, calls, ev_call
+                progress(len(ev))
+            del ev, calls, rows
         if len(deferred) == len(pending):
             raise ReplayError("a worker enters a parallel region of a team that no thread of its process "
                               "forked", path=path, location=deferred[0])
         pending = deferred
+
+
+def _event_columns(ev):
+    """The columns the kernel reads, in its argument order and types (no copy when they already fit)."""
+    c = np.ascontiguousarray
+    return (c(ev.type, np.uint8), c(ev.flags, np.uint8), c(ev.a, np.uint32), c(ev.b, np.uint32),
+            c(ev.c, np.uint32), c(ev.d, np.uint64), c(ev.e, np.uint64), c(ev.time, np.float64))
+
+
+class _Teams:
+    """The teams forked so far in one process: team id -> (builder node at the fork, team reference)."""
+
+    def __init__(self):
+        self.by_id: dict[int, tuple[int, int]] = {}
+        self._arrays = None
+
+    def add(self, loc: int, forks: dict) -> None:
+        ids = forks["team_id"].tolist()
+        if not ids:
+            return
+        refs = ((np.int64(loc) << 32) | np.arange(len(ids), dtype=np.int64)).tolist()
+        self.by_id.update(zip(ids, zip(forks["fork_node"].tolist(), refs)))
+        self._arrays = None
+
+    def arrays(self):
+        """Sorted team ids with their fork nodes and references, as the kernel wants them."""
+        if self._arrays is None:
+            n = len(self.by_id)
+            keys = np.fromiter(self.by_id.keys(), np.int64, n)
+            o = np.argsort(keys)
+            nodes = np.fromiter((v[0] for v in self.by_id.values()), np.int32, n)
+            refs = np.fromiter((v[1] for v in self.by_id.values()), np.int64, n)
+            self._arrays = (keys[o], nodes[o], refs[o])
+        return self._arrays
 
 
 def merge_trees(trees: list[CallTreeBuilder]) -> tuple[CallTreeBuilder, list[np.ndarray]]:
@@ -350,18 +367,3 @@ def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
     ctx.problems = problems
     ctx.synthetic_root = synthesized
     return ctx
-
-
-def _team_arrays(tm: dict[int, int]):
-    """Sorted team ids and their fork nodes, as the walk kernel wants them."""
-    if not tm:
-        return np.zeros(0, np.int64), np.zeros(0, np.int32)
-    keys = np.fromiter(tm.keys(), np.int64, len(tm))
-    vals = np.fromiter(tm.values(), np.int32, len(tm))
-    o = np.argsort(keys)
-    return keys[o], vals[o]
-
-
-def _summarize(calls: Calls, n_nodes: int):
-    """Visits, inclusive and exclusive time per builder node of one location."""
-    return call_summary(calls.node, calls.enter, calls.exit, calls.parent, n_nodes)

@@ -1,11 +1,8 @@
-"""Per-location reductions done in one linear pass instead of numpy sorts.
+"""Per-location reduction done in one linear pass instead of numpy sorts.
 
 ``call_summary`` turns a location's call instances into visits, inclusive
-and exclusive time per call-tree node; ``positions_by_type`` groups event
-positions by event code (a counting sort), so that each kind of event is a
-slice instead of a full-array comparison.  Slow references:
-``analyzer.reference.call_summary_reference`` and
-``analyzer.reference.positions_by_type_reference``.
+and exclusive time per call-tree node.  Slow reference:
+``analyzer.reference.call_summary_reference``.
 """
 
 from __future__ import annotations
@@ -53,20 +50,3 @@ def call_summary(call_node, call_enter, call_exit, call_parent, n_nodes):
             exc[j] = incl[b] - child[b]
             j += 1
     return nodes, v, inc, exc
-
-
-@numba.njit(cache=True, nogil=True)
-def positions_by_type(etype):
-    """``(start, pos)``: ``pos[start[t]:start[t + 1]]`` are the positions of events of type ``t``, ascending."""
-    count = np.zeros(257, np.int64)
-    n = etype.shape[0]
-    for i in range(n):
-        count[etype[i] + 1] += 1
-    start = np.cumsum(count)
-    fill = start[:256].copy()
-    pos = np.empty(n, np.int64)
-    for i in range(n):
-        t = etype[i]
-        pos[fill[t]] = i
-        fill[t] += 1
-    return start, pos

@@ -1,12 +1,12 @@
-"""kernels.summary against the slow references in analyzer.reference, on random and hand-built inputs."""
+"""kernels.summary against the slow reference in analyzer.reference, on random and hand-built inputs."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from analyzer.kernels.summary import call_summary, positions_by_type
-from analyzer.reference import call_summary_reference, positions_by_type_reference
+from analyzer.kernels.summary import call_summary
+from analyzer.reference import call_summary_reference
 
 
 def _random_calls(rng, n_calls, n_nodes):
@@ -43,14 +43,3 @@ def test_call_summary_empty():
     z = np.zeros(0)
     nodes, v, inc, exc = call_summary(np.zeros(0, np.int32), z, z, np.zeros(0, np.int32), 5)
     assert len(nodes) == len(v) == len(inc) == len(exc) == 0
-
-
-@pytest.mark.parametrize("seed", range(5))
-def test_positions_by_type_matches_reference(seed):
-    rng = np.random.default_rng(seed)
-    etype = rng.choice(np.array([1, 2, 3, 4, 8, 13, 14, 20, 255], np.uint8), 500)
-    start, pos = positions_by_type(etype)
-    want = positions_by_type_reference(etype)
-    for t in range(256):
-        assert pos[start[t]:start[t + 1]].tolist() == want.get(t, [])
-    assert start[256] == len(etype)
