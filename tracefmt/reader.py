@@ -46,10 +46,11 @@ _RECORD_WORDS = layout.EVENT_RECORD_SIZE // 8
 _KERNEL_MIN_RECORDS = 1 << 14
 _KERNEL_MODULE = __name__.rpartition(".")[0] + ".kernels"
 
-#: decoded columns of at least this many bytes get an anonymous mapping of
-#: their own that asks for transparent huge pages: first-touch page faults
-#: of fresh memory otherwise cost as much as decoding (see docs/performance.md)
-_MAPPED_COLUMNS_BYTES = 2 << 20
+#: sizes (bytes of one location's decoded columns) from which they get an
+#: anonymous mapping of their own, populated in one call, and from which that
+#: mapping asks for 2 MiB pages (see _new_columns)
+_POPULATED_COLUMNS_BYTES = 256 << 10
+_HUGE_PAGE_COLUMNS_BYTES = 2 << 20
 _HUGE_PAGE = 2 << 20
 
 #: the decoded columns of one location, laid out widest first in one
@@ -65,38 +66,51 @@ _KNOWN_FLAGS = layout.FLAG_FINISHED
 
 
 def _new_columns(n: int) -> dict[str, np.ndarray]:
-    """Uninitialised output columns for n events.
+    """Uninitialised output columns for n events, laid out one after the other.
 
-    Large locations share one anonymous memory mapping whose whole 2 MiB
-    pieces ask for transparent huge pages: fresh memory is faulted in page
-    by page, and with 2 MiB pages that costs about a third of what it does
-    with 4 KiB ones on this project's VMs (docs/performance.md).  The columns
-    start at a 2 MiB boundary inside the mapping (the address space before
-    it is never touched, so never resident), and the last partial piece
-    keeps small pages, so nothing beyond the columns becomes resident.  The
-    mapping is returned to the system when the last of the columns is
-    dropped.  Elsewhere (small locations, no anonymous mmap on the platform)
-    the columns are plain arrays.
+    Fresh memory is faulted in page by page on first touch, and on this
+    project's VMs that costs more than decoding (docs/performance.md), so
+    locations of some size get an anonymous mapping of their own instead of
+    numpy's allocator: from ``_POPULATED_COLUMNS_BYTES`` on, its pages are
+    faulted in by the one mmap call (no trap per 4 KiB page); from
+    ``_HUGE_PAGE_COLUMNS_BYTES`` on, its whole 2 MiB pieces ask for
+    transparent huge pages instead.  The mapping is returned to the system
+    when the last of the location's columns is dropped.  Small locations, and
+    platforms without anonymous mappings, get plain arrays.
     """
     total = n * _BYTES_PER_EVENT
-    if total < _MAPPED_COLUMNS_BYTES or not hasattr(mmap, "MAP_ANONYMOUS"):
+    buf, pos = _anonymous_mapping(total) if total >= _POPULATED_COLUMNS_BYTES else (None, 0)
+    if buf is None:
         return {name: np.empty(n, dt) for name, dt in _COLUMNS}
-    try:
-        buf = mmap.mmap(-1, total + _HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    except (OSError, ValueError, TypeError):  # no anonymous mappings here: plain arrays
-        return {name: np.empty(n, dt) for name, dt in _COLUMNS}
-    start = -np.frombuffer(buf, np.uint8, 1).ctypes.data % _HUGE_PAGE
-    whole = total - total % _HUGE_PAGE
-    if hasattr(mmap, "MADV_HUGEPAGE") and whole:
-        try:
-            buf.madvise(mmap.MADV_HUGEPAGE, start, whole)
-        except OSError:  # kernel without transparent huge pages: small pages, still correct
-            pass
-    cols, pos = {}, start
+    cols = {}
     for name, dt in _COLUMNS:
         cols[name] = np.frombuffer(buf, dt, n, pos)
         pos += n * dt.itemsize
     return cols
+
+
+def _anonymous_mapping(total: int) -> tuple[mmap.mmap | None, int]:
+    """(a private anonymous mapping, the offset where `total` bytes of columns start), or (None, 0)."""
+    if not hasattr(mmap, "MAP_ANONYMOUS"):
+        return None, 0
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+    try:
+        if total < _HUGE_PAGE_COLUMNS_BYTES:
+            return mmap.mmap(-1, total, flags=flags | getattr(mmap, "MAP_POPULATE", 0)), 0
+        buf = mmap.mmap(-1, total + _HUGE_PAGE, flags=flags)
+    except (OSError, ValueError, TypeError):
+        return None, 0
+    # start at a 2 MiB boundary (the address space before it is never touched,
+    # so never resident); the last partial piece keeps small pages, so nothing
+    # beyond the columns becomes resident
+    start = -np.frombuffer(buf, np.uint8, 1).ctypes.data % _HUGE_PAGE
+    whole = total - total % _HUGE_PAGE
+    if hasattr(mmap, "MADV_HUGEPAGE"):
+        try:
+            buf.madvise(mmap.MADV_HUGEPAGE, start, whole)
+        except OSError:  # kernel without transparent huge pages: small pages, still correct
+            pass
+    return buf, start
 
 
 _scratch = threading.local()

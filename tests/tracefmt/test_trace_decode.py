@@ -196,8 +196,9 @@ def test_damage_in_a_later_chunk_of_a_long_block_is_caught(tmp_path, monkeypatch
 
 
 # ---------------------------------------------------------------------- column memory
-def test_large_locations_get_one_mapping_with_aligned_disjoint_columns():
-    n = reader._MAPPED_COLUMNS_BYTES // reader._BYTES_PER_EVENT + 1
+@pytest.mark.parametrize("threshold", ["_POPULATED_COLUMNS_BYTES", "_HUGE_PAGE_COLUMNS_BYTES"])
+def test_large_locations_get_one_mapping_with_aligned_disjoint_columns(threshold):
+    n = getattr(reader, threshold) // reader._BYTES_PER_EVENT + 1
     cols = reader._new_columns(n)
     owners = {id(c.base.obj) for c in cols.values()}  # each column views the same mapping
     assert len(owners) == 1 and all(c.flags.writeable and c.flags.c_contiguous for c in cols.values())
@@ -206,12 +207,12 @@ def test_large_locations_get_one_mapping_with_aligned_disjoint_columns():
         c[...] = i + 1
     for i, (name, c) in enumerate(cols.items()):  # no column overlaps another
         assert np.all(c == i + 1), name
-    small = reader._new_columns(10)
+    small = reader._new_columns(reader._POPULATED_COLUMNS_BYTES // reader._BYTES_PER_EVENT - 1)
     assert all(c.base is None for c in small.values())
 
 
 def test_columns_outlive_the_trace_and_each_other(tmp_path):
-    n = reader._MAPPED_COLUMNS_BYTES // reader._BYTES_PER_EVENT + 100
+    n = reader._HUGE_PAGE_COLUMNS_BYTES // reader._BYTES_PER_EVENT + 100
     rec = np.zeros(n, layout.EVENT_DTYPE)
     rec["time"] = np.arange(n, dtype=np.uint64) * np.uint64(1000)
     rec["a"] = np.arange(n) % 13
