@@ -1,8 +1,10 @@
 """Numba kernels of the trace library; plain typed arrays in, plain values out.
 
-Each kernel has a pure-Python counterpart (the validator's per-event loop)
-that it is tested against; callers use a kernel only where it pays off (long
-event streams), so short traces never import numba.
+Each kernel has a slow, obviously correct counterpart it is tested against:
+``first_nesting_error`` the validator's per-event Python walk,
+``decode_records`` the reader's vectorised numpy decoder.  Callers use a
+kernel only where it pays off (long event streams), so reading or checking
+a short trace never imports numba.
 """
 
 from __future__ import annotations

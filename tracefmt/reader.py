@@ -132,7 +132,7 @@ def _chunk_buffer() -> np.ndarray:
 
 
 def load_decoder() -> None:
-    """Import numba and load the decoding kernel's cached machine code now (about 0.5 s, once per process).
+    """Import numba and load the decoding kernel's cached machine code now (once per process; 0.35 s here).
 
     ``Trace.events`` does this by itself on the first location long enough
     for the kernel; a program that wants the cost out of a timed region, or
