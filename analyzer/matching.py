@@ -1,14 +1,15 @@
 """Joining the per-location fragments into the replay tables.
 
-Every builder here is vectorised numpy over the rows of all locations:
-FIFO matching is a lexicographic sort plus a rank-within-group, never a
-per-event Python loop.
+Every builder here is vectorised numpy over the rows of all locations,
+helped by linear jitted passes where sorting by many keys would dominate
+(message matching: ``kernels.fifo``); never a per-event Python loop.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .kernels.fifo import channel_ids, fifo_pairs
 from .tables import COLLECTIVES, LOCKS, MESSAGES, OMP_BARRIERS, OMP_TEAM_MEMBERS, OMP_TEAMS, Table
 
 
@@ -43,36 +44,30 @@ def build_messages(S: dict, R: dict, problems: list[str]) -> Table:
     Sends are ordered by their SEND event (time, location, position); receives
     by the posting of the receive (MPI_RECV_REQUEST for non-blocking, the
     RECV itself otherwise), which is the order MPI's non-overtaking rule
-    matches them in.
+    matches them in.  Rows are presented in receiver order (receiving
+    location, completion order).
     """
     if not S or not R or len(S["send_time"]) == 0 or len(R["recv_time"]) == 0:
         n_un = (len(S["send_time"]) if S else 0) + (len(R["recv_time"]) if R else 0)
         if n_un:
             problems.append(f"{n_un} point-to-point events have no matching partner")
         return Table.empty(MESSAGES)
-    so = np.lexsort((S["send_pos"], S["send_loc"], S["send_time"], S["tag"], S["comm"], S["dest"], S["send_rank"]))
-    ro = np.lexsort((R["post_pos"], R["recv_loc"], R["post_time"], R["tag"], R["comm"], R["recv_rank"], R["source"]))
-    s_k = _rank_in_group(S["send_rank"][so], S["dest"][so], S["comm"][so], S["tag"][so])
-    r_k = _rank_in_group(R["source"][ro], R["recv_rank"][ro], R["comm"][ro], R["tag"][ro])
-    ns, nr = len(so), len(ro)
-    src = np.concatenate([S["send_rank"][so], R["source"][ro]]).astype(np.int64)
-    dst = np.concatenate([S["dest"][so], R["recv_rank"][ro]]).astype(np.int64)
-    comm = np.concatenate([S["comm"][so], R["comm"][ro]]).astype(np.int64)
-    tag = np.concatenate([S["tag"][so], R["tag"][ro]]).astype(np.int64)
-    kk = np.concatenate([s_k, r_k])
-    side = np.concatenate([np.zeros(ns, np.int8), np.ones(nr, np.int8)])
-    row = np.concatenate([so, ro])
-    o = np.lexsort((side, kk, tag, comm, dst, src))
-    same = np.ones(len(o) - 1, bool)
-    for a in (src, dst, comm, tag, kk):
-        same &= a[o][1:] == a[o][:-1]
-    pair = np.flatnonzero(same & (side[o][:-1] == 0) & (side[o][1:] == 1))
-    si = row[o][pair]
-    ri = row[o][pair + 1]
-    unmatched = ns + nr - 2 * len(pair)
+    ns, nr = len(S["send_time"]), len(R["recv_time"])
+    i8 = lambda a: np.asarray(a, np.int64)  # noqa: E731
+    chan, n_chan = channel_ids(np.concatenate([i8(S["send_rank"]), i8(R["source"])]),
+                               np.concatenate([i8(S["dest"]), i8(R["recv_rank"])]),
+                               np.concatenate([i8(S["comm"]), i8(R["comm"])]),
+                               np.concatenate([i8(S["tag"]), i8(R["tag"])]))
+    so = np.lexsort((S["send_pos"], S["send_loc"], S["send_time"]))
+    ro = np.lexsort((R["post_pos"], R["recv_loc"], R["post_time"]))
+    partner = fifo_pairs(chan[:ns], so, chan[ns:], ro, n_chan)
+    ri = np.flatnonzero(partner >= 0)  # receive rows are per location in completion order
+    ri = ri[np.argsort(R["recv_loc"][ri], kind="stable")]
+    si = partner[ri]
+    unmatched = ns + nr - 2 * len(ri)
     if unmatched:
         problems.append(f"{unmatched} point-to-point events have no matching partner "
-                        f"({ns - len(pair)} sends, {nr - len(pair)} receives); they are ignored")
+                        f"({ns - len(ri)} sends, {nr - len(ri)} receives); they are ignored")
     cols = {}
     for k in ("send_loc", "send_rank", "send_time", "send_region", "send_cnode", "send_enter", "send_exit",
               "send_flags", "send_request", "sendc_region", "sendc_cnode", "sendc_enter", "sendc_exit"):
@@ -84,9 +79,7 @@ def build_messages(S: dict, R: dict, problems: list[str]) -> Table:
               "recv_call", "recvp_region", "recvp_cnode", "recvp_enter", "recvp_exit", "recv_request",
               "recv_flags", "recv_bytes", "recv_seq"):
         cols[k] = R[k][ri]
-    # present rows in receiver order: (receiving location, completion order)
-    o2 = np.lexsort((cols["recv_seq"], cols["recv_loc"]))
-    return _typed({k: v[o2] for k, v in cols.items()}, MESSAGES)
+    return _typed(cols, MESSAGES)
 
 
 def build_collectives(C: dict, comm_size: dict[int, int], problems: list[str]) -> Table:

@@ -359,3 +359,23 @@ def location_rows_reference(events, role, loc):
         row.update(call_cols(row.pop("_completion"), "sendc_"))
     rows["sends"] = [r for r in rows["sends"] if not r.pop("_cancelled")]
     return dict(rows)
+
+
+def channel_ids_reference(src, dst, comm, tag):
+    """Slow counterpart of ``kernels.fifo.channel_ids``: a dict numbering keys by first appearance."""
+    ids: dict[tuple, int] = {}
+    out = [ids.setdefault((int(a), int(b), int(c), int(d)), len(ids)) for a, b, c, d in zip(src, dst, comm, tag)]
+    return out, len(ids)
+
+
+def fifo_pairs_reference(send_chan, send_order, recv_chan, recv_order):
+    """Slow counterpart of ``kernels.fifo.fifo_pairs``: one FIFO queue of sends per channel."""
+    queues = defaultdict(deque)
+    for row in send_order:
+        queues[int(send_chan[row])].append(int(row))
+    partner = [-1] * len(recv_chan)
+    for row in recv_order:
+        q = queues[int(recv_chan[row])]
+        if q:
+            partner[int(row)] = q.popleft()
+    return partner

@@ -194,29 +194,34 @@ def _event_columns(ev):
 
 
 class _Teams:
-    """The teams forked so far in one process: team id -> (builder node at the fork, team reference)."""
+    """The teams forked so far in one process: team id -> (builder node at the fork, team reference).
+
+    A later fork of the same team id replaces an earlier one, as a dict update would.
+    """
 
     def __init__(self):
-        self.by_id: dict[int, tuple[int, int]] = {}
-        self._arrays = None
+        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._arrays = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64))
 
     def add(self, loc: int, forks: dict) -> None:
-        ids = forks["team_id"].tolist()
-        if not ids:
+        n = len(forks["team_id"])
+        if n == 0:
             return
-        refs = ((np.int64(loc) << 32) | np.arange(len(ids), dtype=np.int64)).tolist()
-        self.by_id.update(zip(ids, zip(forks["fork_node"].tolist(), refs)))
+        refs = (np.int64(loc) << 32) | np.arange(n, dtype=np.int64)
+        self._parts.append((forks["team_id"], forks["fork_node"], refs))
         self._arrays = None
 
     def arrays(self):
         """Sorted team ids with their fork nodes and references, as the kernel wants them."""
         if self._arrays is None:
-            n = len(self.by_id)
-            keys = np.fromiter(self.by_id.keys(), np.int64, n)
-            o = np.argsort(keys)
-            nodes = np.fromiter((v[0] for v in self.by_id.values()), np.int32, n)
-            refs = np.fromiter((v[1] for v in self.by_id.values()), np.int64, n)
-            self._arrays = (keys[o], nodes[o], refs[o])
+            keys = np.concatenate([p[0] for p in self._parts]).astype(np.int64)
+            nodes = np.concatenate([p[1] for p in self._parts]).astype(np.int32)
+            refs = np.concatenate([p[2] for p in self._parts])
+            o = np.argsort(keys, kind="stable")
+            keys, nodes, refs = keys[o], nodes[o], refs[o]
+            last = np.ones(len(keys), bool)  # the latest fork of each id wins
+            last[:-1] = keys[1:] != keys[:-1]
+            self._arrays = (keys[last], nodes[last], refs[last])
         return self._arrays
 
 
@@ -332,10 +337,10 @@ def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
             done.append((order[loc], loc, summ, fr if ident else _remap_fragment(fr, m), probs, m))
     done.sort(key=lambda x: x[0])  # fragments concatenate in walk order whatever the shares were
     for _, loc, (nodes, v, inc, exc), fr, probs, m in done:
-        ids = new_id[m[nodes]]
-        np.add.at(visits[:, loc], ids, v)
-        np.add.at(incl[:, loc], ids, inc)
-        np.add.at(excl[:, loc], ids, exc)
+        ids = new_id[m[nodes]]  # distinct: builder nodes map one to one onto call paths
+        visits[ids, loc] = v
+        incl[ids, loc] = inc
+        excl[ids, loc] = exc
         problems.extend(probs)
         for k, v in fr.items():
             frags.setdefault(k, []).append(v)
