@@ -710,7 +710,10 @@ void *xt_serialize_local(size_t *len)
 /* ---------------------------------------------------------------- stop: close what is open */
 static void close_open_regions(xt_thread *t)
 {
-    if (t->held_exit_region != ELG_NO_ID) xt_flush_held_exit(t);
+    if (t->held_exit_region != ELG_NO_ID) {
+        xt_flush_held_exit(t);
+        xt_counters_repeat(t, t->held_exit_time);
+    }
     uint64_t last = t->n ? t->buf[t->n - 1].time : xt_now();
     while (t->depth > 0) {
         int i = t->depth - 1;
@@ -721,8 +724,12 @@ static void close_open_regions(xt_thread *t)
         xt_frame f = t->stack[i];
         if (f.team != ELG_NO_ID) xt_record(t, last, ELG_OMP_COLLEXIT, 0, f.region, f.team, 0, 0, 0);
         else xt_record(t, last, ELG_EXIT, 0, f.region, 0, 0, 0, 0);
+        /* stamped at the thread's last event, so its last counter reading is the value (this also
+           runs on another thread, and on the crash path, where the counters cannot be read) */
+        xt_counters_repeat(t, last);
         t->depth--;
     }
+    t->n_frames = 0;
 }
 
 void xt_stop_recording(void)

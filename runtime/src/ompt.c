@@ -116,8 +116,10 @@ static void on_parallel_begin(ompt_data_t *enc_task, const ompt_frame_t *enc_fra
     tm->par_region = omp_region(codeptr, 1, "!$omp parallel", ELG_ROLE_OMP_PARALLEL);
     parallel_data->ptr = tm;
     if (!t) return;
-    if (t->held_exit_region != ELG_NO_ID) xt_flush_held_exit(t);
-    xt_record(t, xt_now(), ELG_OMP_FORK, 0, id, 0, requested, 0, 0);
+    if (t->held_exit_region != ELG_NO_ID) xt_flush_held_exit_counted(t);
+    uint64_t now = xt_now();
+    xt_unwind_point(t, now); /* the fork belongs to the call path of the code that opens the region */
+    xt_record(t, now, ELG_OMP_FORK, 0, id, 0, requested, 0, 0);
     tm->fork_spooled = t->spooled;
     tm->fork_index = t->n - 1;
 }
@@ -128,8 +130,10 @@ static void on_parallel_end(ompt_data_t *parallel_data, ompt_data_t *enc_task, i
     xt_thread *t = active_thread();
     team_t *tm = parallel_data->ptr;
     if (!t || !tm) return;
-    if (t->held_exit_region != ELG_NO_ID) xt_flush_held_exit(t);
-    xt_record(t, xt_now(), ELG_OMP_JOIN, 0, tm->id, 0, tm->size, 0, 0);
+    if (t->held_exit_region != ELG_NO_ID) xt_flush_held_exit_counted(t);
+    uint64_t now = xt_now();
+    xt_unwind_point(t, now);
+    xt_record(t, now, ELG_OMP_JOIN, 0, tm->id, 0, tm->size, 0, 0);
 }
 
 static void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t *parallel_data, ompt_data_t *task_data,
@@ -208,7 +212,7 @@ static void on_work(ompt_work_t wstype, ompt_scope_endpoint_t endpoint, ompt_dat
         if (o->nwork >= MSTACK) return;
         uint64_t now = xt_now();
         if (o->work[o->nwork].body != ELG_NO_ID) xt_exit(t, now, o->work[o->nwork].body);
-        if (t->held_exit_region != ELG_NO_ID) xt_flush_held_exit(t);
+        if (t->held_exit_region != ELG_NO_ID) xt_flush_held_exit_counted(t);
         /* hold the end back: an implicit barrier may follow and belongs inside the construct */
         t->held_exit_region = o->work[o->nwork].region;
         t->held_exit_time = now;
@@ -224,8 +228,11 @@ static void on_masked(ompt_scope_endpoint_t endpoint, ompt_data_t *parallel_data
     if (endpoint == ompt_scope_begin) {
         xt_enter(t, xt_now(), omp_region(codeptr, 7, "!$omp master", ELG_ROLE_OMP_MASTER), ELG_NO_ID, ELG_NO_ID);
     } else if (t->depth > 0 && t->depth <= XT_STACK_MAX) {
-        /* the end's codeptr is the end of the block, not the construct: close what the begin opened */
-        xt_exit(t, xt_now(), t->stack[t->depth - 1].region);
+        /* the end's codeptr is the end of the block, not the construct: close what the begin opened
+           (after the call-path frames entered inside the block) */
+        uint64_t now = xt_now();
+        if (t->n_frames) xt_unwind_close_top(t, now);
+        xt_exit(t, now, t->stack[t->depth - 1].region);
     }
 }
 
@@ -267,7 +274,7 @@ static void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoi
         int parallel_end = tm && (k == 9 || (k != 3 && k != 8 && at_parallel && (k == 1 || k == 2 || !pending)));
         /* A held construct end followed by an explicit barrier or by the end of the parallel region
          * had no barrier of its own (nowait): it ends at its own time, before this barrier. */
-        if ((k == 3 || parallel_end) && t->held_exit_region != ELG_NO_ID) xt_flush_held_exit(t);
+        if ((k == 3 || parallel_end) && t->held_exit_region != ELG_NO_ID) xt_flush_held_exit_counted(t);
         if (parallel_end && o->nwork > 0) {
             /* constructs whose end the runtime does not report (GCC's single nowait) end here too */
             uint64_t now = xt_now();

@@ -32,6 +32,12 @@ static void tell_problem(xt_thread *t, uint64_t time)
 static uint32_t n_metrics; /* metrics that are defined and recorded; 0 when counting is off */
 
 uint32_t xt_metric_count(void) { return n_metrics; }
+
+void xt_counters_repeat(xt_thread *t, uint64_t time)
+{
+    if (!n_metrics || !t->has_counters) return;
+    for (uint32_t i = 0; i < n_metrics; i++) xt_record(t, time, ELG_COUNTER, 0, i, 0, 0, t->last_counters[i], 0);
+}
 const char *xt_metric_name(uint32_t i) { return i < n_metrics ? metric_names[i] : ""; }
 
 /* split EXPERT_METRICS into names; returns how many (warns about the ones beyond the limit) */
@@ -91,9 +97,13 @@ static int start_set(int *set, char *why, size_t n)
 
 static void record_counters(xt_thread *t, uint64_t time)
 {
-    /* an event recorded for another thread (e.g. a worker's barrier end closed by the master):
-       this thread's counters say nothing about it */
-    if (t != xt_tls) return;
+    /* an event recorded for another thread (e.g. a worker's barrier end closed by the master at the
+       end of the run): this thread's counters say nothing about it, so that thread's last reading
+       stands (it was parked since) */
+    if (t != xt_tls) {
+        xt_counters_repeat(t, time);
+        return;
+    }
     if (XT_UNLIKELY(thread_state == 0)) {
         char why[256];
         if (PAPI_register_thread() == PAPI_OK && start_set(&thread_set, why, sizeof why) == 0) {
@@ -106,8 +116,15 @@ static void record_counters(xt_thread *t, uint64_t time)
     }
     if (thread_state < 0) return;
     long long v[XT_MAX_METRICS];
-    if (PAPI_read(thread_set, v) != PAPI_OK) return;
-    for (uint32_t i = 0; i < n_metrics; i++) xt_record(t, time, ELG_COUNTER, 0, i, 0, 0, (uint64_t)v[i], 0);
+    if (PAPI_read(thread_set, v) != PAPI_OK) {
+        xt_counters_repeat(t, time); /* every ENTER / EXIT has its counters: the last reading stands */
+        return;
+    }
+    for (uint32_t i = 0; i < n_metrics; i++) {
+        t->last_counters[i] = (uint64_t)v[i];
+        xt_record(t, time, ELG_COUNTER, 0, i, 0, 0, (uint64_t)v[i], 0);
+    }
+    t->has_counters = 1;
 }
 
 static void papi_setup(uint32_t n)

@@ -145,7 +145,7 @@ POMP_EXPORT void POMP_Parallel_fork(pomp_descr *d)
         f->spooled = UINT64_MAX;
     }
     if (!t) return;
-    if (t->held_exit_region != ELG_NO_ID) xt_flush_held_exit(t);
+    if (t->held_exit_region != ELG_NO_ID) xt_flush_held_exit_counted(t);
     xt_record(t, xt_now(), ELG_OMP_FORK, 0, id, 0, requested, 0, 0);
     if (f) {
         f->spooled = t->spooled;

@@ -57,6 +57,12 @@ typedef struct xt_thread {
         uint64_t order;
     } held_locks[XT_HELD_LOCKS];
     int n_held_locks; /* may exceed XT_HELD_LOCKS; then the extra ones are not tracked */
+    int n_frames;     /* EXPERT_UNWIND: program frames open on the region stack (unwind.c) */
+    void *unwind;     /* per-thread stack-walk state (unwind.c) */
+    /* hardware counters (papi.c): the thread's last reading, repeated for events recorded on its
+       behalf by another thread (regions closed at the end of the run) */
+    uint64_t last_counters[XT_MAX_METRICS];
+    int has_counters; /* last_counters holds a reading */
 } xt_thread;
 
 extern XT_HIDDEN _Thread_local xt_thread *xt_tls __attribute__((tls_model("initial-exec")));
@@ -98,6 +104,8 @@ static inline void xt_record(xt_thread *t, uint64_t time, uint8_t type, uint8_t 
  * right after each ENTER / EXIT, with its time */
 extern XT_HIDDEN void (*xt_counter_hook)(xt_thread *t, uint64_t time);
 XT_HIDDEN uint32_t xt_metric_count(void);
+/* COUNTER records with the thread's last reading (for exits stamped at its last event's time) */
+XT_HIDDEN void xt_counters_repeat(xt_thread *t, uint64_t time);
 XT_HIDDEN const char *xt_metric_name(uint32_t i);
 
 static inline void xt_flush_held_exit_counted(xt_thread *t)
@@ -107,9 +115,21 @@ static inline void xt_flush_held_exit_counted(xt_thread *t)
     if (XT_UNLIKELY(xt_counter_hook != NULL)) xt_counter_hook(t, t->held_exit_time);
 }
 
-static inline void xt_enter(xt_thread *t, uint64_t time, uint32_t region, uint32_t team, uint32_t thread_num)
+/* call-path frames from stack walks (unwind.c), on when EXPERT_UNWIND is set: before an ENTER,
+ * xt_unwind_sync records the program frames that changed since the thread's last event; before an
+ * EXIT, xt_unwind_close_top closes frames that sit on top of the region being left */
+extern XT_HIDDEN int xt_unwinding;
+XT_HIDDEN void xt_unwind_sync(xt_thread *t, uint64_t time);
+XT_HIDDEN void xt_unwind_close_top(xt_thread *t, uint64_t time);
+XT_HIDDEN const char *xt_unwind_method(void);
+static inline void xt_unwind_point(xt_thread *t, uint64_t time)
 {
-    if (XT_UNLIKELY(t->held_exit_region != ELG_NO_ID)) xt_flush_held_exit_counted(t);
+    if (XT_UNLIKELY(xt_unwinding)) xt_unwind_sync(t, time);
+}
+
+/* ENTER and its counters, pushed on the region stack; nothing else (xt_enter is the usual entry) */
+static inline void xt_push(xt_thread *t, uint64_t time, uint32_t region, uint32_t team, uint32_t thread_num)
+{
     xt_record(t, time, ELG_ENTER, 0, region, ELG_NO_ID, team, thread_num == ELG_NO_ID ? ELG_NO_ID : thread_num, 0);
     if (XT_UNLIKELY(xt_counter_hook != NULL)) xt_counter_hook(t, time);
     if (XT_LIKELY(t->depth < XT_STACK_MAX)) {
@@ -119,13 +139,28 @@ static inline void xt_enter(xt_thread *t, uint64_t time, uint32_t region, uint32
     t->depth++;
 }
 
+/* an EXIT-like record (EXIT, OMP/MPI_COLLEXIT) and its counters, popped off the region stack */
+static inline void xt_pop(xt_thread *t, uint64_t time, uint8_t type, uint32_t region, uint32_t b, uint32_t c,
+                          uint64_t d, uint64_t e)
+{
+    xt_record(t, time, type, 0, region, b, c, d, e);
+    if (XT_UNLIKELY(xt_counter_hook != NULL)) xt_counter_hook(t, time);
+    if (t->depth > 0) t->depth--;
+}
+
+static inline void xt_enter(xt_thread *t, uint64_t time, uint32_t region, uint32_t team, uint32_t thread_num)
+{
+    if (XT_UNLIKELY(t->held_exit_region != ELG_NO_ID)) xt_flush_held_exit_counted(t);
+    xt_unwind_point(t, time);
+    xt_push(t, time, region, team, thread_num);
+}
+
 static inline void xt_leave(xt_thread *t, uint64_t time, uint8_t type, uint32_t region, uint32_t b, uint32_t c,
                             uint64_t d, uint64_t e)
 {
     if (XT_UNLIKELY(t->held_exit_region != ELG_NO_ID)) xt_flush_held_exit_counted(t);
-    xt_record(t, time, type, 0, region, b, c, d, e);
-    if (XT_UNLIKELY(xt_counter_hook != NULL)) xt_counter_hook(t, time);
-    if (t->depth > 0) t->depth--;
+    if (XT_UNLIKELY(t->n_frames)) xt_unwind_close_top(t, time);
+    xt_pop(t, time, type, region, b, c, d, e);
 }
 
 static inline void xt_exit(xt_thread *t, uint64_t time, uint32_t region)
