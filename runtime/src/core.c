@@ -702,6 +702,10 @@ void *xt_serialize_local(size_t *len)
         sb_put(&b, &locks[i].kind, 1);
         sb_str(&b, locks[i].name);
     }
+    /* hardware-counter metrics (papi.c) this process records: COUNTER events use positions in this list */
+    uint32_t nm = xt_metric_count();
+    sb_u32(&b, nm);
+    for (uint32_t i = 0; i < nm; i++) sb_str(&b, xt_metric_name(i));
     for (int i = 0; i < nt; i++) sb_u64(&b, xt_local_event_count(i));
     *len = b.len;
     return b.p;

@@ -129,6 +129,9 @@ typedef struct {
 } lock_t;
 typedef struct {
     uint32_t rank, nthreads;
+    uint32_t nmetric;
+    char **metric;       /* metric names; COUNTER events carry positions in this list */
+    uint32_t *metric_map; /* position -> unified metric id */
     double tps;
     uint64_t origin;
     uint32_t noff;
@@ -238,6 +241,10 @@ static int deserialize(proc_t *pr, const void *data, size_t len)
         get(&r, &pr->lock[i].kind, 1);
         pr->lock[i].name = get_str(&r);
     }
+    pr->nmetric = get_u32(&r);
+    if (r.bad || pr->nmetric > 4096) return -1;
+    pr->metric = xt_mem_calloc(pr->nmetric + 1, sizeof *pr->metric);
+    for (uint32_t i = 0; i < pr->nmetric && !r.bad; i++) pr->metric[i] = get_str(&r);
     pr->nev = xt_mem_calloc(pr->nthreads + 1, sizeof *pr->nev);
     for (uint32_t i = 0; i < pr->nthreads; i++) pr->nev[i] = get_u64(&r);
     return r.bad ? -1 : 0;
@@ -248,6 +255,8 @@ static void proc_free(proc_t *pr)
     for (uint32_t i = 0; i < pr->nreg; i++) xt_mem_free(pr->reg[i].name), xt_mem_free(pr->reg[i].file);
     for (uint32_t i = 0; i < pr->ncomm; i++) xt_mem_free(pr->comm[i].members), xt_mem_free(pr->comm[i].name);
     for (uint32_t i = 0; i < pr->nlock; i++) xt_mem_free(pr->lock[i].name);
+    for (uint32_t i = 0; i < pr->nmetric; i++) xt_mem_free(pr->metric[i]);
+    xt_mem_free(pr->metric), xt_mem_free(pr->metric_map);
     xt_mem_free(pr->reg), xt_mem_free(pr->comm), xt_mem_free(pr->lock), xt_mem_free(pr->nev);
     xt_mem_free(pr->reg_map), xt_mem_free(pr->comm_map), xt_mem_free(pr->lock_map);
     xt_mem_free(pr->host), xt_mem_free(pr->mpilib), xt_mem_free(pr->clock);
@@ -399,6 +408,9 @@ static void remap_events(elg_event *ev, uint64_t n, const proc_t *pr)
         case ELG_OMP_RELEASE_LOCK:
             e->a = e->a < pr->nlock ? pr->lock_map[e->a] : ELG_NO_ID;
             break;
+        case ELG_COUNTER:
+            e->a = e->a < pr->nmetric ? pr->metric_map[e->a] : ELG_NO_ID;
+            break;
         default:
             break;
         }
@@ -545,10 +557,22 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
             def_record(&d, ELG_DEF_OFFSET, &ob, sizeof ob);
         }
     }
-    /* hardware-counter metrics (papi.c): ids are positions in EXPERT_METRICS, the same on every process */
-    for (uint32_t i = 0; i < xt_metric_count(); i++) {
-        uint32_t mb[4] = {i, def_string(&d, xt_metric_name(i)), def_string(&d, "occ"), 0}; /* UINT64, ACCUMULATED */
-        def_record(&d, ELG_DEF_METRIC, mb, sizeof mb);
+    /* hardware-counter metrics (papi.c): unified by name across processes, in order of first appearance
+       (a process whose counters could not start defines none) */
+    strmap metrics = {0};
+    uint32_t n_metrics = 0;
+    for (int p = 0; p < nprocs; p++) {
+        proc_t *pr = &procs[p];
+        pr->metric_map = xt_mem_alloc((pr->nmetric + 1) * 4);
+        for (uint32_t i = 0; i < pr->nmetric; i++) {
+            int ins;
+            uint32_t gid = strmap_get(&metrics, pr->metric[i], n_metrics, &ins);
+            pr->metric_map[i] = gid;
+            if (!ins) continue;
+            n_metrics++;
+            uint32_t mb[4] = {gid, def_string(&d, pr->metric[i]), def_string(&d, "occ"), 0}; /* UINT64, ACCUMULATED */
+            def_record(&d, ELG_DEF_METRIC, mb, sizeof mb);
+        }
     }
     /* attributes: facts about the run */
     {
@@ -649,7 +673,7 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
     xt_mem_free(o.index.p);
     xt_mem_free(d.b.p);
     strmap_free(&d.strings), strmap_free(&files), strmap_free(&regs), strmap_free(&comm_keys);
-    strmap_free(&groups), strmap_free(&nodes);
+    strmap_free(&groups), strmap_free(&nodes), strmap_free(&metrics);
     for (int p = 0; p < nprocs; p++) proc_free(&procs[p]);
     xt_mem_free(procs);
     return o.err ? -1 : 0;
