@@ -39,6 +39,7 @@ import numpy as np
 from tracefmt.layout import Role
 
 from .api import Pattern, Severity
+from .generic import _cache
 
 __all__ = [
     "OmpTime",
@@ -110,19 +111,37 @@ class _Members(NamedTuple):
 
 
 def _team_members(ctx) -> _Members | None:
+    # several patterns need the join: computed once per context and set of tables
     teams = ctx.table("omp_teams")
     members = ctx.table("omp_team_members")
+    return _per_tables(ctx, "omp_team_members", (teams, members), lambda: _join_team_members(teams, members))
+
+
+def _per_tables(ctx, name, tables, compute):
+    """``compute()``, remembered in the context for as long as it holds these same table objects."""
+    cache = _cache(ctx)
+    hit = cache.get(name)
+    if hit is None or len(hit[0]) != len(tables) or any(a is not b for a, b in zip(hit[0], tables)):
+        hit = cache[name] = (tables, compute())
+    return hit[1]
+
+
+def _join_team_members(teams, members) -> _Members | None:
     if len(teams) == 0 or len(members) == 0:
         return None
     team_ids = np.asarray(teams["team"], np.int64)
-    order = np.argsort(team_ids, kind="stable")
-    sorted_ids = team_ids[order]
     m_team = np.asarray(members["team"], np.int64)
-    pos = np.searchsorted(sorted_ids, m_team)
-    pos_ok = pos < sorted_ids.shape[0]
-    found = np.zeros(m_team.shape[0], bool)
-    found[pos_ok] = sorted_ids[pos[pos_ok]] == m_team[pos_ok]
-    row = order[np.where(found, pos, 0)]
+    if np.array_equal(team_ids, np.arange(len(team_ids))):  # dense ids in row order, as the replay builds them
+        found = (m_team >= 0) & (m_team < len(team_ids))
+        row = np.where(found, m_team, 0)
+    else:
+        order = np.argsort(team_ids, kind="stable")
+        sorted_ids = team_ids[order]
+        pos = np.searchsorted(sorted_ids, m_team)
+        pos_ok = pos < sorted_ids.shape[0]
+        found = np.zeros(m_team.shape[0], bool)
+        found[pos_ok] = sorted_ids[pos[pos_ok]] == m_team[pos_ok]
+        row = order[np.where(found, pos, 0)]
     cnode = np.asarray(teams["parallel_cnode"], np.int64)[row]
     keep = found & (cnode >= 0)
     row = row[keep]
@@ -165,8 +184,14 @@ def management_shift(ctx) -> np.ndarray:
     Every member gains its span at the parallel region's call path; the
     master also loses it at the call path it forked from, where the replay
     counted it as plain exclusive time (``fork_cnode`` when the replay
-    records it, else the parallel region's parent).
+    records it, else the parallel region's parent).  Computed once per
+    context (read-only: callers must not modify it).
     """
+    tables = (ctx.tables.get("omp_teams"), ctx.tables.get("omp_team_members"))
+    return _per_tables(ctx, "omp_management_shift", tables, lambda: _management_shift(ctx))
+
+
+def _management_shift(ctx) -> np.ndarray:
     out = np.zeros((ctx.n_cnodes, ctx.n_locations))
     m = _team_members(ctx)
     if m is None:
@@ -203,7 +228,9 @@ def barrier_wait(ctx, roles) -> Severity:
         return Severity.empty()
     # the latest ENTER over every member of the instance, including members
     # of the other role: an instance is one barrier whatever its rows say
-    _, inst_dense = np.unique(instance[valid], return_inverse=True)
+    inst_dense = instance[valid]
+    if int(inst_dense.max()) >= 4 * len(inst_dense):  # sparse ids (not from the replay): number them densely
+        _, inst_dense = np.unique(inst_dense, return_inverse=True)
     latest = np.full(int(inst_dense.max()) + 1, -np.inf)
     np.maximum.at(latest, inst_dense, enter[valid])
     idx = np.flatnonzero(valid)
