@@ -214,11 +214,14 @@ def replay_location(
     call_enter = np.empty(n_enter, np.float64)
     call_exit = np.empty(n_enter, np.float64)
     call_parent = np.empty(n_enter, np.int32)
-    call_team = np.empty(n_enter, np.int64)  # team id of the innermost parallel region, -1 outside
-    call_team_ref = np.empty(n_enter, np.int64)
-    call_team_call = np.empty(n_enter, np.int64)  # the call that opened that team here
-    call_barriers = np.zeros(n_enter, np.int64)  # barriers seen so far in the team this call opened
+    # per open call, by stack level (only the levels reached are ever touched): the team of the
+    # innermost parallel region (-1 outside), its reference, the level of that parallel region, and
+    # at a parallel region's own level the barriers seen so far in its team
     stack = np.empty(n_enter + 1, np.int32)
+    level_team = np.empty(n_enter + 1, np.int64)
+    level_team_ref = np.empty(n_enter + 1, np.int64)
+    level_team_level = np.empty(n_enter + 1, np.int64)
+    level_barriers = np.empty(n_enter + 1, np.int64)
     depth = 0
     n_calls = 0
 
@@ -270,18 +273,19 @@ def replay_location(
                          (l_i, l_f)))
             team = np.int64(-1)
             team_ref = np.int64(-1)
-            team_call = np.int64(-1)
+            team_level = np.int64(-1)
             pnode = 0
             if top >= 0:
                 pnode = call_node[top]
-                team = call_team[top]
-                team_ref = call_team_ref[top]
-                team_call = call_team_call[top]
+                team = level_team[depth - 1]
+                team_ref = level_team_ref[depth - 1]
+                team_level = level_team_level[depth - 1]
             c = n_calls
             role = region_role[r]
             if role == ROLE_OMP_PARALLEL and ec[i] != NO_ID:
                 team = np.int64(ec[i])
-                team_call = c
+                team_level = depth
+                level_barriers[depth] = 0
                 tnum = np.int64(ed[i])
                 if tnum != 0 and tnum != NO_ID:
                     # a worker: continue the master's call path at the team's fork
@@ -305,8 +309,8 @@ def replay_location(
             elif (role == ROLE_OMP_BARRIER or role == ROLE_OMP_IMPLICIT_BARRIER) and team >= 0:
                 b_i[0, kb] = team
                 b_i[1, kb] = team_ref
-                b_i[2, kb] = call_barriers[team_call]  # k-th barrier of this thread in the team
-                call_barriers[team_call] += 1
+                b_i[2, kb] = level_barriers[team_level]  # k-th barrier of this thread in the team
+                level_barriers[team_level] += 1
                 b_i[5, kb] = 1 if role == ROLE_OMP_IMPLICIT_BARRIER else 0
                 b_i[6, kb] = c
                 b_call[kb] = c
@@ -336,9 +340,9 @@ def replay_location(
             call_enter[c] = time[i]
             call_exit[c] = np.nan
             call_parent[c] = top
-            call_team[c] = team
-            call_team_ref[c] = team_ref
-            call_team_call[c] = team_call
+            level_team[depth] = team
+            level_team_ref[depth] = team_ref
+            level_team_level[depth] = team_level
             stack[depth] = c
             depth += 1
         elif t == EXIT or t == MPI_COLLEXIT or t == OMP_COLLEXIT:
@@ -413,8 +417,8 @@ def replay_location(
             f_i[0, kf] = np.int64(ea[i])
             f_i[1, kf] = np.int64(ec[i])
             f_i[2, kf] = call_node[top] if top >= 0 else 0  # 0: the super-root, outside any call
-            f_i[3, kf] = call_team[top] if top >= 0 else -1
-            f_i[4, kf] = call_team_ref[top] if top >= 0 else -1
+            f_i[3, kf] = level_team[depth - 1] if depth > 0 else -1
+            f_i[4, kf] = level_team_ref[depth - 1] if depth > 0 else -1
             f_f[0, kf] = time[i]
             kf += 1
         elif t == OMP_JOIN:
