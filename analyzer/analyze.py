@@ -7,6 +7,7 @@ for scripts and notebooks; ``expert-analyze`` (``analyzer.cli``) wraps it.
 from __future__ import annotations
 
 import os
+import re
 import time as _time
 
 import numpy as np
@@ -16,7 +17,7 @@ from patterns.api import Pattern, PatternError, Severity
 
 from .cube import Cube, LocationInfo, MetricInfo, RegionInfo, region_strings
 
-__all__ = ["analyze", "compute_patterns", "build_cube", "select_patterns"]
+__all__ = ["analyze", "compute_patterns", "build_cube", "counter_cube_metrics", "select_patterns"]
 
 
 def select_patterns(patterns=None, plugins: bool = True) -> list[Pattern]:
@@ -110,7 +111,34 @@ def build_cube(ctx, pats: list[Pattern], attrs: dict | None = None) -> Cube:
             process_name=proc.name if proc is not None and proc.name else "",
         ))
     values = {p.name: ctx.results[p.name] for p in pats if p.name in ctx.results}
+    for info, counts in counter_cube_metrics(ctx, names):
+        metrics.append(info)
+        values[info.name] = counts
     return Cube(metrics, regions, ctx.calltree.parent, ctx.calltree.region, locations, values, attrs or {})
+
+
+def counter_cube_metrics(ctx, taken=()) -> list[tuple[MetricInfo, np.ndarray]]:
+    """One root cube metric per hardware counter in ``ctx.counters`` (exclusive increments per call path).
+
+    The unique name is the counter's name lower-cased with every character
+    other than a-z, 0-9 and _ replaced by _ (``PAPI_L1_DCM`` -> ``papi_l1_dcm``),
+    prefixed with ``counter_`` if a pattern already uses it.
+    """
+    dtypes = {m.name: m.dtype for m in ctx.trace.defs.metrics.values()}
+    used = set(taken)
+    out = []
+    for name, counts in ctx.counters.items():
+        uniq = re.sub(r"[^a-z0-9_]", "_", name.lower())
+        if uniq in used:
+            uniq = "counter_" + uniq
+        used.add(uniq)
+        integer = dtypes.get(name) == tracefmt.layout.MetricDtype.UINT64
+        out.append((MetricInfo(name=uniq, display_name=name, parent=None, unit="occ",
+                               description=f"hardware counter {name} as recorded",
+                               diagnosis="Expand the call tree to see where the events were counted; values are "
+                                         "exclusive (each call path without its callees).",
+                               dtype="INTEGER" if integer else "FLOAT"), counts))
+    return out
 
 
 def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, jobs: int = 1,

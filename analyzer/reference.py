@@ -379,3 +379,46 @@ def fifo_pairs_reference(send_chan, send_order, recv_chan, recv_order):
         if q:
             partner[int(row)] = q.popleft()
     return partner
+
+
+def counter_increments_reference(trace) -> dict:
+    """Slow counterpart of the replay's ``ctx.counters``: {metric name: {(call path, location): increment}}.
+
+    Accumulated metrics only; call paths as tuples of region names; workers'
+    paths start at their own parallel region (the tests compare per location
+    and use the last names of a path).
+    """
+    import struct
+
+    defs = trace.defs
+    metrics = {mid: m for mid, m in defs.metrics.items() if int(m.mode) == 0}  # MetricMode.ACCUMULATED
+    out: dict[str, dict] = {m.name: defaultdict(float) for m in metrics.values()}
+
+    def value(mid, bits):
+        if int(metrics[mid].dtype) == 1:  # MetricDtype.DOUBLE
+            return struct.unpack("<d", struct.pack("<Q", bits))[0]
+        return bits
+
+    for loc in (int(l) for l in trace.location_ids):
+        calls, stack, at = [], [], None  # at: (call, "first" | "last") the next reading belongs to
+        for (t, a, b, c, d, e, fl, tm) in _events(trace, loc):
+            if t == E.ENTER:
+                path = (calls[stack[-1]]["path"] if stack else ()) + (defs.regions[a].name,)
+                calls.append({"path": path, "parent": stack[-1] if stack else None, "first": {}, "last": {}})
+                stack.append(len(calls) - 1)
+                at = (len(calls) - 1, "first")
+            elif t in (E.EXIT, E.MPI_COLLEXIT, E.OMP_COLLEXIT):
+                at = (stack.pop(), "last")
+            elif t == E.COUNTER:
+                if at is not None and a in metrics:
+                    calls[at[0]][at[1]][a] = value(a, d)
+            else:
+                at = None
+        for call in calls:
+            for mid, m in metrics.items():
+                if mid in call["first"] and mid in call["last"]:
+                    inc = call["last"][mid] - call["first"][mid]
+                    out[m.name][(call["path"], loc)] += inc
+                    if call["parent"] is not None:
+                        out[m.name][(calls[call["parent"]]["path"], loc)] -= inc
+    return {k: dict(v) for k, v in out.items()}

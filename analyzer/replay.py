@@ -31,12 +31,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tracefmt.errors import TraceFormatError
-from tracefmt.layout import LockKind
+from tracefmt.layout import LockKind, MetricDtype, MetricMode
 
 from .calltree import SYNTHETIC_ROOT_NAME, CallTreeBuilder
 from .context import AnalysisContext
 from .extract import fragments
 from .kernels import location as K
+from .kernels.counters import counter_increments
 from .kernels.summary import call_summary
 from .matching import build_collectives, build_locks, build_messages, build_omp, concat, remap_cnodes
 
@@ -135,6 +136,20 @@ def partition(trace, n_shares: int) -> list[list[int]]:
     return shares
 
 
+def counter_metrics(defs):
+    """The metrics replayed into ``ctx.counters``: ``(names, slot by metric id, is_double by slot)``.
+
+    Only accumulated counters (their difference between two readings is a
+    count); sampled (ABSOLUTE) metrics have no meaningful increment per call.
+    """
+    followed = sorted(mid for mid, m in defs.metrics.items() if m.mode == MetricMode.ACCUMULATED)
+    slot = np.full(max(defs.metrics, default=-1) + 1, -1, np.int64)
+    slot[followed] = np.arange(len(followed))
+    names = [defs.metrics[mid].name for mid in followed]
+    is_double = np.array([defs.metrics[mid].dtype == MetricDtype.DOUBLE for mid in followed], np.bool_)
+    return names, slot, is_double
+
+
 def walk_share(trace, locs, region_role, names, progress=None) -> Share:
     """Walk the locations ``locs`` (whole processes, in walk order) with one call-tree builder."""
     path = getattr(trace, "path", None)
@@ -143,15 +158,16 @@ def walk_share(trace, locs, region_role, names, progress=None) -> Share:
     by_proc: dict[int, list[int]] = {}
     for l in locs:
         by_proc.setdefault(int(loc_proc[l]), []).append(int(l))
+    counters = counter_metrics(trace.defs)
     try:
         for proc, plocs in by_proc.items():
-            _walk_process(trace, proc, plocs, region_role, names, path, share, progress)
+            _walk_process(trace, proc, plocs, region_role, names, path, share, progress, counters)
     except ReplayError as exc:
         share.error = exc
     return share
 
 
-def _walk_process(trace, proc, pending, role, names, path, share, progress):
+def _walk_process(trace, proc, pending, role, names, path, share, progress, counters):
     """Walk one process's locations; a worker whose team is not forked yet waits for a later round."""
     tree = share.tree
     teams = _Teams()
@@ -174,7 +190,13 @@ def _walk_process(trace, proc, pending, role, names, path, share, progress):
                 problems.append(f"location {loc}: {int(info)} region(s) still open at the end; "
                                 f"closed at its last event")
             fr = fragments(loc, proc, rows)
-            share.done[loc] = (call_summary(*calls, tree.n_nodes), fr, problems)
+            summary = call_summary(*calls, tree.n_nodes)
+            if len(counters[0]):  # exclusive counter increments of the visited nodes
+                cols = _event_columns(ev)
+                incr = counter_increments(cols[0], cols[2], cols[5], calls[0], calls[3], counters[1], counters[2],
+                                          tree.n_nodes)
+                summary = (*summary, incr[summary[0]])
+            share.done[loc] = (summary, fr, problems)
             # publish this location's forks so its team's workers can be walked
             teams.add(loc, fr["forks"])
             if progress is not None:
@@ -336,11 +358,16 @@ def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
         for loc, (summ, fr, probs) in s.done.items():
             done.append((order[loc], loc, summ, fr if ident else _remap_fragment(fr, m), probs, m))
     done.sort(key=lambda x: x[0])  # fragments concatenate in walk order whatever the shares were
-    for _, loc, (nodes, v, inc, exc), fr, probs, m in done:
+    counter_names = counter_metrics(defs)[0]
+    counters = {name: np.zeros((C, n_loc), np.float64) for name in counter_names}
+    for _, loc, summary, fr, probs, m in done:
+        nodes, v, inc, exc = summary[:4]
         ids = new_id[m[nodes]]  # distinct: builder nodes map one to one onto call paths
         visits[ids, loc] = v
         incl[ids, loc] = inc
         excl[ids, loc] = exc
+        for k, name in enumerate(counter_names):
+            counters[name][ids, loc] = summary[4][:, k]
         problems.extend(probs)
         for k, v in fr.items():
             frags.setdefault(k, []).append(v)
@@ -371,4 +398,5 @@ def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
     )
     ctx.problems = problems
     ctx.synthetic_root = synthesized
+    ctx.counters = counters
     return ctx
