@@ -1,12 +1,16 @@
 """Tracing-runtime overhead: cost per recorded event, per traced OpenMP barrier and per traced
-MPI call and per traced lock set/unset pair (ns), and the slowdown of small sample workloads (% of run time).
+MPI call (also with EXPERT_UNWIND stack walks) and per traced lock set/unset pair (ns), and the
+slowdown of small sample workloads (% of run time).
 
     python -m benchmarks runtime_overhead [--repeat 5] [--threads 2]
 
 Builds runtime/ (make) and the benchmark kernels in samples/runtime/ (bench_kernels.c,
 bench_mpi.c) into a temporary directory, then runs each kernel untraced and under expert-run,
 taking the minimum over --repeat runs (this 2-core machine is noisy; the minimum is the least
-perturbed run).  Costs are traced minus untraced.  Needs clang (OMPT) and Open MPI (mpicc.openmpi).
+perturbed run).  Costs are traced minus untraced.  The recorded-event row is measured in the
+thread's CPU time, pinned to one core with taskset where it exists.  Prints the load average
+before and after: numbers taken under load are not comparable.  Needs clang (OMPT) and Open MPI
+(mpicc.openmpi).
 """
 
 from __future__ import annotations
@@ -59,10 +63,14 @@ def main(argv=None) -> int:
 
         def cost(label, cmd, e, unit_div=1.0):
             base = _best(cmd, d, e, args.repeat)
-            tr = _best(traced + cmd, d, e, args.repeat)
+            pinned = cmd[:3] if cmd[0] == "taskset" else []
+            tr = _best(pinned + traced + cmd[len(pinned):], d, e, args.repeat)
             rows.append((label, base / unit_div, tr / unit_div, (tr - base) / unit_div))
 
-        cost("recorded event (half an enter/exit pair)", ["./k", "events", "2000000"], env1, 2.0)
+        # one core, so the thread does not migrate (its CPU time is what the kernel reports)
+        pin = ["taskset", "-c", str(max(os.sched_getaffinity(0)))] if shutil.which("taskset") else []
+        print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        cost("recorded event (half an enter/exit pair)", pin + ["./k", "events", "2000000"], env1, 2.0)
         cost("OpenMP barrier, 1 thread", ["./k", "barrier", "200000"], env1)
         cost(f"OpenMP barrier, {args.threads} threads", ["./k", "barrier", "50000"], env)
         # uncontended: with contention the untraced time alone varies 10x run to run on 2 cores
@@ -71,6 +79,15 @@ def main(argv=None) -> int:
         base = _best(mpirun + ["./m", "calls", "200000"], d, env1, args.repeat)
         tr = _best(mpirun + traced + ["./m", "calls", "200000"], d, env1, args.repeat)
         rows.append(("MPI call (MPI_Iprobe), 2 ranks", base, tr, tr - base))
+        # stack walks (EXPERT_UNWIND) at every MPI call: the cost grows with the stack's depth
+        # (one rank, pinned, in CPU time: Iprobe is local, and this keeps other processes' turns out)
+        mpirun1 = ["mpirun.openmpi", "-np", "1"] + pin
+        for depth in (1, 10):
+            cmd = ["./m", "deep", "100000", str(depth)]
+            base = _best(mpirun1 + cmd, d, env1, args.repeat)
+            for method in ("libunwind", "backtrace"):
+                tr = _best(mpirun1 + traced + ["--unwind=" + method] + cmd, d, env1, args.repeat)
+                rows.append((f"MPI call {depth:2d} deep, 1 rank, --unwind={method}", base, tr, tr - base))
 
         print(f"{'operation':44s} {'untraced ns':>12s} {'traced ns':>10s} {'cost ns':>9s}")
         for label, b, t, c in rows:
@@ -90,6 +107,7 @@ def main(argv=None) -> int:
                 b = _best(cmd, d, e, args.repeat)
                 t = _best(traced + cmd, d, e, args.repeat)
             print(f"{label:44s} {b:12.4f} {t:10.4f} {100 * (t - b) / b:8.1f}%")
+        print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 
