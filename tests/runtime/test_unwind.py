@@ -118,3 +118,19 @@ def test_filter_hides_a_frame_and_no_unwinding_without_the_variable(unwind_build
     assert "main/solver/MPI_Waitall" in paths and not [p for p in paths if "exchange" in p]
     plain = tracefmt.open(str(trace_with(unwind_build, "plain")))
     assert not [r for r in plain.defs.regions.values() if r.paradigm == Paradigm.COMPILER]
+
+
+@pytest.mark.parametrize("compiler,source", [("clang", "omp_constructs.c"), ("gcc", "omp_nowait_end.c")])
+def test_openmp_programs_keep_valid_nesting_with_frames(runtime_built, tmp_path, compiler, source):
+    # every construct kind, held loop ends and nowait constructs (clang, and GCC code on libomp):
+    # frames entered inside constructs must be closed before them
+    need(compiler)
+    run([compiler, "-fopenmp", "-g", "-O1", str(SAMPLES / source), "-o", "prog"], cwd=tmp_path)
+    run([str(EXPERT_RUN), "--unwind", "-o", "prog.elg", "./prog"], cwd=tmp_path, env={"OMP_NUM_THREADS": "3"})
+    trace = tracefmt.open(str(tmp_path / "prog.elg"))
+    assert_valid(trace)
+    outlined = re.compile(r"^(\.omp_outlined\.|main\._omp_fn\.\d+)")
+    for loc in trace.location_ids:
+        names = [e[1] for e in events(trace, int(loc)) if e[0] == EventType.ENTER]
+        assert any(outlined.match(n) for n in names), names  # each thread's frames start in the outlined function
+        assert "main" not in names or trace.defs.locations[int(loc)].thread == 0
