@@ -187,15 +187,15 @@ def test_pomp_finds_the_designed_waits(waits, metric):
     pomp, _ = waits
     expected = DESIGNED[metric] * REPS * UNIT
     # sleeps overshoot, and on a loaded 2-core machine a woken thread can start ~10 ms late
-    assert pomp.total(metric) == pytest.approx(expected, rel=0.1, abs=0.02)
+    assert pomp.total(metric) == pytest.approx(expected, rel=0.1, abs=0.03)
 
 
 @pytest.mark.parametrize("metric", sorted(DESIGNED))
 def test_pomp_and_ompt_agree(waits, metric):
     pomp, ompt = waits
-    # different runs of different builds: sleeps overshoot, woken threads can start late under load;
-    # recording twice or missing a barrier would be off by whole multiples of 0.06 s
-    assert pomp.total(metric) == pytest.approx(ompt.total(metric), rel=0.1, abs=0.02), metric
+    # different runs of different builds: sleeps overshoot, woken threads can start late under load
+    # (27 ms seen once); recording twice or missing a barrier would be off by whole multiples of 0.06 s
+    assert pomp.total(metric) == pytest.approx(ompt.total(metric), rel=0.1, abs=0.03), metric
 
 
 @pytest.mark.parametrize("metric", ["omp_management", "omp_idle_threads"])
