@@ -138,7 +138,7 @@ def toolchain_missing() -> str | None:
 
 def trace_designed_program(outdir, scale: float = 1.0) -> Path:
     """Compile samples/waits/hybrid_waits.c, trace it on 2 ranks x 2 threads, return the trace path."""
-    outdir = Path(outdir)
+    outdir = Path(outdir).resolve()  # the commands run inside it, so relative paths would point elsewhere
     outdir.mkdir(parents=True, exist_ok=True)
     exe, trace = outdir / "hybrid_waits", outdir / "hybrid_waits.elg"
     env = dict(os.environ, **MPI_ENV)
@@ -180,7 +180,11 @@ def main(argv=None) -> int:
     why_not = toolchain_missing()
     if why_not is None:
         print(f"tracing samples/waits/hybrid_waits.c on 2 MPI ranks x 2 OpenMP threads (outputs in {outdir}) ...")
-        trace = trace_designed_program(outdir)
+        try:
+            trace = trace_designed_program(outdir)
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+            print(f"demo: error: {e}", file=sys.stderr)
+            return 2
         print("designed waits (property, seconds, where):")
         for prop, path, rank, thread, sec in PROGRAM_DESIGNED:
             who = f"rank {rank} " + (f"thread {thread}" if thread is not None else "(one of its threads)")

@@ -76,3 +76,17 @@ def test_cubex_gives_pycubexr_the_same_numbers(analyzed):
                 theirs = np.asarray(mv.cnode_values(c, convert_to_exclusive=False), float)
                 assert np.allclose(theirs, np.asarray(ours.values[prop])[c.id], rtol=1e-12, atol=0), (prop, c.id)
             assert float(np.asarray(ours.values[prop]).sum()) == pytest.approx(cube.total(prop), rel=1e-12)
+
+
+def test_demo_as_dev_demo_runs_it(tmp_path, monkeypatch, capsys):
+    # `./dev demo` passes no directory: the default is relative to the working directory
+    if toolchain_missing():
+        pytest.skip(f"cannot trace a real program: {toolchain_missing()}")
+    from analyzer import demo
+
+    monkeypatch.chdir(tmp_path)
+    assert demo.main([]) == 0
+    out = capsys.readouterr().out
+    assert "Late Sender (mpi_latesender)" in out
+    assert (tmp_path / "out" / "demo" / "hybrid_waits.cubex").is_file()
+    assert (tmp_path / "out" / "demo" / "demo.json").is_file()
