@@ -32,6 +32,7 @@ import numpy as np
 
 from tracefmt.errors import TraceFormatError
 from tracefmt.layout import LockKind, MetricDtype, MetricMode
+from tracefmt.reader import Events
 
 from .calltree import SYNTHETIC_ROOT_NAME, CallTreeBuilder
 from .context import AnalysisContext
@@ -159,22 +160,49 @@ def walk_share(trace, locs, region_role, names, progress=None) -> Share:
     for l in locs:
         by_proc.setdefault(int(loc_proc[l]), []).append(int(l))
     counters = counter_metrics(trace.defs)
+    events = _EventSource(trace, locs)
     try:
         for proc, plocs in by_proc.items():
-            _walk_process(trace, proc, plocs, region_role, names, path, share, progress, counters)
+            _walk_process(events, proc, plocs, region_role, names, path, share, progress, counters)
     except ReplayError as exc:
         share.error = exc
     return share
 
 
-def _walk_process(trace, proc, pending, role, names, path, share, progress, counters):
+class _EventSource:
+    """The events of one share's locations, all decoded into one reused set of columns.
+
+    Fresh columns per location would be faulted in page by page every time
+    (the largest cost of a first analysis, docs/performance.md); one buffer
+    sized for the share's largest location is faulted in once.  Each
+    location's events are valid only until the next one is decoded, which
+    suits the walk: it keeps only what the kernels return.  Readers without
+    the private decode-into method get fresh events per location.
+    """
+
+    def __init__(self, trace, locs):
+        self._trace = trace
+        self._buffer = None
+        if hasattr(trace, "_decode_into"):
+            largest = max((int(trace.n_events(l)) for l in locs), default=0)
+            if largest:
+                self._buffer = trace._new_column_buffer(largest)
+
+    def __call__(self, loc: int):
+        if self._buffer is None:
+            return self._trace.events(loc)
+        self._trace._check_location(loc)
+        return Events(loc, **self._trace._decode_into(loc, self._buffer))
+
+
+def _walk_process(events, proc, pending, role, names, path, share, progress, counters):
     """Walk one process's locations; a worker whose team is not forked yet waits for a later round."""
     tree = share.tree
     teams = _Teams()
     while pending:
         deferred = []
         for loc in pending:
-            ev = trace.events(loc)
+            ev = events(loc)
             keys, nodes, refs = teams.arrays()
             status, info, tree_state, calls, rows = K.replay_location(
                 *_event_columns(ev), loc, role, tree.parent, tree.region, tree.first_child, tree.next_sibling,

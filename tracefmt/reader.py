@@ -580,10 +580,30 @@ class Trace:
         n = sum(b.count for b in blocks)
         if n == 0:
             return Events.empty(location)
+        return Events(location, **self._decode_into(location, _new_columns(n)))
+
+    def _new_column_buffer(self, n: int) -> dict[str, np.ndarray]:
+        """Uninitialised columns for `n` events, to be filled again and again by :meth:`_decode_into`."""
+        return _new_columns(n)
+
+    def _decode_into(self, location: int, buffer: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Decode one location into the start of caller-owned columns and return views of its length.
+
+        Private: the analyzer reuses one buffer for all its locations, so its
+        pages are faulted in once, not once per location (docs/performance.md);
+        the views are overwritten by the next call with the same buffer.
+        """
+        blocks = self._blocks_of.get(location, [])
+        n = sum(b.count for b in blocks)
+        if n > len(buffer["time"]):
+            raise ValueError(f"column buffer of {len(buffer['time'])} events is too small for location "
+                             f"{location} ({n} events)")
+        cols = {name: buffer[name][:n] for name, _ in _COLUMNS}
+        if n == 0:
+            return cols
         loc = self.defs.locations[location]
         clock = self.defs.clock(loc.process)
         offsets = self.defs.offsets.get(loc.process, [])
-        cols = _new_columns(n)
         words = _chunk_buffer()
         raw = words.reshape(-1).view(np.uint8)
         use_kernel = n >= _KERNEL_MIN_RECORDS or _KERNEL_MODULE in sys.modules
@@ -610,7 +630,7 @@ class Trace:
                 pad = self._buf[b.payload_offset + b.payload_length : b.end]
                 if any(pad):
                     raise self._error("non-zero padding after the block's data", location, b.number, b.offset)
-        return Events(location, **cols)
+        return cols
 
     def _decode_numpy(self, words: np.ndarray, at: int, cols: dict, clock: Clock) -> None:
         """The vectorised decoder: short locations (no numba import needed) and big-endian hosts."""
