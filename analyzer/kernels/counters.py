@@ -16,11 +16,14 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-ENTER = 1
-EXIT = 2
-MPI_COLLEXIT = 8
-OMP_COLLEXIT = 12
-COUNTER = 20
+from tracefmt.layout import EventType
+
+# plain ints: numba treats module-level ints as compile-time constants
+ENTER = int(EventType.ENTER)
+EXIT = int(EventType.EXIT)
+MPI_COLLEXIT = int(EventType.MPI_COLLEXIT)
+OMP_COLLEXIT = int(EventType.OMP_COLLEXIT)
+COUNTER = int(EventType.COUNTER)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -26,27 +26,30 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from tracefmt import layout
+from tracefmt.layout import EventType, Role
+
 from . import idtable
 
 
-# event codes and roles, mirrored from tracefmt.layout (numba needs plain ints)
-ENTER = 1
-EXIT = 2
-MPI_SEND = 3
-MPI_RECV = 4
-MPI_SEND_COMPLETE = 5
-MPI_RECV_REQUEST = 6
-MPI_REQUEST_CANCELLED = 7
-MPI_COLLEXIT = 8
-OMP_FORK = 10
-OMP_JOIN = 11
-OMP_COLLEXIT = 12
-OMP_ACQUIRE_LOCK = 13
-OMP_RELEASE_LOCK = 14
-ROLE_OMP_PARALLEL = 30
-ROLE_OMP_BARRIER = 41
-ROLE_OMP_IMPLICIT_BARRIER = 42
-NO_ID = 0xFFFFFFFF
+# event codes and roles as plain ints (numba treats module-level ints as compile-time constants)
+ENTER = int(EventType.ENTER)
+EXIT = int(EventType.EXIT)
+MPI_SEND = int(EventType.MPI_SEND)
+MPI_RECV = int(EventType.MPI_RECV)
+MPI_SEND_COMPLETE = int(EventType.MPI_SEND_COMPLETE)
+MPI_RECV_REQUEST = int(EventType.MPI_RECV_REQUEST)
+MPI_REQUEST_CANCELLED = int(EventType.MPI_REQUEST_CANCELLED)
+MPI_COLLEXIT = int(EventType.MPI_COLLEXIT)
+OMP_FORK = int(EventType.OMP_FORK)
+OMP_JOIN = int(EventType.OMP_JOIN)
+OMP_COLLEXIT = int(EventType.OMP_COLLEXIT)
+OMP_ACQUIRE_LOCK = int(EventType.OMP_ACQUIRE_LOCK)
+OMP_RELEASE_LOCK = int(EventType.OMP_RELEASE_LOCK)
+ROLE_OMP_PARALLEL = int(Role.OMP_PARALLEL)
+ROLE_OMP_BARRIER = int(Role.OMP_BARRIER)
+ROLE_OMP_IMPLICIT_BARRIER = int(Role.OMP_IMPLICIT_BARRIER)
+NO_ID = int(layout.NO_ID)
 
 # status codes (the first four as in walk.py, so error messages are shared)
 OK = 0
