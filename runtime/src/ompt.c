@@ -35,6 +35,12 @@ typedef struct omp_thread {
     team_t *team;      /* innermost team of this thread */
     uint32_t team_id;
     uint32_t index;    /* thread number in that team */
+    /* the enclosing teams of nested parallel regions, restored when an inner implicit task ends */
+    struct {
+        team_t *team;
+        uint32_t team_id, index;
+    } outer[MSTACK];
+    int nouter;
     /* the barrier in progress */
     uint32_t bar_region, bar_team, bar_work; /* bar_work: held-back work region the barrier ends */
     int bar_parallel_end;
@@ -153,6 +159,12 @@ static void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t *parall
                 t->buf[tm->fork_index].type == ELG_OMP_FORK)
                 t->buf[tm->fork_index].c = actual;
         }
+        if (o->nouter < MSTACK) {
+            o->outer[o->nouter].team = o->team;
+            o->outer[o->nouter].team_id = o->team_id;
+            o->outer[o->nouter].index = o->index;
+        }
+        o->nouter++;
         o->team = tm;
         o->team_id = tm->id;
         o->index = index;
@@ -164,6 +176,11 @@ static void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t *parall
         if (index != 0 && tm->id == o->team_id) now = clamp_to(t, now, atomic_load(&tm->barrier_end));
         xt_exit(t, now, tm->par_region);
         task_data->ptr = NULL;
+        if (o->nouter > 0 && --o->nouter < MSTACK) { /* back in the enclosing team (nested parallelism) */
+            o->team = o->outer[o->nouter].team;
+            o->team_id = o->outer[o->nouter].team_id;
+            o->index = o->outer[o->nouter].index;
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 """expert-run's own command line: help text and usage errors (no runtime library needed)."""
 import subprocess
 
-from tests.runtime.runtime_harness import EXPERT_RUN
+from runtime_harness import EXPERT_RUN
 
 
 def _run(*args):
