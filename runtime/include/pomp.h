@@ -93,6 +93,10 @@ void POMP_On(void);
 void POMP_Off(void);
 void POMP_Begin(struct ompregdescr *d);
 void POMP_End(struct ompregdescr *d);
+/* Fortran: the descriptor table that expert-instrument writes beside an instrumented Fortran source
+ * registers itself with this (from a constructor); the Fortran entry points (pomp_parallel_fork_, ...)
+ * take the INTEGER handle base + k of descriptor k (1-based).  base is a positive multiple of 4096. */
+void POMP_Fortran_register(int base, struct ompregdescr *descr, int n);
 
 #ifdef __cplusplus
 }

@@ -1,9 +1,10 @@
-"""expert-cc: compile and link an OpenMP (or hybrid MPI/OpenMP) C/C++ program with POMP instrumentation.
+"""expert-cc: compile and link an OpenMP (or hybrid MPI/OpenMP) C/C++ or Fortran program with POMP instrumentation.
 
     expert-cc [COMPILER] [--expert-OPTION ...] COMPILER-ARGUMENTS...
 
     expert-cc -fopenmp -O2 -o app app.c            # gcc (g++ when a source is C++)
     expert-cc mpicc -fopenmp -o app app.c util.c    # any compiler or MPI wrapper as the first word
+    expert-cc gfortran -fopenmp -o app app.f90      # free-form Fortran (.f90/.F90/...; gfortran by default)
 
 Each C/C++ source is instrumented with expert-instrument into a temporary directory and compiled
 from there (``-iquote`` keeps its own directory first for ``#include "..."``; ``#line`` keeps file
@@ -31,6 +32,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from expert_instrument import InstrumentError, instrument_file  # noqa: E402
+from fortran_instrument import FORTRAN_EXT, table_path  # noqa: E402
 
 RUNTIME = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INCLUDE_DIR = os.path.join(RUNTIME, "include")
@@ -55,7 +57,11 @@ class CcError(Exception):
 
 
 def _is_source(arg: str) -> bool:
-    return os.path.splitext(arg)[1] in C_EXT | CXX_EXT
+    return os.path.splitext(arg)[1] in C_EXT | CXX_EXT | FORTRAN_EXT
+
+
+def _is_fortran(arg: str) -> bool:
+    return os.path.splitext(arg)[1] in FORTRAN_EXT
 
 
 def split_command(argv: list[str]):
@@ -127,7 +133,10 @@ def build(argv: list[str]) -> int:
     verbose = "verbose" in opts
     sources, out, mode = classify(args)
     if compiler is None:
-        compiler = "g++" if any(os.path.splitext(s)[1] in CXX_EXT for _, s in sources) else "gcc"
+        if any(_is_fortran(s) for _, s in sources):
+            compiler = "gfortran"
+        else:
+            compiler = "g++" if any(os.path.splitext(s)[1] in CXX_EXT for _, s in sources) else "gcc"
     if shutil.which(compiler) is None:
         raise CcError(f"compiler not found: {compiler}")
     if not sources:  # nothing to instrument (e.g. a link step of objects): still link the runtime
@@ -175,13 +184,21 @@ def build(argv: list[str]) -> int:
                 target = out
             else:
                 target = None if mode == "preprocess" else f"{stem}.{'o' if mode == 'compile' else 's'}"
-            cmd = [compiler] + cflags + ["-iquote", os.path.dirname(os.path.abspath(src)), "-I", INCLUDE_DIR,
-                                         flag, instrumented[i]]
-            if target:
-                cmd += ["-o", target]
+            src_dir = os.path.dirname(os.path.abspath(src))
+            fortran = _is_fortran(src) and flag == "-c"
+            # Fortran: -I for INCLUDE lines and modules; the object then gets the descriptor table linked in
+            own_dir = ["-I", src_dir] if _is_fortran(src) else ["-iquote", src_dir]
+            cmd = [compiler] + cflags + own_dir + ["-I", INCLUDE_DIR, flag, instrumented[i]]
+            code_obj = os.path.join(tmp, f"{stem}.{i}.code.o") if fortran else target
+            if code_obj:
+                cmd += ["-o", code_obj]
             rc = run(cmd, verbose)
             if rc != 0:
                 return rc
+            if fortran:
+                rc = add_fortran_table(table_path(instrumented[i]), code_obj, target, tmp, i, verbose)
+                if rc != 0:
+                    return rc
             objs[i] = target
         if mode != "link":
             return 0
@@ -189,6 +206,17 @@ def build(argv: list[str]) -> int:
         return run([compiler] + link + link_args(compiler, opts, verbose), verbose)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def add_fortran_table(table: str, code_obj: str, target: str, tmp: str, i: int, verbose: bool) -> int:
+    """Compile the descriptor table of an instrumented Fortran source and merge it into its object file
+    (ld -r), so that the object carries its descriptors wherever it is linked."""
+    table_obj = os.path.join(tmp, f"table.{i}.o")
+    cc = os.environ.get("EXPERT_TABLE_CC", "gcc")
+    rc = run([cc, "-c", "-O1", "-fPIC", "-I", INCLUDE_DIR, table, "-o", table_obj], verbose)
+    if rc != 0:
+        return rc
+    return run(["ld", "-r", code_obj, table_obj, "-o", target], verbose)
 
 
 def link_args(compiler: str, opts: dict, verbose: bool) -> list[str]:

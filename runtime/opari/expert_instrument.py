@@ -900,20 +900,37 @@ def instrument_file(src: str, out: str | None = None, disabled=(), line_path: st
             text = f.read()
     except OSError as exc:
         raise InstrumentError(src, 0, f"cannot read: {exc.strerror}") from None
-    result = instrument_source(text, line_path or src, disabled)
     out = out or default_output(src)
+    from fortran_instrument import instrument_fortran, is_fortran, table_path
+    if is_fortran(src):  # free-form Fortran: the descriptors go into a C table beside the output
+        bad = set(disabled) - set(CONSTRUCTS)
+        if bad:
+            raise ValueError(f"unknown construct(s) to disable: {', '.join(sorted(bad))} "
+                             f"(known: {', '.join(CONSTRUCTS)})")
+        result, table = instrument_fortran(text, line_path or src, frozenset(disabled))
+        with open(table_path(out), "w", encoding="utf-8", errors="surrogateescape") as f:
+            f.write(table)
+    else:
+        result = instrument_source(text, line_path or src, disabled)
     with open(out, "w", encoding="utf-8", errors="surrogateescape") as f:
         f.write(result)
     return out
 
 
+def _fortran_ext():
+    from fortran_instrument import FORTRAN_EXT
+    return FORTRAN_EXT
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         prog="expert-instrument",
-        description="Rewrite the OpenMP directives of a C/C++ source into POMP calls (OPARI-style). "
+        description="Rewrite the OpenMP directives of a C/C++ or free-form Fortran source into POMP calls "
+                    "(OPARI-style); for Fortran (.f90/.F90/...) a C descriptor table <out stem>_tab.c is "
+                    "written beside the output and must be compiled and linked too. "
                     "Compile the result with -I <runtime>/include and link it against the expert runtime, "
                     "or let expert-cc do all of this.")
-    ap.add_argument("source", help="C or C++ source file")
+    ap.add_argument("source", help="C, C++ or free-form Fortran source file")
     ap.add_argument("-o", "--output", help="output file (default: <stem>.pomp<ext> beside the source; - for stdout)")
     ap.add_argument("--disable", default="", metavar="LIST",
                     help=f"comma-separated constructs to leave uninstrumented: {', '.join(CONSTRUCTS)}")
@@ -922,6 +939,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     disabled = [c.strip() for c in args.disable.split(",") if c.strip()]
     try:
+        if args.output == "-" and args.source.endswith(tuple(_fortran_ext())):
+            raise ValueError("a Fortran source needs an output file: its descriptor table is written beside it")
         if args.output == "-":
             with open(args.source, encoding="utf-8", errors="surrogateescape") as f:
                 text = f.read()
@@ -938,4 +957,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run as the importable module, so that fortran_instrument (which imports it) shares its classes
+    import expert_instrument
+    sys.exit(expert_instrument.main())

@@ -1,0 +1,611 @@
+"""OPARI-style POMP instrumentation of Fortran free-form sources (.f90/.F90 and the later suffixes).
+
+The same transformation rules as for C (seed 001, Tables 1 and 2), in Fortran spelling:
+
+* each construct gets a context descriptor and ``call pomp_<construct>_<event>(handle)`` statements;
+* implicit barriers are made explicit: ``nowait`` goes on the ``!$omp end do|sections|single|workshare``
+  directive and an instrumented ``!$omp barrier`` follows (a parallel region gets an explicit barrier
+  before its end);
+* ``!$omp parallel do|sections|workshare`` are split into a parallel region and the work-sharing
+  construct, the clauses distributed between them;
+* ``!$pomp inst init|finalize|on|off|begin(name)|end(name)`` become POMP calls, ``!$pomp noinstrument``
+  / ``instrument`` switch the instrumentation off and on.
+
+Fortran code cannot take the address of a C descriptor, so every construct gets an INTEGER handle
+(``base + k``; ``base`` is derived from the file and its text) and the descriptors go into a C table
+(returned next to the Fortran text) that registers itself with the runtime (runtime/src/pomp_fortran.c).
+Line markers (``# N "file"``), which gfortran honours with and without preprocessing, keep compiler
+messages on the original lines.
+
+Source reading is line based and understands comments, character literals (also continued across
+lines), ``&`` continuations of statements and directives, ``;`` statement separators and preprocessor
+lines.  Known limits (see docs/instrument.md): fixed form, labelled DO loops closed by a label (give
+``!$omp end do``), the lock routines (left uninstrumented).
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import dataclass, field
+
+from expert_instrument import Clause, Directive, InstrumentError, Token, parse_directive
+
+__all__ = ["FORTRAN_EXT", "is_fortran", "instrument_fortran", "table_path"]
+
+FORTRAN_EXT = {".f90", ".F90", ".f95", ".F95", ".f03", ".F03", ".f08", ".F08"}
+SLOTS = 4096  # descriptors per source; must match POMP_F_SLOTS in runtime/src/pomp_fortran.c
+
+_SENTINEL = re.compile(r"!\$(omp|pomp)(?=[\s&]|$)", re.I)
+_DO_STMT = re.compile(r"^(?:[a-z_]\w*\s*:\s*)?do\b(?!\s*=)(?P<label>\s*\d+)?", re.I)
+_END_DO = re.compile(r"^end\s*do\b", re.I)
+_LOOP_CLAUSES = {"schedule", "ordered", "lastprivate", "collapse", "linear", "order", "nowait"}
+_SECTIONS_CLAUSES = {"lastprivate", "nowait"}
+# constructs with a block and an end directive, as the instrumentation names them
+_BLOCK = {"parallel", "do", "do simd", "sections", "single", "workshare", "master", "critical", "atomic",
+          "parallel do", "parallel do simd", "parallel sections", "parallel workshare"}
+_OPTIONAL_END = {"do", "do simd", "parallel do", "parallel do simd", "atomic"}
+# --disable names (shared with the C instrumenter) of each construct
+_SWITCH = {"do": "for", "do simd": "for", "workshare": "for", "parallel do": "parallel",
+           "parallel do simd": "parallel", "parallel sections": "parallel", "parallel workshare": "parallel"}
+
+
+def is_fortran(path: str) -> bool:
+    return any(path.endswith(ext) for ext in FORTRAN_EXT)
+
+
+def table_path(out: str) -> str:
+    """The descriptor table written beside an instrumented Fortran file: app.pomp.f90 -> app.pomp_tab.c."""
+    stem = out.rsplit(".", 1)[0]
+    return stem + "_tab.c"
+
+
+@dataclass
+class _Dir:  # one OpenMP/POMP directive, continuation lines joined
+    first: int  # 0-based physical lines
+    last: int
+    text: str  # after the sentinel, comments removed
+    sentinel: str
+    indent: str
+
+
+@dataclass
+class _Stmt:  # one Fortran statement (a ';' part of a line or several '&'-continued lines)
+    first: int
+    last: int
+    text: str  # character literals blanked, comments removed
+
+
+@dataclass
+class _Descr:
+    name: str
+    sub_name: str
+    begin: tuple[int, int]  # 1-based lines of the opening directive
+    end: tuple[int, int] = (0, 0)
+    num_sections: int = 0
+
+
+@dataclass
+class _Open:  # a construct whose end has not been seen yet
+    d: Directive
+    dir: _Dir
+    handles: dict  # role -> handle index
+    on: bool
+    loop_depth: int = -1  # do constructs: do-nesting depth outside the loop
+    loop_end: _Stmt | None = None
+    wants_stmt: bool = False  # atomic: waiting for its statement
+    stmt: _Stmt | None = None
+    section_open: bool = False
+    sections: int = 0
+
+
+# ----------------------------------------------------------------------------------------------
+# Reading
+# ----------------------------------------------------------------------------------------------
+def _code_part(line: str, quote: str | None) -> tuple[str, str | None]:
+    """(code with literals blanked and the comment cut off, the quote still open at the end or None)."""
+    out = []
+    i, n = 0, len(line)
+    while i < n:
+        c = line[i]
+        if quote:
+            if c == quote:
+                if i + 1 < n and line[i + 1] == quote:  # '' inside '...'
+                    i += 2
+                    continue
+                quote = None
+                out.append(c)
+            elif c == "&" and line[i + 1:].strip() == "":
+                out.append("&")  # continued character context
+            i += 1
+            continue
+        if c == "!":
+            break
+        if c in "'\"":
+            quote = c
+        out.append(c)
+        i += 1
+    return "".join(out), quote
+
+
+def _read(lines: list[str], path: str) -> list:
+    """The source as a list of _Dir and _Stmt items, in order."""
+    items: list = []
+    quote = None  # an open character context continued onto the next line
+    stmt_parts, stmt_first = [], None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.lstrip()
+        if stmt_parts or quote:  # a continuation line of a statement
+            if quote is None and (stripped == "" or stripped.startswith("!") and not _SENTINEL.match(stripped)):
+                i += 1  # comment lines may come between continuation lines
+                continue
+            body = stripped[1:] if stripped.startswith("&") else (line if quote else stripped)
+        else:
+            if stripped.startswith("#"):  # preprocessor line (.F90)
+                i += 1
+                continue
+            m = _SENTINEL.match(stripped)
+            if m:
+                i = _read_directive(lines, i, path, items)
+                continue
+            if stripped == "" or stripped.startswith("!"):
+                i += 1
+                continue
+            body, stmt_first = line, i
+        code, quote = _code_part(body, quote)
+        code = code.rstrip()
+        if code.endswith("&"):
+            stmt_parts.append(code[:-1])
+            i += 1
+            continue
+        if quote:
+            raise InstrumentError(path, i + 1, "unterminated character literal")
+        stmt_parts.append(code)
+        text = "".join(stmt_parts)
+        for part in _split_semicolons(text):
+            items.append(_Stmt(stmt_first, i, part))
+        stmt_parts = []
+        i += 1
+    if stmt_parts or quote:
+        raise InstrumentError(path, len(lines), "the last statement is continued ('&') past the end of the file")
+    return items
+
+
+def _split_semicolons(text: str) -> list[str]:
+    # literals are blanked by _code_part only in content, quotes stay: split outside them
+    parts, cur, quote = [], [], None
+    for c in text:
+        if quote:
+            if c == quote:
+                quote = None
+        elif c in "'\"":
+            quote = c
+        elif c == ";":
+            parts.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(c)
+    parts.append("".join(cur).strip())
+    return [p for p in parts if p]
+
+
+def _read_directive(lines, i, path, items) -> int:
+    first = i
+    stripped = lines[i].lstrip()
+    sentinel = _SENTINEL.match(stripped).group(1).lower()
+    indent = lines[i][:len(lines[i]) - len(stripped)]
+    parts = []
+    while True:
+        stripped = lines[i].lstrip()
+        m = _SENTINEL.match(stripped)
+        if not m or m.group(1).lower() != sentinel:
+            raise InstrumentError(path, i + 1, f"expected a '!${sentinel}' continuation line of the directive "
+                                               f"that starts on line {first + 1}")
+        rest = stripped[m.end():]
+        code, quote = _code_part(rest, None)
+        code = code.strip()
+        if code.startswith("&"):
+            code = code[1:]
+        if quote:
+            raise InstrumentError(path, i + 1, "unterminated character literal in a directive")
+        if code.endswith("&"):
+            parts.append(code[:-1])
+            i += 1
+            if i >= len(lines):
+                raise InstrumentError(path, first + 1, "directive continued ('&') past the end of the file")
+            continue
+        parts.append(code)
+        break
+    items.append(_Dir(first, i, " ".join(p.strip() for p in parts).strip(), sentinel, indent))
+    return i + 1
+
+
+# ----------------------------------------------------------------------------------------------
+# Rewriting
+# ----------------------------------------------------------------------------------------------
+class _Fortran:
+    def __init__(self, text: str, path: str, disabled):
+        self.path, self.disabled = path, disabled
+        self.lines = text.split("\n")
+        if self.lines and self.lines[-1] == "":
+            self.lines.pop()
+        self.lines = [ln.rstrip("\r") for ln in self.lines]
+        self.before: dict[int, list[str]] = {}
+        self.after: dict[int, list[str]] = {}
+        self.replaced: dict[int, tuple[int, list[str]]] = {}  # first line -> (last line, new lines)
+        self.descrs: list[_Descr] = []
+        fid = zlib.crc32((path + "\0" + text).encode("utf-8", "surrogateescape")) & 0x7FFFF
+        self.base = (fid or 1) * SLOTS
+        self.stack: list[_Open] = []
+        self.regions: dict[str, int] = {}  # open user regions by name
+        self.do_depth = 0
+        self.instrument = True
+
+    def error(self, line0: int, msg: str):
+        raise InstrumentError(self.path, line0 + 1, msg)
+
+    # -- edits
+    def call(self, event: str, handle: int | None, indent: str) -> str:
+        arg = f"({self.base + handle})" if handle is not None else ""
+        return f"{indent}call pomp_{event}{arg}"
+
+    def descr(self, name, dr: _Dir, sub_name="") -> int:
+        if len(self.descrs) + 1 >= SLOTS:
+            self.error(dr.first, f"more than {SLOTS - 1} instrumented constructs in one source")
+        self.descrs.append(_Descr(name, sub_name, (dr.first + 1, dr.last + 1)))
+        return len(self.descrs)
+
+    def set_end(self, handles, first: int, last: int):
+        for h in handles:
+            self.descrs[h - 1].end = (first + 1, last + 1)
+
+    def replace(self, dr: _Dir, text: str):
+        self.replaced[dr.first] = (dr.last, _directive_lines(dr.indent, dr.sentinel, text))
+
+    # -- driver
+    def run(self) -> tuple[str, str]:
+        items = _read(self.lines, self.path)
+        for k, it in enumerate(items):
+            self.close_finished_loops(it)
+            if isinstance(it, _Dir):
+                self.directive(it)
+            else:
+                self.statement(it)
+        self.close_finished_loops(None)
+        if self.stack:
+            top = self.stack[-1]
+            self.error(top.dir.first, f"'!$omp {top.d.name}' has no matching '!$omp end {top.d.name}'")
+        if self.regions:
+            name, line = next(iter(self.regions.items()))
+            self.error(self.descrs[line - 1].begin[0] - 1, f"'!$pomp inst begin({name})' has no matching end")
+        return self.render(), self.table()
+
+    def statement(self, st: _Stmt):
+        top = self.stack[-1] if self.stack else None
+        if top is not None and top.wants_stmt:  # the statement of an atomic
+            top.wants_stmt, top.stmt = False, st
+        self.open_first_section(st.first)
+        text = re.sub(r"^\d+\s+", "", st.text)  # a statement label
+        m = _DO_STMT.match(text)
+        if m:
+            if m.group("label"):
+                for o in self.stack:
+                    if o.loop_depth == self.do_depth and o.loop_end is None:
+                        self.error(st.first, "a labelled DO loop under '!$omp do' needs an explicit "
+                                             "'!$omp end do' (or use DO ... END DO)")
+            else:
+                self.do_depth += 1
+        elif _END_DO.match(text):
+            self.do_depth -= 1
+            for o in self.stack:
+                if o.loop_depth == self.do_depth and o.loop_end is None:
+                    o.loop_end = st
+
+    def close_finished_loops(self, it):
+        """Close do constructs (without '!$omp end do') whose loop ended, and atomics after their statement."""
+        while self.stack:
+            top = self.stack[-1]
+            is_end = isinstance(it, _Dir) and it.sentinel == "omp" and _end_name(it.text) == top.d.name
+            if top.d.name == "atomic" and top.stmt is not None and it is not top.stmt:
+                if is_end:
+                    return
+                self.stack.pop()
+                self.close(top, top.stmt.first, top.stmt.last, None)
+                continue
+            if top.loop_end is not None and it is not top.loop_end:
+                if is_end:
+                    return
+                self.stack.pop()
+                self.close(top, top.loop_end.first, top.loop_end.last, None)
+                continue
+            return
+
+    def directive(self, dr: _Dir):
+        d = parse_directive(Token("pp", f"#pragma {dr.sentinel} {dr.text.lower()}", 0, 0, dr.first + 1,
+                                  dr.last + 1), self.path)
+        if dr.sentinel == "pomp" or d.name in ("noinstrument", "instrument") or d.name.startswith("inst "):
+            return self.pomp(dr, d)
+        name = d.name
+        if self.stack and self.stack[-1].wants_stmt:
+            self.error(dr.first, f"'!$omp atomic' on line {self.stack[-1].dir.first + 1} must be followed by a "
+                                 "statement")
+        if name != "section" and not name.startswith("end "):
+            self.open_first_section(dr.first)
+        if name.startswith("end "):
+            what = name[4:]
+            if what not in _BLOCK:
+                return
+            if not self.stack or self.stack[-1].d.name != what:
+                opened = f"'!$omp {self.stack[-1].d.name}' on line {self.stack[-1].dir.first + 1}" \
+                    if self.stack else "no open construct"
+                self.error(dr.first, f"'!$omp {name}' does not match {opened}")
+            top = self.stack.pop()
+            return self.close(top, dr.first, dr.last, (dr, d))
+        on = self.instrument and _SWITCH.get(name, name) not in self.disabled
+        if name in ("barrier", "flush"):
+            if on:
+                h = self.descr(name, dr)
+                self.set_end([h], dr.first, dr.last)
+                self.before.setdefault(dr.first, []).append(self.call(f"{name}_enter", h, dr.indent))
+                self.after.setdefault(dr.last, []).insert(0, self.call(f"{name}_exit", h, dr.indent))
+            return
+        if name == "section":
+            top = self.stack[-1] if self.stack else None
+            if top is None or top.d.name not in ("sections", "parallel sections"):
+                self.error(dr.first, "'!$omp section' outside a sections construct")
+            if top.on:
+                h = top.handles["ws"]
+                if top.section_open:
+                    self.before.setdefault(dr.first, []).append(self.call("section_end", h, dr.indent))
+                self.after.setdefault(dr.last, []).append(self.call("section_begin", h, dr.indent))
+            top.section_open, top.sections = True, top.sections + 1
+            return
+        if name not in _BLOCK:
+            return  # task, ordered, simd, target, ...: left as they are
+        o = _Open(d, dr, {}, on)
+        if name in ("do", "do simd", "parallel do", "parallel do simd"):
+            o.loop_depth = self.do_depth
+        if name == "atomic":
+            o.wants_stmt = True
+        self.stack.append(o)
+        if on:
+            self.open(o)
+
+    def open_first_section(self, line0: int):
+        """Code before the first '!$omp section' of a sections construct forms its first section."""
+        top = self.stack[-1] if self.stack else None
+        if top is None or top.d.name not in ("sections", "parallel sections") or top.sections:
+            return
+        top.section_open, top.sections = True, 1
+        if top.on:
+            self.before.setdefault(line0, []).insert(0, self.call("section_begin", top.handles["ws"], top.dir.indent))
+
+    def open(self, o: _Open):
+        d, dr, ind = o.d, o.dir, o.dir.indent
+        name = d.name
+        pre, post = self.before.setdefault(dr.first, []), self.after.setdefault(dr.last, [])
+        if name.startswith("parallel"):
+            p = o.handles["par"] = self.descr("parallel", dr)
+            pre.append(self.call("parallel_fork", p, ind))
+            inner = name[len("parallel"):].strip()
+            if inner:
+                outer_c, inner_c = _split_clauses(d.clauses, inner)
+                ws = "do" if inner.startswith("do") else inner
+                w = o.handles["ws"] = self.descr(ws, dr)
+                self.replace(dr, " ".join(["parallel"] + [c.text() for c in outer_c]))
+                post.append(self.call("parallel_begin", p, ind))
+                post.append(self.call(f"{ws}_enter", w, ind))
+                post.extend(_directive_lines(ind, "omp", " ".join([inner] + [c.text() for c in inner_c])))
+            else:
+                post.append(self.call("parallel_begin", p, ind))
+            return
+        ws = "do" if name.startswith("do") else name
+        sub = (d.name_arg or "").strip() if name == "critical" else ""
+        h = o.handles["ws"] = self.descr(ws, dr, sub)
+        if name in ("master",):
+            post.append(self.call("master_begin", h, ind))
+            return
+        pre.append(self.call(f"{ws}_enter", h, ind))
+        if name in ("single", "critical"):
+            post.append(self.call(f"{ws}_begin", h, ind))
+
+    def close(self, o: _Open, first: int, last: int, end):
+        """End of construct o, whose block ends on lines first..last; end = (its end directive, parsed) or None."""
+        if o.d.name == "sections" or o.d.name == "parallel sections":
+            if o.on and o.sections == 0:
+                self.error(o.dir.first, "a sections construct without any section")
+        if not o.on:
+            return
+        self.set_end(o.handles.values(), first, last)
+        if o.d.name in ("sections", "parallel sections"):
+            self.descrs[o.handles["ws"] - 1].num_sections = o.sections
+        name, ind = o.d.name, o.dir.indent
+        # the lines that replace the end directive (or follow the block when it has none)
+        if end is not None:
+            ed, edd = end
+            ind = ed.indent
+        inner = name[len("parallel"):].strip() if name.startswith("parallel") else name
+        out: list[str] = []
+        if inner:
+            ws = "do" if inner.startswith("do") else inner
+            w = o.handles["ws"]
+            if end is not None and not name.startswith("parallel"):
+                clauses = edd.clauses
+            else:
+                clauses = []
+            if ws == "sections" and o.section_open:
+                out.append(self.call("section_end", w, ind))
+            if ws in ("master",):
+                out.append(self.call("master_end", w, ind))
+                if end is not None:
+                    out += _directive_lines(ind, "omp", edd.name)
+            elif ws == "critical":
+                out.append(self.call("critical_end", w, ind))
+                if end is not None:
+                    out += _directive_lines(ind, "omp", _end_text(edd))
+                out.append(self.call("critical_exit", w, ind))
+            elif ws == "atomic":
+                if end is not None:
+                    out += _directive_lines(ind, "omp", _end_text(edd))
+                out.append(self.call("atomic_exit", w, ind))
+            else:  # do, sections, single, workshare: the implicit barrier made explicit
+                if ws == "single":
+                    out.append(self.call("single_end", w, ind))
+                keeps_barrier = any(c.name in ("nowait", "copyprivate") for c in clauses)
+                if not any(c.name == "nowait" for c in clauses) and not keeps_barrier:
+                    clauses = clauses + [Clause("nowait", None)]
+                if end is not None or clauses:
+                    out += _directive_lines(ind, "omp", " ".join([f"end {inner}"] + [c.text() for c in clauses]))
+                if not keeps_barrier:
+                    out += [self.call("barrier_enter", w, ind), f"{ind}!$omp barrier",
+                            self.call("barrier_exit", w, ind)]
+                out.append(self.call(f"{ws}_exit", w, ind))
+        if name.startswith("parallel"):
+            p = o.handles["par"]
+            if not inner:
+                out += [self.call("barrier_enter", p, ind), f"{ind}!$omp barrier", self.call("barrier_exit", p, ind)]
+            out += [self.call("parallel_end", p, ind), f"{ind}!$omp end parallel",
+                    self.call("parallel_join", p, ind)]
+        if end is not None:
+            self.replaced[end[0].first] = (end[0].last, out)
+        else:
+            self.after.setdefault(last, []).extend(out)
+
+    def pomp(self, dr: _Dir, d: Directive):
+        name = d.name
+        if name == "noinstrument":
+            self.instrument = False
+            return
+        if name == "instrument":
+            self.instrument = True
+            return
+        if not name.startswith("inst "):
+            self.error(dr.first, f"unknown directive '!${dr.sentinel} {dr.text}' (expected inst init|finalize|on|"
+                                 "off|begin(name)|end(name), noinstrument or instrument)")
+        what = name[5:]
+        if what in ("init", "finalize", "on", "off"):
+            self.replaced[dr.first] = (dr.last, [self.call(what, None, dr.indent)])
+            return
+        m = re.search(r"\(([^()]*)\)", dr.text)  # the region name as written (the parse is lower case)
+        if what in ("begin", "end") and d.name_arg and m:
+            region = m.group(1).strip()
+            if what == "begin":
+                if region in self.regions:
+                    self.error(dr.first, f"user region {region!r} is already open")
+                h = self.regions[region] = self.descr("region", dr, region)
+            else:
+                h = self.regions.pop(region, None)
+                if h is None:
+                    self.error(dr.first, f"'!${dr.sentinel} inst end({region})' without a matching begin")
+                self.set_end([h], dr.first, dr.last)
+            self.replaced[dr.first] = (dr.last, [self.call(what, h, dr.indent)])
+            return
+        self.error(dr.first, f"unknown directive '!${dr.sentinel} {dr.text}' (expected inst init|finalize|on|off|"
+                             "begin(name)|end(name))")
+
+    # -- output
+    def render(self) -> str:
+        out = []
+        marker = f'"{_escape(self.path)}"'
+        resync = False
+        i = 0
+        while i < len(self.lines):
+            if self.before.get(i):
+                out += self.before[i]
+                resync = True
+            last = i
+            if i in self.replaced:
+                last, new = self.replaced[i]
+                out += new
+                resync = True
+            else:
+                if resync:
+                    out.append(f"# {i + 1} {marker}")
+                    resync = False
+                out.append(self.lines[i])
+            if self.after.get(last):
+                out += self.after[last]
+                resync = True
+            i = last + 1
+        return "\n".join(out) + "\n"
+
+    def table(self) -> str:
+        f = _c_string(self.path)
+        rows = [f"    {{{_c_string(x.name)}, {_c_string(x.sub_name)}, {x.num_sections}, {f}, {x.begin[0]}, "
+                f"{x.begin[1]}, {x.end[0]}, {x.end[1]}, {{0, 0, 0, 0}}, 0}}," for x in self.descrs]
+        head = (f"/* POMP descriptors of {self.path}, written by expert-instrument: handle {self.base} + k is "
+                f"entry k (1-based) */\n#include <pomp.h>\n")
+        if not rows:
+            return head
+        return (head + "static struct ompregdescr pomp_descr[] = {\n" + "\n".join(rows) + "\n};\n"
+                "__attribute__((constructor)) static void pomp_register(void)\n{\n"
+                f"    POMP_Fortran_register({self.base}, pomp_descr, {len(rows)});\n}}\n")
+
+
+def _end_name(text: str) -> str | None:
+    m = re.match(r"end\s*(.*)$", text.strip(), re.I)
+    if not m:
+        return None
+    words = []
+    for w in re.findall(r"[a-z_]+|\(|\S", m.group(1).lower()):
+        if w in ("parallel", "do", "simd", "sections", "single", "workshare", "master", "critical", "atomic"):
+            words.append(w)
+        else:
+            break
+    return " ".join(words)
+
+
+def _end_text(d: Directive) -> str:
+    head = d.name + (f"({d.name_arg})" if d.name_arg is not None else "")
+    return " ".join([head] + [c.text() for c in d.clauses])
+
+
+def _split_clauses(clauses: list[Clause], inner: str) -> tuple[list[Clause], list[Clause]]:
+    """(clauses of the parallel part, of the work-sharing part) of a combined construct (Table 2)."""
+    keep = {"do": _LOOP_CLAUSES, "do simd": _LOOP_CLAUSES, "sections": _SECTIONS_CLAUSES}.get(inner, set())
+    inner_c = [c for c in clauses if c.name in keep]
+    outer_c = [c for c in clauses if c.name not in keep]
+    last_vars = {v.strip() for c in inner_c if c.name == "lastprivate" for v in (c.arg or "").split(":")[-1].split(",")}
+    for c in list(outer_c):  # a variable both firstprivate and lastprivate goes with the work sharing
+        if c.name == "firstprivate":
+            vs = [v.strip() for v in (c.arg or "").split(",")]
+            both = [v for v in vs if v in last_vars]
+            if both:
+                outer_c.remove(c)
+                rest = [v for v in vs if v not in last_vars]
+                if rest:
+                    outer_c.append(Clause("firstprivate", ", ".join(rest)))
+                inner_c.append(Clause("firstprivate", ", ".join(both)))
+    if any(c.name == "default" and (c.arg or "").strip() == "none" for c in outer_c) and last_vars:
+        outer_c.append(Clause("shared", ", ".join(sorted(last_vars))))
+    return outer_c, inner_c
+
+
+def _directive_lines(indent: str, sentinel: str, text: str, width: int = 100) -> list[str]:
+    """A directive, continued with '&' where it would grow past ``width`` characters."""
+    words, lines, cur = text.split(" "), [], ""
+    for w in words:
+        if cur and len(cur) + len(w) + 1 > width:
+            lines.append(cur)
+            cur = w
+        else:
+            cur = f"{cur} {w}" if cur else w
+    lines.append(cur)
+    out = [f"{indent}!${sentinel} {lines[0]}"]
+    out += [f"{indent}!${sentinel}& {ln}" for ln in lines[1:]]
+    return [ln + " &" for ln in out[:-1]] + out[-1:]
+
+
+def _escape(path: str) -> str:
+    return path.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _c_string(s: str) -> str:
+    return '"' + _escape(s).replace("\n", "\\n") + '"'
+
+
+def instrument_fortran(text: str, path: str, disabled=frozenset()) -> tuple[str, str]:
+    """(instrumented Fortran text, C descriptor table) of a free-form Fortran source."""
+    return _Fortran(text, path, frozenset(disabled)).run()
