@@ -35,6 +35,7 @@ import numpy as np
 from tracefmt.layout import NO_ID, EventType, Paradigm, Role
 
 from .compare import ResultError
+from .kernels import profile as K
 
 COLUMNS = ("execT", "execC", "bodyT", "enterT", "exitT", "mpiT", "inV", "outV", "recvC", "sendC", "collC")
 _I = {c: i for i, c in enumerate(COLUMNS)}
@@ -196,6 +197,100 @@ def open_trace(path: str):
         raise ResultError(f"{path}: cannot read: {e.strerror or e}") from None
 
 
+def _where(defs, r) -> str:
+    fname = defs.files.get(r.file, "") if r.file != NO_ID else ""
+    if not fname or r.begin_line == NO_ID:
+        lines = ""
+    elif r.end_line == NO_ID or r.end_line == r.begin_line:
+        lines = f" ({r.begin_line})"  # the runtime knows where a construct starts, not always where it ends
+    else:
+        lines = f" ({r.begin_line}-{r.end_line})"
+    return f"{fname}{lines}"
+
+
+_CLS_CODE = {None: K.CLS_NONE, "Synch": 1, "Imbal": 2, "Limpar": 3, "Mgmt": 4}
+
+
+class _RegionTables:
+    """Per-region-id arrays the kernel indexes (ids need not be dense)."""
+
+    def __init__(self, regions):
+        n = max(regions, default=-1) + 1
+        self.valid = np.zeros(n, np.bool_)
+        self.role = np.full(n, -1, np.int64)
+        self.is_mpi = np.zeros(n, np.bool_)
+        self.is_parallel = np.zeros(n, np.bool_)
+        self.has_body = np.zeros(n, np.bool_)
+        self.body_of = np.full(n, -1, np.int64)
+        self.is_crit_ord = np.zeros(n, np.bool_)
+        self.cls = np.zeros(n, np.int64)
+        self.ovh = np.full(n, -1, np.int64)
+        # overhead rows are keyed by name: parallel regions' names, then PROGRAM (shared if a region is so named)
+        self.ovh_names: list[str] = []
+        index: dict[str, int] = {}
+        for rid, r in regions.items():
+            self.valid[rid] = True
+            self.role[rid] = r.role
+            self.is_mpi[rid] = r.paradigm == Paradigm.MPI
+            self.is_parallel[rid] = r.role == Role.OMP_PARALLEL
+            self.has_body[rid] = r.role in _HAS_BODY
+            self.body_of[rid] = int(_BODY_OF[r.role]) if r.role in _BODY_OF else -1
+            self.is_crit_ord[rid] = r.role in (Role.OMP_CRITICAL, Role.OMP_ORDERED)
+            if r.role == Role.OMP_IMPLICIT_BARRIER:
+                self.cls[rid] = K.CLS_IMPLICIT_BARRIER
+            else:
+                self.cls[rid] = _CLS_CODE[_overhead_class(r.role, r.name, None)]
+            if r.role == Role.OMP_PARALLEL:
+                self.ovh[rid] = index.setdefault(r.name, len(index))
+        self.program = index.setdefault(PROGRAM, len(index))
+        self.ovh_names = list(index)
+
+
+def _collective_volumes(ev, rank: int, defs, regions, volume: str):
+    """Send and receive volume of each MPI_COLLEXIT event (0 elsewhere), computed once per distinct call."""
+    n = len(ev.type)
+    sent = np.zeros(n)
+    recvd = np.zeros(n)
+    idx = np.flatnonzero(ev.type == EventType.MPI_COLLEXIT)
+    if not len(idx):
+        return sent, recvd
+    cache: dict[tuple, tuple[float, float]] = {}
+    s_out, r_out = [], []
+    for key in zip(ev.a[idx].tolist(), ev.b[idx].tolist(), ev.c[idx].tolist(), ev.d[idx].tolist(),
+                   ev.e[idx].tolist()):
+        v = cache.get(key)
+        if v is None:
+            rid, cid, root, d, e = key
+            r = regions.get(rid)
+            if r is None:  # the kernel reports it: the exit cannot match an open (defined) region
+                v = (0.0, 0.0)
+            else:
+                comm = defs.comms.get(cid)
+                ranks = comm.ranks if comm is not None else ()
+                np_ = len(ranks) or 1
+                crank = ranks.index(rank) if rank in ranks else 0
+                v = collective_volume(r.name, d, e, np_, root != NO_ID and root == rank, crank, volume)
+            cache[key] = v
+        s_out.append(v[0])
+        r_out.append(v[1])
+    sent[idx] = s_out
+    recvd[idx] = r_out
+    return sent, recvd
+
+
+def _team_table(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted team ids and their FORK (or JOIN) times from (teams, times) pieces in location order.
+
+    A team id recorded twice keeps its last time, as a dictionary filled in that order would.
+    """
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0)
+    teams = np.concatenate([p[0] for p in parts]).astype(np.int64)
+    times = np.concatenate([p[1] for p in parts])
+    uniq, first_from_end = np.unique(teams[::-1], return_index=True)
+    return uniq, times[::-1][first_from_end]
+
+
 def profile_trace(trace, volume: str = "naive") -> Profile:
     """Profile a trace (path or open tracefmt.Trace)."""
     if volume not in ("naive", "minimal"):
@@ -211,152 +306,95 @@ def profile_trace(trace, volume: str = "naive") -> Profile:
     loc_rank = {l: int(defs.locations[l].process) for l in locs}
     loc_thread = {l: int(defs.locations[l].thread) for l in locs}
 
-    # FORK / JOIN times per (process, team id), from the masters
-    fork: dict[tuple[int, int], float] = {}
-    join: dict[tuple[int, int], float] = {}
-    events = {}
+    # FORK / JOIN times per (process, team id), from the masters (the last one recorded wins)
+    fork_parts: dict[int, list] = {}  # rank -> [(team ids, times)] in location order
+    join_parts: dict[int, list] = {}
     t_first, t_last = np.inf, -np.inf
+    events = {}
     for l in locs:
         ev = trace.events(l)
         events[l] = ev
         if len(ev):
             t_first, t_last = min(t_first, float(ev.time[0])), max(t_last, float(ev.time[-1]))
-        for kind, table in ((EventType.OMP_FORK, fork), (EventType.OMP_JOIN, join)):
-            for i in np.flatnonzero(ev.type == kind):
-                table[(loc_rank[l], int(ev.a[i]))] = float(ev.time[i])
+        for kind, parts in ((EventType.OMP_FORK, fork_parts), (EventType.OMP_JOIN, join_parts)):
+            sel = ev.type == kind
+            if sel.any():
+                parts.setdefault(loc_rank[l], []).append((ev.a[sel], ev.time[sel]))
     duration = max(t_last - t_first, 0.0) if np.isfinite(t_first) else 0.0
+    fork = {rank: _team_table(p) for rank, p in fork_parts.items()}
+    join = {rank: _team_table(p) for rank, p in join_parts.items()}
+    no_team = (np.zeros(0, np.int64), np.zeros(0))
 
-    rows: dict[int, RegionRow] = {}
-    overheads: dict[tuple[str, int], np.ndarray] = {}
     threads_of_rank: dict[int, int] = {}
     for l in locs:
         threads_of_rank[loc_rank[l]] = threads_of_rank.get(loc_rank[l], 0) + 1
 
-    def row(rid: int) -> RegionRow:
-        if rid not in rows:
-            r = regions[rid]
-            fname = defs.files.get(r.file, "") if r.file != NO_ID else ""
-            if not fname or r.begin_line == NO_ID:
-                lines = ""
-            elif r.end_line == NO_ID or r.end_line == r.begin_line:
-                lines = f" ({r.begin_line})"  # the runtime knows where a construct starts, not always where it ends
-            else:
-                lines = f" ({r.begin_line}-{r.end_line})"
-            rows[rid] = RegionRow(rid, r.name, f"{fname}{lines}", _kind(r), r.role in _HAS_BODY)
-        return rows[rid]
+    rt = _RegionTables(regions)
+    n_reg, n_names = len(rt.valid), len(rt.ovh_names)
+    seq = np.zeros(2, np.int64)  # first-touch counters: regions, overhead rows
+    reg_stamp = np.full(n_reg, -1, np.int64)
+    tables: dict[tuple[int, int], np.ndarray] = {}  # (rank, thread) -> [region, COLUMNS]
+    table_order: list[tuple[int, int]] = []
+    ovh_acc: dict[int, np.ndarray] = {}  # rank -> [overhead row, Total..MPI]
+    ovh_stamp: dict[int, np.ndarray] = {}
 
-    def ovh(name: str, rank: int) -> np.ndarray:
-        key = (name, rank)
-        if key not in overheads:
-            overheads[key] = np.zeros(1 + len(OVERHEADS))
-        return overheads[key]
+    def rank_ovh(rank: int):
+        if rank not in ovh_acc:
+            ovh_acc[rank] = np.zeros((n_names, 1 + len(OVERHEADS)))
+            ovh_stamp[rank] = np.full(n_names, -1, np.int64)
+        return ovh_acc[rank], ovh_stamp[rank]
+
+    def touch_program(rank: int) -> np.ndarray:
+        acc, stamp = rank_ovh(rank)
+        if stamp[rt.program] < 0:
+            stamp[rt.program] = seq[1]
+            seq[1] += 1
+        return acc[rt.program]
 
     for l in locs:
         rank, thread = loc_rank[l], loc_thread[l]
-        ev = events[l]
-        T, TY = ev.time.tolist(), ev.type.tolist()
-        A, B, C, D, E = ev.a.tolist(), ev.b.tolist(), ev.c.tolist(), ev.d.tolist(), ev.e.tolist()
-        counters = [0.0] * 6  # running mpiT, inV, outV, recvC, sendC, collC of this thread
-        stack: list[list] = []  # [region, enter time, counters at enter, body enter, body exit, team]
-        active: dict[int, int] = {}  # region -> open instances on this thread (recursion)
-        mpi_depth = 0
-        par_stack: list[str] = []  # names of the enclosing parallel regions
-        time_in_parallel = 0.0
-        for i in range(len(T)):
-            ty, t = TY[i], T[i]
-            if ty == EventType.ENTER:
-                rid = A[i]
-                r = regions[rid]
-                stack.append([rid, t, counters.copy(), None, None, C[i] if r.role == Role.OMP_PARALLEL else None])
-                active[rid] = active.get(rid, 0) + 1
-                if r.paradigm == Paradigm.MPI:
-                    mpi_depth += 1
-                if r.role in _BODY_OF and len(stack) >= 2 and regions[stack[-2][0]].role == _BODY_OF[r.role]:
-                    stack[-2][3] = t
-                if r.role == Role.OMP_PARALLEL:
-                    par_stack.append(r.name)
-            elif ty in (EventType.EXIT, EventType.MPI_COLLEXIT, EventType.OMP_COLLEXIT):
-                if not stack:
-                    raise ResultError(f"{source}: location {l} (rank {rank} thread {thread}): exit at {t:.9f} s "
-                                      f"(event {i}) without an open region")
-                rid, t0, c0, b0, b1, team = stack.pop()
-                r = regions[rid]
-                if ty == EventType.MPI_COLLEXIT:
-                    comm = defs.comms.get(B[i])
-                    ranks = comm.ranks if comm is not None else ()
-                    n = len(ranks) or 1
-                    crank = ranks.index(rank) if rank in ranks else 0
-                    root = C[i]
-                    s, rv = collective_volume(r.name, D[i], E[i], n, root != NO_ID and root == rank, crank, volume)
-                    counters[2] += s
-                    counters[1] += rv
-                    counters[5] += 1
-                if r.paradigm == Paradigm.MPI:
-                    mpi_depth -= 1
-                    if mpi_depth == 0:
-                        counters[0] += t - t0
-                        if par_stack:
-                            ovh(par_stack[-1], rank)[5] += t - t0
-                        ovh(PROGRAM, rank)[5] += t - t0
-                active[rid] -= 1
-                rr = row(rid)
-                vals = rr.per_loc.setdefault((rank, thread), np.zeros(len(COLUMNS)))
-                vals[_I["execC"]] += 1
-                if r.role in _BODY_OF and stack and regions[stack[-1][0]].role == _BODY_OF[r.role]:
-                    stack[-1][4] = t
-                parent_role = regions[stack[-1][0]].role if stack else None
-                outermost = active[rid] == 0
-                if outermost:
-                    vals[_I["execT"]] += t - t0
-                    for k, col in enumerate(("mpiT", "inV", "outV", "recvC", "sendC", "collC")):
-                        vals[_I[col]] += counters[k] - c0[k]
-                # body columns and overhead classes
-                enter_t = exit_t = 0.0
-                if r.role == Role.OMP_PARALLEL:
-                    par_stack.pop()
-                    f = fork.get((rank, team), t0)
-                    j = join.get((rank, team), t)
-                    enter_t, exit_t = max(t0 - f, 0.0), max(j - t, 0.0)
-                    vals[_I["bodyT"]] += t - t0
-                    vals[_I["enterT"]] += enter_t
-                    vals[_I["exitT"]] += exit_t
-                    vals[_I["execT"]] += enter_t + exit_t  # execT spans fork to join on every thread
-                    o = ovh(r.name, rank)
-                    o[0] += (t - t0) + enter_t + exit_t
-                    o[4] += enter_t + exit_t  # thread start-up and shutdown: Mgmt
-                    p = ovh(PROGRAM, rank)
-                    p[4] += enter_t + exit_t
-                    if not par_stack:
-                        time_in_parallel += (t - t0) + enter_t + exit_t
-                elif r.role in _HAS_BODY and b0 is not None and b1 is not None:
-                    enter_t, exit_t = b0 - t0, t - b1
-                    vals[_I["bodyT"]] += b1 - b0
-                    vals[_I["enterT"]] += enter_t
-                    vals[_I["exitT"]] += exit_t
-                    if r.role in (Role.OMP_CRITICAL, Role.OMP_ORDERED):
-                        # waiting to enter is synchronisation, signalling the release is management
-                        for name in ([par_stack[-1]] if par_stack else []) + [PROGRAM]:
-                            ovh(name, rank)[1] += enter_t
-                            ovh(name, rank)[4] += exit_t
-                cls = _overhead_class(r.role, r.name, parent_role)
-                if cls is not None:
-                    for name in ([par_stack[-1]] if par_stack else []) + [PROGRAM]:
-                        ovh(name, rank)[1 + OVERHEADS.index(cls)] += t - t0
-            elif ty == EventType.MPI_SEND:
-                counters[4] += 1
-                counters[2] += D[i]
-            elif ty == EventType.MPI_RECV:
-                counters[3] += 1
-                counters[1] += D[i]
-        if stack:
-            raise ResultError(f"{source}: location {l} (rank {rank} thread {thread}): region "
-                              f"{regions[stack[-1][0]].name!r} entered at {stack[-1][1]:.9f} s is never left")
+        ev = events.pop(l)
+        key = (rank, thread)
+        if key not in tables:
+            tables[key] = np.zeros((n_reg, len(COLUMNS)))
+            table_order.append(key)
+        acc, stamp = rank_ovh(rank)
+        sent, recvd = _collective_volumes(ev, rank, defs, regions, volume)
+        status, info, info_t, info2, time_in_parallel = K.profile_location(
+            ev.time, ev.type, ev.a, ev.c, ev.d, sent, recvd,
+            *fork.get(rank, no_team), *join.get(rank, no_team),
+            rt.valid, rt.role, rt.is_mpi, rt.is_parallel, rt.has_body, rt.body_of, rt.is_crit_ord,
+            rt.cls, rt.ovh, rt.program, tables[key], reg_stamp, acc, stamp, seq)
+        where = f"{source}: location {l} (rank {rank} thread {thread})"
+        if status == K.EXIT_WITHOUT_ENTER:
+            raise ResultError(f"{where}: exit at {info_t:.9f} s (event {info}) without an open region")
+        if status == K.NEVER_LEFT:
+            raise ResultError(f"{where}: region {regions[info].name!r} entered at {info_t:.9f} s is never left")
+        if status == K.COLLEXIT_MISMATCH:
+            raise ResultError(f"{where}: collective exit at {info_t:.9f} s (event {info}) names region "
+                              f"{int(ev.a[info])} but region {regions[int(info2)].name!r} is open")
+        if status == K.UNKNOWN_REGION:
+            raise ResultError(f"{where}: enter at {info_t:.9f} s (event {info}) names region {int(ev.a[info])}, "
+                              f"which the definitions do not define")
         if thread != 0:
             # a worker thread outside every parallel region idles: limited parallelism
-            ovh(PROGRAM, rank)[3] += max(duration - time_in_parallel, 0.0)
+            touch_program(rank)[3] += max(duration - time_in_parallel, 0.0)
 
     for rank, n in threads_of_rank.items():
-        ovh(PROGRAM, rank)[0] = duration * n
+        touch_program(rank)[0] = duration * n
+
+    # rebuild the dictionaries in first-touch order: the report lists rows in that order
+    rows: dict[int, RegionRow] = {}
+    for rid in sorted(np.flatnonzero(reg_stamp >= 0).tolist(), key=lambda r: reg_stamp[r]):
+        r = regions[rid]
+        row = RegionRow(rid, r.name, _where(defs, r), _kind(r), r.role in _HAS_BODY)
+        for key in table_order:
+            if tables[key][rid, _I["execC"]] > 0:
+                row.per_loc[key] = tables[key][rid].copy()
+        rows[rid] = row
+    touched = [(int(stamp[k]), rt.ovh_names[k], rank, ovh_acc[rank][k])
+               for rank, stamp in ovh_stamp.items() for k in np.flatnonzero(stamp >= 0).tolist()]
+    overheads = {(name, rank): v.copy() for _s, name, rank, v in sorted(touched, key=lambda x: x[0])}
 
     # drop MPI calls and measurement regions from the region profile: ompP shows MPI only as columns
     rows = {rid: r for rid, r in rows.items()
