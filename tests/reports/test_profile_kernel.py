@@ -17,7 +17,7 @@ import pytest
 import tracefmt
 from analyzer.compare import ResultError
 from analyzer.profile import format_profile, profile_trace
-from tracefmt.layout import Paradigm, Role
+from tracefmt.layout import NO_ID, EventType, Paradigm, Role
 
 from profile_reference import profile_trace_reference
 from profile_trace import hybrid_builder
@@ -112,4 +112,36 @@ def test_unknown_region_is_a_clear_error():
     ev.a[0] = 999  # an ENTER naming a region the definitions lack
     trace.events = lambda _l: ev
     with pytest.raises(ResultError, match=r"location .*event 0\) names region 999"):
+        profile_trace(trace)
+
+
+def raw_trace(events):
+    """A one-location trace from raw (time, type, a, b, c, d, e) records, unchecked by the builder."""
+    b = tracefmt.TraceBuilder()
+    loc = b.location(rank=0, thread=0)
+    b.region("main")
+    b.region("MPI_Bcast")
+    b.world()
+    for t, ty, a, bb, c, d, e in events:
+        b.event(loc, t, ty, a=a, b=bb, c=c, d=d, e=e)
+    return b.build()
+
+
+@pytest.mark.parametrize("events, message", [
+    ([(1.0, EventType.EXIT, 0, 0, 0, 0, 0)], r"location 0 \(rank 0 thread 0\): exit at 1\.000000000 s \(event 0\) "
+                                             r"without an open region"),
+    ([(1.0, EventType.ENTER, 0, NO_ID, 0, 0, 0)], r"region 'main' entered at 1\.000000000 s is never left"),
+])
+def test_broken_nesting_same_message_as_reference(events, message):
+    trace = raw_trace(events)
+    for profile in (profile_trace, profile_trace_reference):
+        with pytest.raises(ResultError, match=message):
+            profile(trace)
+
+
+def test_collective_exit_of_another_region_is_a_clear_error():
+    events = [(1.0, EventType.ENTER, 0, NO_ID, 0, 0, 0), (2.0, EventType.MPI_COLLEXIT, 1, 0, NO_ID, 8, 8)]
+    trace = raw_trace(events)
+    with pytest.raises(ResultError, match=r"collective exit at 2\.000000000 s \(event 1\) names region 1 "
+                                          r"but region 'main' is open"):
         profile_trace(trace)
