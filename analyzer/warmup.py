@@ -1,7 +1,8 @@
 """Fill numba's on-disk cache (``cache=True``) so the first real analysis starts warm.
 
-Run by ``./dev setup``: analyzes the small demo trace once, which compiles
-every replay kernel for the argument types real traces use.
+Run by ``./dev setup``: analyzes and profiles the small demo trace once and
+loads the trace decoder, which compiles every kernel for the argument types
+real traces use.
 
     python -m analyzer.warmup
 """
@@ -17,9 +18,16 @@ def warm() -> float:
     from .analyze import analyze
     from .demo import build_demo_trace
 
+    from tracefmt.reader import load_decoder
+
+    from .profile import profile_trace
+
     t0 = time.perf_counter()
-    analyze(build_demo_trace().build(), plugins=False)
+    load_decoder()  # the trace decoder kernel (small traces like the demo's do not reach it)
+    demo = build_demo_trace().build()
+    analyze(demo, plugins=False)
     analyze(_counter_trace(), plugins=False)  # the hardware-counter kernel
+    profile_trace(demo)  # expert-profile's kernel
     return time.perf_counter() - t0
 
 
