@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from expert_instrument import Clause, Directive, InstrumentError, Token, parse_directive
 
@@ -267,7 +267,7 @@ class _Fortran:
     # -- driver
     def run(self) -> tuple[str, str]:
         items = _read(self.lines, self.path)
-        for k, it in enumerate(items):
+        for it in items:
             self.close_finished_loops(it)
             if isinstance(it, _Dir):
                 self.directive(it)
