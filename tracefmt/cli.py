@@ -4,6 +4,9 @@
     expert-trace dump  FILE [--location L] [--start T] [--end T]
     expert-trace check FILE                      the validator
 
+FILE may also be an EPILOG 1.x trace, an EPIK directory or an OTF2 archive
+(read as expert-analyze reads them: converted in memory).
+
 Exit status: 0 clean, 1 problems found (check), 2 unreadable or damaged file,
 3 internal error.  A damaged file is reported in one line; ``--salvage``
 works on the blocks that survived instead.
@@ -21,6 +24,7 @@ import numpy as np
 from . import layout
 from .errors import TraceFormatError
 from .layout import ANY, NO_ID, EventType, MetricDtype
+from .detect import detect, open_any
 from .reader import Trace
 from .validate import validate
 
@@ -31,8 +35,13 @@ class _Unreadable(Exception):
     pass
 
 
+_FOREIGN_NAMES = {"epilog": "EPILOG 1.x", "epik": "EPIK archive (EPILOG 1.x)", "otf2": "OTF2"}
+
+
 def _open(args) -> Trace:
-    trace = Trace(args.file, verify=True)
+    # like expert-analyze, read EPILOG / EPIK / OTF2 input too (converted in memory)
+    args.kind = detect(args.file)
+    trace = Trace(args.file, verify=True) if args.kind == "native" else open_any(args.file)
     if trace.problems and not args.salvage:
         more = len(trace.problems) - 1
         extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
@@ -57,9 +66,12 @@ def cmd_info(args) -> int:
     d, h = trace.defs, trace.header
     order = "little" if h.byte_order == layout.BYTE_ORDER_LITTLE else "big"
     print(f"file        {args.file}")
-    print(f"size        {_fmt_bytes(os.path.getsize(args.file))} ({os.path.getsize(args.file)} bytes)")
-    print(f"format      .elg {h.version[0]}.{h.version[1]}, {order}-endian, "
-          f"{'finished' if h.finished else 'NOT finished'}")
+    if args.kind == "native":
+        print(f"size        {_fmt_bytes(os.path.getsize(args.file))} ({os.path.getsize(args.file)} bytes)")
+        print(f"format      .elg {h.version[0]}.{h.version[1]}, {order}-endian, "
+              f"{'finished' if h.finished else 'NOT finished'}")
+    else:
+        print(f"format      {_FOREIGN_NAMES[args.kind]}, converted in memory")
     print(f"creator     {h.creator}")
     print(f"system      {len(d.machines)} machines, {len(d.nodes)} nodes, {len(d.processes)} processes, "
           f"{len(d.locations)} locations")
@@ -220,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def common(sp):
-        sp.add_argument("file", metavar="FILE", help="trace file (.elg)")
+        sp.add_argument("file", metavar="FILE", help="trace: our .elg, EPILOG 1.x, an EPIK directory or OTF2")
         sp.add_argument("--salvage", action="store_true",
                         help="work on the complete blocks of a damaged or truncated file instead of failing")
 

@@ -56,6 +56,8 @@ def detect(path: str | os.PathLike) -> str:
                                "archive (no *.otf2 anchor with its .def)", path=path)
     if not os.path.exists(path):
         raise TraceFormatError("no such file or directory", path=path)
+    if not os.path.isfile(path):  # reading a FIFO or a device to sniff its head would block or never end
+        raise TraceFormatError("not a regular file", path=path)
     head = _head(path)
     if head.startswith(NATIVE_MAGIC):
         return "native"

@@ -140,3 +140,42 @@ def test_directory_and_fifo_are_refused_without_blocking(capsys, tmp_path):
     for path in (tmp_path, fifo):
         rc, _, err = run(capsys, "info", str(path))
         assert rc == 2 and err.count("\n") == 1 and str(path) in err
+
+
+def test_foreign_formats_are_read_like_expert_analyze_reads_them(capsys, pingpong, tmp_path):
+    # an OTF2 archive written by our exporter: info / dump / check take the directory or its anchor
+    from tracefmt.convert import convert
+
+    convert(pingpong, str(tmp_path / "pp-otf2"), "otf2")
+    for path in (tmp_path / "pp-otf2", tmp_path / "pp-otf2" / "traces.otf2"):
+        rc, out, err = run(capsys, "check", str(path))
+        assert rc == 0 and "ok (2 locations, 10 events)" in out, (path, out, err)
+        rc, out, err = run(capsys, "info", str(path))
+        assert rc == 0 and "format      OTF2, converted in memory" in out
+        total = next(line for line in out.splitlines() if line.startswith("   total"))
+        assert total.split()[1:] == ["10", "0.000000", "3.000000", "3.000000", "4", "4", "1", "1"]
+        rc, out, err = run(capsys, "dump", str(path), "--location", "1")
+        assert rc == 0 and out.splitlines()[3].split()[3:5] == ["MPI_RECV", "source=0"]
+
+
+def test_format_detection_refuses_a_fifo_without_blocking(tmp_path):
+    # detection (used by expert-analyze and expert-trace) sniffed the first bytes and hung on a FIFO
+    import threading
+
+    from tracefmt.detect import detect
+    from tracefmt.errors import TraceFormatError
+
+    fifo = tmp_path / "pipe.elg"
+    os.mkfifo(fifo)
+    result = []
+
+    def sniff():
+        try:
+            detect(fifo)
+        except TraceFormatError as e:
+            result.append(str(e))
+
+    t = threading.Thread(target=sniff, daemon=True)
+    t.start()
+    t.join(5)
+    assert result and "not a regular file" in result[0] and str(fifo) in result[0]
