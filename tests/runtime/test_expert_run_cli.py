@@ -27,3 +27,13 @@ def test_unknown_option_is_one_line():
     p = _run("--bogus", "true")
     assert p.returncode == 2
     assert p.stderr.strip() == "expert-run: unknown option --bogus (see expert-run --help)"
+
+
+def test_missing_and_non_executable_programs_are_told_apart(tmp_path):
+    p = _run(str(tmp_path / "nosuch"))
+    assert p.returncode == 2 and p.stderr.strip() == f"expert-run: program not found: {tmp_path / 'nosuch'}"
+    (tmp_path / "src.c").write_text("int main(void) { return 0; }\n")
+    p = _run(str(tmp_path / "src.c"))
+    assert p.returncode == 2 and "not an executable file" in p.stderr
+    p = _run(str(tmp_path))  # a directory has the x bit but is no program
+    assert p.returncode == 2 and "not an executable file" in p.stderr
