@@ -26,7 +26,9 @@ PROG = "expert-analyze"
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description="Automatic wait-state analysis of an event trace: prints the "
                                 "property tree with severities and writes a CUBE4 result.")
-    p.add_argument("trace", help="trace: our .elg, an EPILOG 1.x file or EPIK directory, or an OTF2 anchor "
+    p.add_argument("--list-patterns", action="store_true",
+                   help="print the performance properties (built-in and plugins) as a tree and exit")
+    p.add_argument("trace", nargs="?", help="trace: our .elg, an EPILOG 1.x file or EPIK directory, or an OTF2 anchor "
                    "(traces.otf2) or its directory; the format is detected from the content")
     p.add_argument("-o", "--output",
                    help="CUBE4 result file (default: the trace's name with .cubex for its extension: app.elg -> app.cubex)")
@@ -128,7 +130,20 @@ def default_cube_path(trace: str) -> str:
 
 @quiet_on_closed_pipe
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.list_patterns:
+        from patterns.api import PatternError
+        from patterns.registry import format_hierarchy
+
+        try:
+            print(format_hierarchy())
+        except PatternError as exc:  # a broken plugin
+            print(f"{PROG}: error: {exc}", file=sys.stderr)
+            return 2
+        return 0
+    if args.trace is None:
+        parser.error("the following arguments are required: trace")
     import tracefmt
     from patterns.api import PatternError
     from tracefmt.detect import open_any

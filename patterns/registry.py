@@ -315,7 +315,7 @@ def load_patterns(names: Iterable[str] | str | None = None, plugins: bool = True
             if n not in by_name:
                 hint = difflib.get_close_matches(n, list(by_name), n=3)
                 extra = f"; did you mean {', '.join(map(repr, hint))}?" if hint else ""
-                raise PatternError(f"unknown pattern {n!r}{extra} (known: {len(by_name)} patterns, see all_patterns())")
+                raise PatternError(f"unknown pattern {n!r}{extra} (known: {len(by_name)} patterns; `expert-analyze --list-patterns` or patterns.registry.all_patterns() lists them)")
         selected = _closure(by_name, names)
     return [by_name[n] for n in _topological(by_name, selected)]
 

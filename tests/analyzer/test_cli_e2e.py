@@ -87,3 +87,24 @@ def test_missing_file_and_unknown_pattern(demo, tmp_path, capsys):
     assert main([str(trace), "-o", str(tmp_path / "x.cubex"), "--patterns", "mpi_latesendr"]) == 2
     err = capsys.readouterr().err
     assert "nope.elg" in err and "mpi_latesender" in err
+
+
+def test_list_patterns_needs_no_trace_and_names_every_property(capsys):
+    assert main(["--list-patterns"]) == 0
+    out = capsys.readouterr().out
+    names = {line.split()[0] for line in out.splitlines()}
+    assert {"time", "mpi_latesender", "omp_ibarrier_wait", "omp_lock_contention_critical"} <= names
+    assert out.splitlines()[0].startswith("time ")  # the tree starts at its root
+
+
+def test_unknown_pattern_points_to_the_list(demo, capsys):
+    _, trace = demo
+    assert main([str(trace), "--patterns", "no_such_pattern", "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "unknown pattern 'no_such_pattern'" in err and "--list-patterns" in err
+
+
+def test_missing_trace_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        main([])
+    assert e.value.code == 2 and "required: trace" in capsys.readouterr().err
