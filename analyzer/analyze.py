@@ -170,7 +170,7 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
 
     pats = select_patterns(patterns, plugins=plugins)
     if comm is not None:
-        from .distributed import replay_mpi
+        from .replay.distributed import replay_mpi
 
         ctx = replay_mpi(trace, comm, progress=progress)
         if ctx is None:  # not rank 0: its share went to rank 0

@@ -1,8 +1,8 @@
 """Fill numba's on-disk cache (``cache=True``) so the first real analysis starts warm.
 
-Run by ``./dev setup``: analyzes and profiles the small demo trace once and
-loads the trace decoder, which compiles every kernel for the argument types
-real traces use.
+Run by ``./dev setup``: analyzes and profiles a small built hybrid trace
+once and loads the trace decoder, which compiles every kernel for the
+argument types real traces use.
 
     python -m analyzer.warmup
 """
@@ -14,21 +14,52 @@ import time
 
 
 def warm() -> float:
-    """Analyze the demo trace in memory; returns the seconds it took."""
-    from .analyze import analyze
-    from .demo import build_demo_trace
-
+    """Analyze a small hybrid trace in memory; returns the seconds it took."""
     from tracefmt.reader import load_decoder
 
+    from .analyze import analyze
     from .profile import profile_trace
 
     t0 = time.perf_counter()
-    load_decoder()  # the trace decoder kernel (small traces like the demo's do not reach it)
-    demo = build_demo_trace().build()
-    analyze(demo, plugins=False)
+    load_decoder()  # the trace decoder kernel (small traces like this one do not reach it)
+    hybrid = _hybrid_trace()
+    analyze(hybrid, plugins=False)
     analyze(_counter_trace(), plugins=False)  # the hardware-counter kernel
-    profile_trace(demo)  # expert-profile's kernel
+    profile_trace(hybrid)  # expert-profile's kernel
     return time.perf_counter() - t0
+
+
+def _hybrid_trace():
+    """2 ranks x 2 threads with every kind of compound event the replay matches:
+    a message, collectives, an OpenMP team with both barrier kinds and a critical section."""
+    import tracefmt
+    from tracefmt.layout import LockKind
+
+    b = tracefmt.TraceBuilder(creator="expert-analyze warmup")
+    loc = {(r, t): b.location(rank=r, thread=t) for r in range(2) for t in range(2)}
+    crit = b.lock("warmup_critical", LockKind.OMP_CRITICAL)
+    for r in range(2):
+        m, w = loc[(r, 0)], loc[(r, 1)]
+        b.enter(m, 0.0, "main")
+        if r == 0:
+            b.enter(m, 0.1, "MPI_Send"); b.send(m, 0.1, dest=1, tag=0, nbytes=8); b.exit(m, 0.2, "MPI_Send")
+        else:
+            b.enter(m, 0.1, "MPI_Recv"); b.recv(m, 0.15, source=0, tag=0, nbytes=8); b.exit(m, 0.2, "MPI_Recv")
+        b.fork(m, 0.3, 1, 2)
+        for t, th in enumerate((m, w)):
+            b.enter(th, 0.31, "!$omp parallel @warmup.c:1", team=1, thread_num=t)
+            b.barrier(th, 0.32 + 0.01 * t, 0.35, region="!$omp barrier @warmup.c:2")
+            b.enter(th, 0.36, "!$omp critical @warmup.c:3")
+            b.acquire(th, 0.37 + 0.02 * t, crit, order=t + 1)
+            b.release(th, 0.38 + 0.02 * t, crit, order=t + 1)
+            b.exit(th, 0.4, "!$omp critical @warmup.c:3")
+            b.barrier(th, 0.41, 0.42, implicit=True, region="!$omp implicit barrier @warmup.c:4")
+            b.exit(th, 0.43, "!$omp parallel @warmup.c:1")
+        b.join(m, 0.44, 1, 2)
+        b.collective(m, 0.5 + 0.1 * r, 0.7, "MPI_Barrier")
+        b.collective(m, 0.7, 0.8, "MPI_Bcast", root=0, sent=8 if r == 0 else 0, recvd=8)
+        b.exit(m, 1.0, "main")
+    return b.build()
 
 
 def _counter_trace():

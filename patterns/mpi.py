@@ -16,7 +16,7 @@ import numpy as np
 
 from tracefmt.layout import Paradigm, Role
 
-from analyzer.kernels.wrongorder import RING_SIZE, wrong_order
+from .kernels.wrongorder import RING_SIZE, wrong_order
 
 from .api import Pattern, Severity
 from .generic import _cache, base_time

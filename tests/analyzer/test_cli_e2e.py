@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from analyzer.cli import main
-from analyzer.demo import DESIGNED, build_demo_trace
+from analyzer.cli.analyze import main
+from samples.demo import DESIGNED, build_demo_trace
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from analyzer.cli import main
+from analyzer.cli.analyze import main
 
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, "..", "interop"))  # the EPILOG sample writers live there

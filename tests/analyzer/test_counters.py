@@ -1,5 +1,5 @@
 """ctx.counters (exclusive hardware-counter increments per call path and location) and the cube metrics
-made from them: by hand, and against analyzer.reference.counter_increments_reference on random traces."""
+made from them: by hand, and against kernel_references.counter_increments_reference on random traces."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 import tracefmt
 from analyzer.analyze import analyze
-from analyzer.reference import counter_increments_reference
+from kernel_references import counter_increments_reference
 from analyzer.replay import replay
 from tracefmt.layout import MetricDtype, MetricMode
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analyzer.kernels.fifo import channel_ids, fifo_pairs
-from analyzer.reference import channel_ids_reference, fifo_pairs_reference
+from analyzer.replay.kernels.fifo import channel_ids, fifo_pairs
+from kernel_references import channel_ids_reference, fifo_pairs_reference
 
 
 def test_channels_and_pairs_by_hand():

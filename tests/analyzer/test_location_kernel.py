@@ -1,4 +1,4 @@
-"""kernels.location.replay_location against analyzer.reference.location_rows_reference, and its id table.
+"""kernels.location.replay_location against kernel_references.location_rows_reference, and its id table.
 
 Random single-location event streams exercise what the random hybrid traces
 do not: request ids reused after completion, completions and cancels of
@@ -13,11 +13,11 @@ import random
 import numpy as np
 import pytest
 
-from analyzer.calltree import CallTreeBuilder
-from analyzer.extract import KINDS
-from analyzer.kernels import idtable
-from analyzer.kernels import location as K
-from analyzer.reference import location_rows_reference
+from analyzer.replay.calltree import CallTreeBuilder
+from analyzer.replay.extract import KINDS
+from analyzer.replay.kernels import idtable
+from analyzer.replay.kernels import location as K
+from kernel_references import location_rows_reference
 from tracefmt.layout import NO_ID, EventType as E, Role
 
 # region id -> role of the regions the random streams use

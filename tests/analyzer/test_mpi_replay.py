@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from analyzer.cli import main
+from analyzer.cli.analyze import main
 from random_hybrid_traces import random_builder
 
 pytest.importorskip("mpi4py", reason="the optional mpi4py package (extra 'mpi') is not installed")

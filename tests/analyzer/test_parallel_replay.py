@@ -7,8 +7,8 @@ import pytest
 
 import tracefmt
 from analyzer.analyze import analyze
-from analyzer.cli import main
-from analyzer.calltree import CallTreeBuilder
+from analyzer.cli.analyze import main
+from analyzer.replay.calltree import CallTreeBuilder
 from analyzer.replay import merge_trees, partition, replay, walk_order
 from random_hybrid_traces import random_builder, random_trace
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from random_hybrid_traces import random_trace
 
-from analyzer.reference import reference_replay
+from kernel_references import reference_replay
 from analyzer.replay import replay
 
 

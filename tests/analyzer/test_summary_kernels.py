@@ -1,12 +1,12 @@
-"""kernels.summary against the slow reference in analyzer.reference, on random and hand-built inputs."""
+"""kernels.summary against the slow reference in kernel_references, on random and hand-built inputs."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from analyzer.kernels.summary import call_summary
-from analyzer.reference import call_summary_reference
+from analyzer.replay.kernels.summary import call_summary
+from kernel_references import call_summary_reference
 
 
 def _random_calls(rng, n_calls, n_nodes):

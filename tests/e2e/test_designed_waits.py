@@ -1,7 +1,7 @@
 """A real hybrid program with designed waits, traced by the C runtime and analyzed end to end.
 
 samples/waits/hybrid_waits.c sleeps for its "work", so each designed wait is
-known from its source; analyzer.demo.PROGRAM_DESIGNED says where each must
+known from its source; samples.demo.PROGRAM_DESIGNED says where each must
 appear.  Each finding must land on the designed call path and location within
 20 % of the designed value, and the .cubex must give pycubexr the same numbers.
 """
@@ -12,7 +12,7 @@ import pytest
 
 import analyzer
 from analyzer.cube import read_cubex
-from analyzer.demo import PROGRAM_DESIGNED, matching_cnodes, toolchain_missing, trace_designed_program
+from samples.demo import PROGRAM_DESIGNED, matching_cnodes, toolchain_missing, trace_designed_program
 
 pytestmark = pytest.mark.runtime
 
@@ -82,7 +82,7 @@ def test_demo_as_dev_demo_runs_it(tmp_path, monkeypatch, capsys):
     # `./dev demo` passes no directory: the default is relative to the working directory
     if toolchain_missing():
         pytest.skip(f"cannot trace a real program: {toolchain_missing()}")
-    from analyzer import demo
+    from samples import demo
 
     monkeypatch.chdir(tmp_path)
     assert demo.main([]) == 0

@@ -14,8 +14,8 @@ import math
 import numpy as np
 import pytest
 
-from analyzer.context import AnalysisContext, CallTree
-from analyzer.tables import LOCKS, OMP_BARRIERS, OMP_TEAM_MEMBERS, OMP_TEAMS, Table
+from patterns.context import AnalysisContext, CallTree
+from patterns.tables import LOCKS, OMP_BARRIERS, OMP_TEAM_MEMBERS, OMP_TEAMS, Table
 from patterns import omp
 from patterns.api import Severity, validate_pattern
 from tracefmt.layout import Paradigm, Role

@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzer.context import AnalysisContext, CallTree
-from analyzer.tables import MESSAGES, Table
+from patterns.context import AnalysisContext, CallTree
+from patterns.tables import MESSAGES, Table
 from patterns import registry
 from tracefmt.layout import Paradigm, Role
 

@@ -10,8 +10,8 @@ import os
 
 import numpy as np
 
-from analyzer.compare import ResultError
-from analyzer.profile import (COLUMNS, OVERHEADS, PROGRAM, _BODY_OF, _HAS_BODY, _I, Profile, RegionRow,
+from analyzer.ci.compare import ResultError
+from analyzer.profile.ompp import (COLUMNS, OVERHEADS, PROGRAM, _BODY_OF, _HAS_BODY, _I, Profile, RegionRow,
                               _kind, _overhead_class, collective_volume, open_trace)
 from tracefmt.layout import NO_ID, EventType, Paradigm, Role
 

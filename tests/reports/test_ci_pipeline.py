@@ -22,10 +22,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "ci.md"
 SCRIPTS = {
-    "expert-analyze": "analyzer.cli:main",
-    "expert-check": "analyzer.cli_tools:check_main",
-    "expert-report": "analyzer.cli_tools:report_main",
-    "expert-diff": "analyzer.cli_tools:diff_main",
+    "expert-analyze": "analyzer.cli.analyze:main",
+    "expert-check": "analyzer.cli.tools:check_main",
+    "expert-report": "analyzer.cli.tools:report_main",
+    "expert-diff": "analyzer.cli.tools:diff_main",
 }
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzer import check as chk
-from analyzer import compare
-from analyzer.cli_tools import check_main, diff_main
+from analyzer.ci import check as chk
+from analyzer.ci import compare
+from analyzer.cli.tools import check_main, diff_main
 from analyzer.cube import read_cubex
 
 from report_cubes import small_cube

@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from analyzer.cli_tools import profile_main
+from analyzer.cli.tools import profile_main
 from analyzer.profile import COLUMNS, PROGRAM, collective_volume, profile_trace
 
 from profile_trace import hybrid_builder

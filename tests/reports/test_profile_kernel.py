@@ -15,7 +15,7 @@ import sys
 import pytest
 
 import tracefmt
-from analyzer.compare import ResultError
+from analyzer.ci.compare import ResultError
 from analyzer.profile import format_profile, profile_trace
 from tracefmt.layout import NO_ID, EventType, Paradigm, Role
 

@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from analyzer import report_html
-from analyzer.cli_tools import report_main
+from analyzer.report import html as report_html
+from analyzer.cli.tools import report_main
 
 from chromium_cdp import Chromium, find_chromium
 from report_cubes import small_cube

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .cube import Cube, CubeFormatError, LocationInfo, MetricInfo, RegionInfo
+from .model import Cube, CubeFormatError, LocationInfo, MetricInfo, RegionInfo
 
 FORMAT = "expert-analyze-cube"
 VERSION = 1

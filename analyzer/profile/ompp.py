@@ -34,8 +34,8 @@ import numpy as np
 
 from tracefmt.layout import NO_ID, EventType, Paradigm, Role
 
-from .compare import ResultError
-from .kernels import profile as K
+from analyzer.ci.compare import ResultError
+from . import kernel as K
 
 COLUMNS = ("execT", "execC", "bodyT", "enterT", "exitT", "mpiT", "inV", "outV", "recvC", "sendC", "collC")
 _I = {c: i for i, c in enumerate(COLUMNS)}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .context import CallTree
+from patterns.context import CallTree
 
 __all__ = ["CallTree", "CallTreeBuilder", "SYNTHETIC_ROOT_NAME"]
 

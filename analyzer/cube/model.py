@@ -14,8 +14,8 @@ values:
   These are CUBE's and Scalasca's conventions.
 
 The cube is the hub between the analyzer and every output: CUBE4 ``.cubex``
-(:mod:`analyzer.cubex`), the JSON summary (:mod:`analyzer.cube_json`) and HDF5
-(:mod:`analyzer.cube_hdf5`).  Readers return :class:`Cube` objects too, so a
+(:mod:`analyzer.cube.cubex`), the JSON summary (:mod:`analyzer.cube.json_summary`) and HDF5
+(:mod:`analyzer.cube.hdf5`).  Readers return :class:`Cube` objects too, so a
 file written by Scalasca or Score-P can be queried the same way as our own.
 ``docs/cube.md`` describes the file formats.
 """
@@ -37,12 +37,6 @@ __all__ = [
     "LocationInfo",
     "region_strings",
     "diff_cubes",
-    "read_cubex",
-    "read_cube3",
-    "check_cubex",
-    "read_json",
-    "compare_json",
-    "read_hdf5",
 ]
 
 UNITS = ("sec", "occ", "bytes")
@@ -570,17 +564,17 @@ class Cube:
         write_cubex(self, path)
 
     def to_json_dict(self) -> dict:
-        from .cube_json import to_json_dict
+        from .json_summary import to_json_dict
 
         return to_json_dict(self)
 
     def write_json(self, path) -> None:
-        from .cube_json import write_json
+        from .json_summary import write_json
 
         write_json(self, path)
 
     def write_hdf5(self, path, compression: str | None = "gzip") -> None:
-        from .cube_hdf5 import write_hdf5
+        from .hdf5 import write_hdf5
 
         write_hdf5(self, path, compression=compression)
 
@@ -782,8 +776,3 @@ def _rows_by_path(cube: Cube, name: str, groups: list[list[int]]) -> np.ndarray:
     vals = cube.values[name]
     return np.stack([vals[g].sum(axis=0) for g in groups]) if groups else np.zeros((0, cube.n_locations))
 
-
-# Re-exports: the readers live with their formats.
-from .cubex import check_cubex, read_cube3, read_cubex  # noqa: E402
-from .cube_json import compare_json, read_json  # noqa: E402
-from .cube_hdf5 import read_hdf5  # noqa: E402

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .kernels.fifo import channel_ids, fifo_pairs
-from .tables import COLLECTIVES, LOCKS, MESSAGES, OMP_BARRIERS, OMP_TEAM_MEMBERS, OMP_TEAMS, Table
+from patterns.tables import COLLECTIVES, LOCKS, MESSAGES, OMP_BARRIERS, OMP_TEAM_MEMBERS, OMP_TEAMS, Table
 
 
 def concat(frags: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-from .compare import ResultError
+from analyzer.ci.compare import ResultError
 
 
 def quiet_on_closed_pipe(main):
@@ -48,7 +48,7 @@ def _write(path: str, text: str) -> None:
 # --------------------------------------------------------------------------
 @quiet_on_closed_pipe
 def diff_main(argv=None) -> int:
-    from . import compare
+    from analyzer.ci import compare
 
     ap = argparse.ArgumentParser(
         prog="expert-diff",
@@ -65,7 +65,7 @@ def diff_main(argv=None) -> int:
     ap.add_argument("--all", action="store_true", help="list unchanged metrics too")
     a = ap.parse_args(argv)
     try:
-        from .check import parse_quantity
+        from analyzer.ci.check import parse_quantity
 
         fq = parse_quantity(a.floor)
         if fq.kind in ("percent", "sd"):
@@ -95,7 +95,7 @@ def diff_main(argv=None) -> int:
 # --------------------------------------------------------------------------
 @quiet_on_closed_pipe
 def check_main(argv=None) -> int:
-    from . import check as chk
+    from analyzer.ci import check as chk
 
     ap = argparse.ArgumentParser(
         prog="expert-check",
@@ -147,7 +147,7 @@ def check_main(argv=None) -> int:
 # --------------------------------------------------------------------------
 @quiet_on_closed_pipe
 def report_main(argv=None) -> int:
-    from . import report_html
+    from analyzer.report import html as report_html
 
     ap = argparse.ArgumentParser(
         prog="expert-report",
@@ -175,7 +175,7 @@ def report_main(argv=None) -> int:
 # --------------------------------------------------------------------------
 @quiet_on_closed_pipe
 def profile_main(argv=None) -> int:
-    from . import profile as prof
+    from analyzer.profile import ompp as prof
 
     ap = argparse.ArgumentParser(
         prog="expert-profile",

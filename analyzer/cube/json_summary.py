@@ -24,7 +24,7 @@ import json
 import math
 from pathlib import Path
 
-from .cube import Cube, CubeFormatError
+from .model import Cube, CubeFormatError
 
 FORMAT = "expert-analyze-summary"
 VERSION = 1

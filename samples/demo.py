@@ -7,7 +7,7 @@ threads per rank, and analyzes the trace.  :data:`PROGRAM_DESIGNED` lists
 where each designed wait must show up.  Without that tool chain it falls back
 to a trace built with ``tracefmt.TraceBuilder`` (:data:`DESIGNED`).
 
-    python -m analyzer.demo [OUTDIR]      (default: out/demo)
+    python -m samples.demo [OUTDIR]      (default: out/demo)
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     outdir = argv[0] if argv else os.path.join("out", "demo")
     os.makedirs(outdir, exist_ok=True)
-    from .cli import main as analyze_main
+    from analyzer.cli.analyze import main as analyze_main
 
     why_not = toolchain_missing()
     if why_not is None:

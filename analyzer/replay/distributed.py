@@ -26,7 +26,7 @@ import pickle
 
 from tracefmt.errors import TraceFormatError
 
-from .replay import ReplayError, Share, _check_tables, assemble, partition, region_arrays, walk_share
+from .engine import ReplayError, Share, _check_tables, assemble, partition, region_arrays, walk_share
 
 __all__ = ["replay_mpi", "world"]
 

@@ -2,5 +2,5 @@
 
 Each kernel takes plain typed numpy arrays (no Python objects), is compiled
 with ``cache=True`` and has a slow, obviously correct counterpart in
-``analyzer/reference.py`` that the tests compare it against.
+``tests/analyzer/reference.py`` that the tests compare it against.
 """

@@ -35,7 +35,7 @@ from tracefmt.layout import LockKind, MetricDtype, MetricMode
 from tracefmt.reader import Events
 
 from .calltree import SYNTHETIC_ROOT_NAME, CallTreeBuilder
-from .context import AnalysisContext
+from patterns.context import AnalysisContext
 from .extract import fragments
 from .kernels import location as K
 from .kernels.counters import counter_increments

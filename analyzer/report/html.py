@@ -17,7 +17,7 @@ from importlib import resources
 
 import numpy as np
 
-from .compare import ResultError, read_cube_file
+from analyzer.ci.compare import ResultError, read_cube_file
 
 
 def load_cube(path: str):
@@ -45,7 +45,7 @@ def load_cube(path: str):
 
 
 def _asset(name: str) -> str:
-    return resources.files("analyzer").joinpath("report_assets", name).read_text(encoding="utf-8")
+    return resources.files("analyzer.report").joinpath("assets", name).read_text(encoding="utf-8")
 
 
 def _metric_order(metrics) -> list:

@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from .cli_tools import quiet_on_closed_pipe
+from .tools import quiet_on_closed_pipe
 
 PROG = "expert-analyze"
 
@@ -148,8 +148,8 @@ def main(argv=None) -> int:
     from patterns.api import PatternError
     from tracefmt.detect import open_any
 
-    from .analyze import analyze
-    from .cube import CubeError
+    from analyzer.analyze import analyze
+    from analyzer.cube import CubeError
 
     errors = (tracefmt.TraceFormatError, PatternError, CubeError, OSError, ValueError, RuntimeError)
     jobs = default_jobs() if args.jobs is None else args.jobs
@@ -158,7 +158,7 @@ def main(argv=None) -> int:
         return 2
     comm = None
     if args.mpi:
-        from .distributed import world
+        from analyzer.replay.distributed import world
 
         try:
             comm = world()

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .cube import Cube, CubeError, CubeFormatError, LocationInfo, MetricInfo, RegionInfo
+from .model import Cube, CubeError, CubeFormatError, LocationInfo, MetricInfo, RegionInfo
 
 XML_PROLOG = '<?xml version="1.0" encoding="UTF-8"?>\n'
 CUBE_START = '<cube version="4.4">'

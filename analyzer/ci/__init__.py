@@ -1,0 +1,1 @@
+"""Results compared for people and CI: ``expert-diff`` (:mod:`.compare`) and the ``expert-check`` gate (:mod:`.check`)."""
