@@ -44,7 +44,7 @@ class Otf2FormatError(TraceFormatError):
         return self.reason
 
 
-def _require_otf2():
+def require_otf2():
     try:
         import otf2  # noqa: F401
     except ImportError:
@@ -147,7 +147,7 @@ _BARRIER_ROLES = (Role.OMP_BARRIER, Role.OMP_IMPLICIT_BARRIER)
 
 def read(path: str | os.PathLike) -> TraceAssembly:
     """An OTF2 archive as a TraceAssembly."""
-    otf2 = _require_otf2()
+    otf2 = require_otf2()
     anchor = find_anchor(os.fspath(path))
     if not os.path.isfile(anchor):
         raise Otf2FormatError(f"{anchor}: no such OTF2 anchor file")
@@ -304,7 +304,7 @@ class _Import:
         return (1 << 63) + spare[loc]
 
     def run(self) -> TraceAssembly:
-        otf2 = _require_otf2()
+        otf2 = require_otf2()
         ev = otf2.events
         self._system()
         self._regions()

@@ -28,7 +28,7 @@ import shutil
 
 from .foreign import omp_construct_label
 from .layout import EXIT_TYPES, NO_ID, EventType, Paradigm, Role
-from .otf2_in import Otf2FormatError, _require_otf2
+from .otf2_in import Otf2FormatError, require_otf2
 
 OTF2_UNDEFINED_UINT32 = 0xFFFFFFFF
 
@@ -117,7 +117,7 @@ def _first_ns(trace, location: int) -> int:
 
 def write_otf2(trace, outdir: str | os.PathLike, force: bool = False) -> list[str]:
     """Write ``outdir/traces.otf2`` (+ ``traces.def``, ``traces/``); returns notes on what was left out."""
-    otf2 = _require_otf2()
+    otf2 = require_otf2()
     from otf2.enums import CollectiveOp, GroupFlag, GroupType, LocationGroupType, LocationType
     from otf2.enums import Paradigm as OP
     from otf2.enums import RegionRole
