@@ -69,9 +69,6 @@ static inline omp_thread *omp_state(xt_thread *t)
     return t->omp;
 }
 
-/* set by pomp.c once the program makes POMP calls: its OpenMP events come from the source instrumentation */
-extern XT_HIDDEN atomic_int xt_pomp_active;
-
 static inline xt_thread *active_thread(void)
 {
     if (XT_UNLIKELY(!atomic_load_explicit(&xt_recording, memory_order_relaxed))) return NULL;

@@ -23,11 +23,7 @@
 #include "pomp.h"
 #include "xt.h"
 
-/* core.c: a region with a begin and an end line (the descriptor's range) */
-XT_HIDDEN uint32_t xt_region_define_range(const char *name, const char *file, uint32_t line, uint32_t end_line,
-                                          uint8_t paradigm, uint8_t role);
-
-/* set by the first POMP call: the OMPT callbacks (ompt.c) stop recording */
+/* set by the first POMP call: the OMPT callbacks (ompt.c) stop recording (declared in xt.h) */
 XT_HIDDEN atomic_int xt_pomp_active;
 
 /* The OpenMP runtime's routines, if one is loaded (weak: the library also serves non-OpenMP programs).
@@ -253,7 +249,7 @@ POMP_EXPORT void POMP_Barrier_enter(pomp_descr *d)
     if (!t) return;
     pomp_team *tm = current_team();
     xt_enter(t, xt_now(), barrier_region(d), ELG_NO_ID, ELG_NO_ID);
-    /* a barrier still open at the end is closed with OMP_COLLEXIT for its team (core.c) */
+    /* a barrier still open at the end is closed with OMP_COLLEXIT for its team (shutdown.c) */
     if (tm && t->depth - 1 < XT_STACK_MAX) t->stack[t->depth - 1].team = tm->team;
 }
 

@@ -1,4 +1,19 @@
-/* xt.h - internal interfaces of the tracing runtime (not installed). */
+/* xt.h - the internal interface of the tracing runtime (not installed).
+ *
+ * Every source file is one subsystem; each uses the others only through the functions and the
+ * few global variables declared here (MPI layer: mpi_internal.h on top of this one).
+ *   core.c       start-up (xt_init), configuration (xt_cfg), process facts (xt_proc), public C API
+ *   clock.c      time source (rdtsc / CLOCK_MONOTONIC) and its calibration
+ *   buffer.c     per-thread event buffers, spool files, reading a thread's events back
+ *   defs.c       region definitions (named and by code address), communicators, TRACING/PAUSING
+ *   locks.c      lock definitions and the hand-over between holders (acquisition orders)
+ *   serialize.c  this process's definitions as one byte string for the writer
+ *   shutdown.c   closing open regions, writing the local trace, at-exit and crash (signal) paths
+ *   writer.c     unify the definitions of all processes and write the .elg file
+ *   sigsafe.c    memory and messages usable on the crash path
+ *   resolve.c    addr2line name resolution and the EXPERT_FILTER filter
+ *   ompt.c, pomp.c, pomp_fortran.c, cyg.c, unwind.c, papi.c   the event sources
+ *   mpi*.c       the PMPI layer (built once per MPI flavour; see mpi_internal.h) */
 #ifndef XT_H
 #define XT_H
 
@@ -31,6 +46,12 @@ static inline uint64_t xt_now(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 XT_HIDDEN double xt_mono_seconds(void);
+/* calibration (clock.c): start at xt_init, stop when recording stops (later calls keep the first) */
+XT_HIDDEN void xt_clock_start(void);
+XT_HIDDEN void xt_clock_stop(void);
+XT_HIDDEN double xt_ticks_per_second(void);
+XT_HIDDEN uint64_t xt_tick0(void); /* the tick at local time 0 */
+XT_HIDDEN double xt_mono0(void);   /* CLOCK_MONOTONIC seconds at local time 0 */
 
 /* ---------------------------------------------------------------- threads */
 typedef struct xt_frame {
@@ -168,9 +189,24 @@ static inline void xt_exit(xt_thread *t, uint64_t time, uint32_t region)
     xt_leave(t, time, ELG_EXIT, region, 0, 0, 0, 0);
 }
 
-/* ---------------------------------------------------------------- definitions */
+/* ---------------------------------------------------------------- definitions (defs.c, locks.c) */
+typedef struct xt_region {
+    char *name, *file;
+    uint32_t line, end_line;
+    uint8_t paradigm, role;
+    /* deferred naming from a code address */
+    uintptr_t addr;
+    int addr_kind;
+    const char *label;
+} xt_region;
+
 XT_HIDDEN uint32_t xt_region_define(const char *name, const char *file, uint32_t line, uint8_t paradigm,
                                     uint8_t role);
+/* a named region with a source range (POMP descriptors): the end line of the first definition is kept */
+XT_HIDDEN uint32_t xt_region_define_range(const char *name, const char *file, uint32_t line, uint32_t end_line,
+                                          uint8_t paradigm, uint8_t role);
+XT_HIDDEN uint32_t xt_region_count(void);
+XT_HIDDEN const xt_region *xt_region_at(uint32_t i);
 /* Regions named after a code address; the name is resolved at the end of the run.
  * kind distinguishes several regions at one address (e.g. a loop and its barrier). */
 enum xt_addr_kind {
@@ -182,7 +218,9 @@ XT_HIDDEN uint32_t xt_region_by_addr(uintptr_t addr, uint32_t subkind, int kind,
 XT_HIDDEN uint32_t xt_lock_id(uintptr_t key, uint8_t kind, const char *name);
 /* the lock's id if it is defined already, else ELG_NO_ID (no name needed: cheap on hot paths) */
 XT_HIDDEN uint32_t xt_lock_find(uintptr_t key, uint8_t kind);
-/* Lock hand-over (core.c).  Call xt_lock_acquire once the lock is held and xt_lock_release around
+XT_HIDDEN uint32_t xt_lock_count(void);
+XT_HIDDEN const char *xt_lock_name(uint32_t i, uint8_t *kind);
+/* Lock hand-over (locks.c).  Call xt_lock_acquire once the lock is held and xt_lock_release around
  * its release (before or after the real unlock); both return the acquisition's order (1, 2, ... per
  * lock) and may move *now so that a release is never stamped after the next holder's acquisition.
  * Use the returned order and the adjusted time for the lock record and the regions around it. */
@@ -190,6 +228,24 @@ XT_HIDDEN uint64_t xt_lock_acquire(xt_thread *t, uint32_t lock, uint64_t *now);
 XT_HIDDEN uint64_t xt_lock_release(xt_thread *t, uint32_t lock, uint64_t *now);
 XT_HIDDEN uint32_t xt_region_tracing(void);
 XT_HIDDEN uint32_t xt_region_pausing(void);
+XT_HIDDEN void xt_define_measurement_regions(void); /* TRACING and PAUSING, at start-up */
+
+/* Lock-free tables keyed by address (regions in defs.c, locks in locks.c): open addressing, keys
+ * published with release stores, 0 = empty slot. */
+#define XT_ADDR_TABLE_BITS 16
+#define XT_ADDR_TABLE_SIZE (1u << XT_ADDR_TABLE_BITS)
+typedef struct {
+    _Atomic uint64_t key;
+    uint32_t value;
+} xt_addr_slot;
+
+static inline uint64_t xt_addr_hash(uint64_t key)
+{
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdull;
+    key ^= key >> 33;
+    return key;
+}
 
 /* a communicator as it is defined locally: members as global ranks */
 typedef struct xt_comm_def {
@@ -201,6 +257,8 @@ typedef struct xt_comm_def {
 } xt_comm_def;
 XT_HIDDEN uint32_t xt_comm_define(uint32_t leader, uint32_t seq, uint32_t parent, uint32_t size,
                                   const uint32_t *members, const char *name);
+XT_HIDDEN uint32_t xt_comm_count(void);
+XT_HIDDEN const xt_comm_def *xt_comm_at(uint32_t i);
 
 /* ---------------------------------------------------------------- process facts */
 typedef struct xt_process_info {
@@ -221,12 +279,19 @@ typedef struct xt_config {
     int resolve_names;
     int verbose;
     char filter_file[4096];
+    char tmpdir[1024]; /* where spool files go ($TMPDIR or /tmp) */
 } xt_config;
 extern XT_HIDDEN xt_config xt_cfg;
+/* an integer environment variable with an optional k/M/G suffix; dflt if unset or malformed */
+XT_HIDDEN long xt_env_long(const char *name, long dflt);
 
 /* ---------------------------------------------------------------- finalisation */
-/* Close regions still open on every thread, stop recording, return local definitions serialised. */
+/* Close regions still open on every thread and stop recording (shutdown.c). */
 XT_HIDDEN void xt_stop_recording(void);
+XT_HIDDEN int xt_is_stopped(void);
+/* at-exit and crash-signal handlers (shutdown.c), installed by xt_init */
+XT_HIDDEN void xt_install_exit_paths(void);
+/* local definitions serialised for the writer (serialize.c) */
 XT_HIDDEN void *xt_serialize_local(size_t *len);
 /* Read events of thread `thread` of this process, from `first`, at most `max`; returns count. */
 XT_HIDDEN uint64_t xt_local_events(int thread, uint64_t first, elg_event *out, uint64_t max);
@@ -243,13 +308,14 @@ XT_HIDDEN void xt_default_output(char *out, size_t n);
 extern XT_HIDDEN int (*xt_mpi_exit_hook)(int crashed);
 /* hook set by the OpenMP layer: close OpenMP state before writing */
 extern XT_HIDDEN void (*xt_omp_stop_hook)(void);
+/* set by the first POMP call (pomp.c): the OMPT callbacks (ompt.c) then record nothing */
+extern XT_HIDDEN atomic_int xt_pomp_active;
 
 XT_HIDDEN void xt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 XT_HIDDEN char *xt_resolve_addr(uintptr_t addr, int want_function, char **file, uint32_t *line);
 XT_HIDDEN void xt_resolve_all(void);
 XT_HIDDEN int xt_filter_excluded(uintptr_t fn);
 XT_HIDDEN void xt_init(void);
-XT_HIDDEN double xt_mono0(void);      /* CLOCK_MONOTONIC seconds at local time 0 */
 XT_HIDDEN void xt_mark_written(void); /* the trace was written elsewhere (MPI merge): skip the exit path */
 /* crash path (sigsafe.c): allocation that works inside a signal handler once xt_sigsafe_enter() ran */
 XT_HIDDEN void xt_sigsafe_init(void);

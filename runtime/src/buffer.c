@@ -1,0 +1,146 @@
+/* buffer.c - per-thread event buffers: thread attachment, the spool file for full buffers, reading
+ * a thread's events back (spool first, then memory) for the writer and the MPI merge. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "xt.h"
+
+XT_HIDDEN _Thread_local xt_thread *xt_tls __attribute__((tls_model("initial-exec")));
+
+static xt_thread *threads[XT_MAX_THREADS];
+static atomic_int n_threads;
+
+/* A trace buffer in 2 MiB pages where the kernel gives them (transparent huge pages on request):
+ * the recording path then takes one page fault per 2 MiB instead of one per 4 KiB, which is most
+ * of what a fresh buffer costs per event.  Buffers live until the process ends. */
+#define HUGE_PAGE (2ul << 20)
+static void *buffer_alloc(size_t bytes)
+{
+    size_t len = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    char *p = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return malloc(bytes);
+    char *aligned = (char *)(((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
+    if (aligned > p) munmap(p, (size_t)(aligned - p));
+    munmap(aligned + len, (size_t)(p + HUGE_PAGE - aligned));
+    madvise(aligned, len, MADV_HUGEPAGE); /* advice only: without THP these stay 4 KiB pages */
+    return aligned;
+}
+
+xt_thread *xt_thread_attach(void)
+{
+    xt_init(); /* returns at once once the runtime is initialised */
+    int i = atomic_fetch_add(&n_threads, 1);
+    if (i >= XT_MAX_THREADS) {
+        atomic_fetch_sub(&n_threads, 1);
+        xt_warn("more than %d threads: not recording the extra ones", XT_MAX_THREADS);
+        return NULL;
+    }
+    xt_thread *t = calloc(1, sizeof *t);
+    t->cap = (uint32_t)xt_cfg.buffer_events;
+    t->buf = buffer_alloc(((size_t)t->cap + 2) * sizeof(elg_event)); /* +2: flush marker */
+    if (!t->buf) {
+        xt_warn("cannot allocate a %zu-byte trace buffer", (size_t)t->cap * sizeof(elg_event));
+        abort();
+    }
+    t->thread_num = (uint32_t)i;
+    t->spool_fd = -1;
+    t->held_exit_region = ELG_NO_ID;
+    threads[i] = t;
+    xt_tls = t;
+    return t;
+}
+
+int xt_thread_count(void) { return atomic_load(&n_threads); }
+xt_thread *xt_thread_get(int i) { return threads[i]; }
+
+static int write_all(int fd, const void *p, size_t len)
+{
+    const char *c = p;
+    while (len) {
+        ssize_t k = write(fd, c, len);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return -1;
+        c += k;
+        len -= (size_t)k;
+    }
+    return 0;
+}
+
+/* A full buffer goes to an unlinked spool file; the time spent is recorded as region TRACING. */
+void xt_buffer_flush(xt_thread *t)
+{
+    uint32_t tracing = xt_region_tracing();
+    elg_event *ev = &t->buf[t->n];
+    memset(ev, 0, sizeof *ev);
+    ev->time = xt_now();
+    ev->type = ELG_ENTER;
+    ev->a = tracing;
+    ev->b = ev->c = ELG_NO_ID;
+    ev->d = ELG_NO_ID;
+    t->n++;
+    if (t->spool_fd < 0) {
+        char path[1100];
+        snprintf(path, sizeof path, "%s/expert-spool-XXXXXX", xt_cfg.tmpdir);
+        t->spool_fd = mkstemp(path);
+        if (t->spool_fd < 0) {
+            xt_warn("cannot create a spool file in %s (%s): dropping %u events", xt_cfg.tmpdir, strerror(errno), t->n);
+        } else {
+            unlink(path);
+        }
+    }
+    if (t->spool_fd >= 0) {
+        if (write_all(t->spool_fd, t->buf, (size_t)t->n * sizeof(elg_event)) == 0) t->spooled += t->n;
+        else xt_warn("writing the spool file failed (%s): dropping %u events", strerror(errno), t->n);
+    }
+    __atomic_store_n(&t->n, 0, __ATOMIC_RELEASE);
+    ev = &t->buf[0];
+    memset(ev, 0, sizeof *ev);
+    ev->time = xt_now();
+    ev->type = ELG_EXIT;
+    ev->a = tracing;
+    __atomic_store_n(&t->n, 1, __ATOMIC_RELEASE);
+}
+
+void xt_flush_held_exit(xt_thread *t)
+{
+    uint32_t r = t->held_exit_region;
+    t->held_exit_region = ELG_NO_ID;
+    xt_record(t, t->held_exit_time, ELG_EXIT, 0, r, 0, 0, 0, 0);
+    if (t->depth > 0) t->depth--;
+}
+
+uint64_t xt_local_event_count(int thread)
+{
+    xt_thread *t = threads[thread];
+    return t ? t->spooled + t->n : 0;
+}
+
+uint64_t xt_local_events(int thread, uint64_t first, elg_event *out, uint64_t max)
+{
+    xt_thread *t = threads[thread];
+    if (!t) return 0;
+    uint64_t got = 0;
+    while (got < max && first + got < t->spooled) {
+        uint64_t want = t->spooled - first - got;
+        if (want > max - got) want = max - got;
+        ssize_t k = pread(t->spool_fd, out + got, want * sizeof(elg_event), (off_t)((first + got) * sizeof(elg_event)));
+        if (k <= 0) return got;
+        got += (uint64_t)k / sizeof(elg_event);
+    }
+    uint64_t pos = first + got;
+    if (pos >= t->spooled) {
+        uint64_t in_mem = t->n, from = pos - t->spooled;
+        if (from < in_mem) {
+            uint64_t take = in_mem - from;
+            if (take > max - got) take = max - got;
+            memcpy(out + got, t->buf + from, take * sizeof(elg_event));
+            got += take;
+        }
+    }
+    return got;
+}
