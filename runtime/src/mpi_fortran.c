@@ -1,12 +1,19 @@
 /* mpi_fortran.c - Fortran MPI bindings (mpif.h and `use mpi`; gfortran's mpi_xxx_ and the other common
  * manglings) for MPI libraries whose Fortran layer calls PMPI_* directly, so that the C wrappers never
- * see a Fortran call (Open MPI).  Included by mpi.c when XT_FORTRAN_WRAPPERS is defined.
+ * see a Fortran call (Open MPI).  Built into the Open MPI flavour only, with the generated Fortran
+ * wrappers (build/mpi_fortran_wrappers.c), which it includes after its helpers.
  *
  * Each wrapper records what its C counterpart records, converting handles with PMPI_*_f2c, and then
  * calls the library's own Fortran binding (pmpi_xxx_, found with dlsym), so the Fortran-only details
  * (MPI_IN_PLACE / MPI_BOTTOM / MPI_STATUS_IGNORE sentinels, status layout, handle tables) stay the
  * library's business.  `use mpi_f08` bindings are separate symbols and are not wrapped. */
+#define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi_internal.h"
 
 #ifdef MPI_F_STATUS_SIZE
 #define XT_F_STATUS_SIZE MPI_F_STATUS_SIZE
@@ -66,7 +73,7 @@ void mpi_init_(MPI_Fint *ierr)
     xt_thread *t = xt_self();
     uint64_t t0 = xt_now();
     real(ierr);
-    if (*ierr == MPI_SUCCESS) init_done(H_INIT, t, t0);
+    if (*ierr == MPI_SUCCESS) xt_mpi_init_done(H_INIT, t, t0);
 }
 XT_F_ALIASES(mpi_init_, mpi_init__, mpi_init, MPI_INIT)
 
@@ -77,7 +84,7 @@ void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
     xt_thread *t = xt_self();
     uint64_t t0 = xt_now();
     real(required, provided, ierr);
-    if (*ierr == MPI_SUCCESS) init_done(H_INIT_THREAD, t, t0);
+    if (*ierr == MPI_SUCCESS) xt_mpi_init_done(H_INIT_THREAD, t, t0);
 }
 XT_F_ALIASES(mpi_init_thread_, mpi_init_thread__, mpi_init_thread, MPI_INIT_THREAD)
 
@@ -85,7 +92,7 @@ void mpi_finalize_(MPI_Fint *ierr)
 {
     static void (*real)(MPI_Fint *);
     if (!real) real = (void (*)(MPI_Fint *))xt_f_real("finalize");
-    finalize_prepare();
+    xt_mpi_finalize_prepare();
     real(ierr);
 }
 XT_F_ALIASES(mpi_finalize_, mpi_finalize__, mpi_finalize, MPI_FINALIZE)
@@ -94,7 +101,7 @@ void mpi_abort_(MPI_Fint *comm, MPI_Fint *errorcode, MPI_Fint *ierr)
 {
     static void (*real)(MPI_Fint *, MPI_Fint *, MPI_Fint *);
     if (!real) real = (void (*)(MPI_Fint *, MPI_Fint *, MPI_Fint *))xt_f_real("abort");
-    abort_prepare((int)*errorcode);
+    xt_mpi_abort_prepare((int)*errorcode);
     real(comm, errorcode, ierr);
 }
 XT_F_ALIASES(mpi_abort_, mpi_abort__, mpi_abort, MPI_ABORT)
@@ -115,7 +122,7 @@ void mpi_wait_(MPI_Fint *request, MPI_Fint *status, MPI_Fint *ierr)
     real(request, fs, ierr);
     MPI_Status cs;
     PMPI_Status_f2c(fs, &cs);
-    if (*ierr == MPI_SUCCESS) complete_set(t, t0, xt_now(), &r, NULL, 1, &cs, 0);
+    if (*ierr == MPI_SUCCESS) xt_complete_set(t, t0, xt_now(), &r, NULL, 1, &cs, 0);
     xt_mpi_end(t, H_WAIT);
 }
 XT_F_ALIASES(mpi_wait_, mpi_wait__, mpi_wait, MPI_WAIT)
@@ -136,7 +143,7 @@ void mpi_test_(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ie
     if (*ierr == MPI_SUCCESS && *flag) {
         MPI_Status cs;
         PMPI_Status_f2c(fs, &cs);
-        complete_set(t, t0, xt_now(), &r, NULL, 1, &cs, 0);
+        xt_complete_set(t, t0, xt_now(), &r, NULL, 1, &cs, 0);
     }
     xt_mpi_end(t, H_TEST);
 }
@@ -188,7 +195,7 @@ static void fmulti(int op, int idx, void *real, MPI_Fint *count, MPI_Fint *req, 
     if (done > 0) {
         MPI_Status *cs = malloc((size_t)done * sizeof *cs);
         for (int k = 0; k < done; k++) PMPI_Status_f2c(st + (size_t)k * XT_F_STATUS_SIZE, &cs[k]);
-        complete_set(t, t0, now, copy, which, done, cs, sizeof *cs);
+        xt_complete_set(t, t0, now, copy, which, done, cs, sizeof *cs);
         free(cs);
     }
     free(which), free(copy), free(own);
@@ -242,7 +249,7 @@ void mpi_request_free_(MPI_Fint *request, MPI_Fint *ierr)
     xt_mpi_begin(H_REQUEST_FREE, &t);
     MPI_Request r = PMPI_Request_f2c(*request);
     real(request, ierr);
-    if (*ierr == MPI_SUCCESS && r != MPI_REQUEST_NULL) request_forget(r);
+    if (*ierr == MPI_SUCCESS && r != MPI_REQUEST_NULL) xt_request_forget(r);
     if (t) xt_mpi_end(t, H_REQUEST_FREE);
 }
 XT_F_ALIASES(mpi_request_free_, mpi_request_free__, mpi_request_free, MPI_REQUEST_FREE)
@@ -255,7 +262,7 @@ void mpi_start_(MPI_Fint *request, MPI_Fint *ierr)
     uint64_t t0 = xt_mpi_begin(H_START, &t);
     real(request, ierr);
     if (t) {
-        if (*ierr == MPI_SUCCESS) start_one(t, t0, PMPI_Request_f2c(*request));
+        if (*ierr == MPI_SUCCESS) xt_request_start(t, t0, PMPI_Request_f2c(*request));
         xt_mpi_end(t, H_START);
     }
 }
@@ -270,7 +277,7 @@ void mpi_startall_(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *ierr)
     real(count, requests, ierr);
     if (t) {
         if (*ierr == MPI_SUCCESS)
-            for (int i = 0; i < *count; i++) start_one(t, t0, PMPI_Request_f2c(requests[i]));
+            for (int i = 0; i < *count; i++) xt_request_start(t, t0, PMPI_Request_f2c(requests[i]));
         xt_mpi_end(t, H_STARTALL);
     }
 }
@@ -340,9 +347,9 @@ XT_F_ALIASES(mpi_sendrecv_replace_, mpi_sendrecv_replace__, mpi_sendrecv_replace
         xt_thread *t;                                                                           \
         xt_mpi_begin(IDX, &t);                                                                  \
         ((void (*) PARAMS)real) ARGS;                                                           \
-        if (*ierr == MPI_SUCCESS && comm_keyval != MPI_KEYVAL_INVALID) {                        \
+        if (*ierr == MPI_SUCCESS && xt_comm_keyval != MPI_KEYVAL_INVALID) {                        \
             if (t) t->in_mpi = 1;                                                               \
-            comm_register(PMPI_Comm_f2c(*(FNEW)), PMPI_Comm_f2c(*(FCOMM)), NAME, 1);            \
+            xt_comm_register(PMPI_Comm_f2c(*(FNEW)), PMPI_Comm_f2c(*(FCOMM)), NAME, 1);            \
         }                                                                                       \
         if (t) xt_mpi_end(t, IDX);                                                              \
     }                                                                                           \

@@ -1,7 +1,7 @@
 """Generate the table-driven PMPI wrappers from mpi_table.py; prints C to stdout.
 
-Without arguments: the C bindings (MPI_Xxx and MPI_Xxx_c), included by src/mpi.c, which provides
-the helpers they call (xt_mpi_begin, ...).  With --fortran: the Fortran bindings (mpi_xxx_ and
+Without arguments: the C bindings (MPI_Xxx and MPI_Xxx_c), included by src/mpi.c; the helpers
+they call (xt_mpi_begin, ...) are declared in src/mpi_internal.h.  With --fortran: the Fortran bindings (mpi_xxx_ and
 its manglings), included by src/mpi_fortran.c.
 """
 import os

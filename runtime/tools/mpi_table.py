@@ -11,11 +11,11 @@ kind:
   coll:<rule>     a blocking collective: MPI_COLLEXIT with root and bytes by the EPIK rule <rule>
   icoll:<rule>    a non-blocking collective: the posting call is a plain region; the request remembers
                   comm, root and bytes (rule as for coll:), and the call that completes it records
-                  the collective instance (see src/mpi.c, complete_set)
+                  the collective instance (see src/mpi_request.c, xt_complete_set)
   psend / precv   persistent send / receive (Send_init, Recv_init): remembered under the request;
                   each MPI_Start records the message as a non-blocking one
 Functions with bespoke logic (Init*, Finalize, Abort, Sendrecv*, Wait*/Test*, Start*, Request_free,
-Comm creation, Cancel) are written by hand in src/mpi.c (C) and src/mpi_fortran.c (Fortran) and are
+Comm creation, Cancel) are written by hand in src/mpi*.c (C) and src/mpi_fortran.c (Fortran) and are
 not listed here.  Every entry also yields a Fortran wrapper (mpi_<name>_ and its other manglings)
 for MPI libraries whose Fortran bindings bypass the C ones (Open MPI); large-count variants have
 no Fortran (mpif.h / use mpi) binding.
