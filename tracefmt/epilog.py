@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .foreign import EventRows, LocationInfo, RegionInfo, Row, TraceAssembly, classify_name, mpi_role
+from .foreign import EventRows, ForeignLocation, ForeignRegion, Row, TraceAssembly, classify_name, mpi_role
 from .layout import (
     ANY,
     EVENT_DTYPE,
@@ -567,7 +567,7 @@ class _Importer:
         for rid, (name, fid, beg, end, descr, rt) in d.regions.items():
             file = d.files.get(fid, "") if fid != ELG_NO_ID else ""
             par, role = classify_region(name, file, descr, rt)
-            a.regions[rid] = RegionInfo(name, file, beg, end, int(par), int(role))
+            a.regions[rid] = ForeignRegion(name, file, beg, end, int(par), int(role))
             self.region_role[rid] = (par, role)
         a.machine_name = next(iter(d.machines.values()), "machine")
         for pid, name in d.processes.items():
@@ -833,14 +833,14 @@ class _Importer:
         for lid, i in ours.items():
             _m, _n, pid, tid = d.locations.get(lid, (0, 0, lid, 0))
             name = d.threads.get((pid, tid), "") or f"rank {pid} thread {tid}"
-            a.locations[i] = LocationInfo(pid, tid, name)
+            a.locations[i] = ForeignLocation(pid, tid, name)
             a.process_names.setdefault(pid, f"rank {pid}")
         # locations defined but without events still belong to the system tree
         for lid, (_m, _n, pid, tid) in sorted(d.locations.items(), key=lambda kv: (kv[1][2], kv[1][3])):
             if lid not in ours:
                 i = len(ours)
                 ours[lid] = i
-                a.locations[i] = LocationInfo(pid, tid, d.threads.get((pid, tid), "") or f"rank {pid} thread {tid}")
+                a.locations[i] = ForeignLocation(pid, tid, d.threads.get((pid, tid), "") or f"rank {pid} thread {tid}")
                 self.rows.setdefault(lid, [])
         rank_thread = {lid: (d.locations.get(lid, (0, 0, lid, 0))[2], d.locations.get(lid, (0, 0, lid, 0))[3])
                        for lid in self.rows}

@@ -74,7 +74,9 @@ def omp_construct_label(role: int) -> str | None:
 # The assembly
 # --------------------------------------------------------------------------
 @dataclass
-class RegionInfo:
+class ForeignRegion:
+    """A region definition as a foreign-format reader collects it (tracefmt codes, not CUBE strings)."""
+
     name: str
     file: str = ""
     begin_line: int = NO_ID
@@ -84,7 +86,9 @@ class RegionInfo:
 
 
 @dataclass
-class LocationInfo:
+class ForeignLocation:
+    """A location (thread of a process) as a foreign-format reader collects it."""
+
     rank: int  # process id (MPI rank in MPI_COMM_WORLD, 0 for non-MPI)
     thread: int  # thread number within the process
     name: str = ""
@@ -103,8 +107,8 @@ class TraceAssembly:
     source: str
     creator: str
     ticks_per_second: float = 1e9
-    regions: dict[int, RegionInfo] = field(default_factory=dict)
-    locations: dict[int, LocationInfo] = field(default_factory=dict)
+    regions: dict[int, ForeignRegion] = field(default_factory=dict)
+    locations: dict[int, ForeignLocation] = field(default_factory=dict)
     process_names: dict[int, str] = field(default_factory=dict)
     machine_name: str = "machine"
     node_of_process: dict[int, str] = field(default_factory=dict)  # rank -> node name
@@ -129,7 +133,7 @@ class TraceAssembly:
             p, ro = classify_name(name)
             kw.setdefault("paradigm", p)
             kw.setdefault("role", ro)
-        self.regions[rid] = RegionInfo(name, **kw)
+        self.regions[rid] = ForeignRegion(name, **kw)
         return rid
 
     def n_events(self) -> int:
@@ -358,8 +362,8 @@ __all__ = [
     "EventRows",
     "Row",
     "TraceAssembly",
-    "RegionInfo",
-    "LocationInfo",
+    "ForeignRegion",
+    "ForeignLocation",
     "classify_name",
     "mpi_role",
     "omp_role",

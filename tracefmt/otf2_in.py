@@ -29,7 +29,7 @@ import os
 from collections import defaultdict
 
 from .errors import TraceFormatError
-from .foreign import EventRows, LocationInfo, RegionInfo, Row, TraceAssembly
+from .foreign import EventRows, ForeignLocation, ForeignRegion, Row, TraceAssembly
 from .layout import ANY, NO_ID, EventType, LockKind, Paradigm, RecvFlag, Role
 from . import conventions
 
@@ -206,7 +206,7 @@ class _Import:
         self.our_loc = {loc: i for i, loc in enumerate(order)}
         for loc, i in self.our_loc.items():
             r, t = self.loc_rank_thread[loc]
-            a.locations[i] = LocationInfo(r, t, loc.name)
+            a.locations[i] = ForeignLocation(r, t, loc.name)
         for lg, r in self.group_rank.items():
             a.process_names[r] = lg.name
             node = lg.system_tree_parent
@@ -224,7 +224,7 @@ class _Import:
             par, role = classify_region(r.name, r.paradigm, r.region_role)
             bl = r.begin_line_number if r.begin_line_number else NO_ID
             el = r.end_line_number if r.end_line_number else NO_ID
-            self.asm.regions[i] = RegionInfo(r.name, r.source_file or "", bl, el, int(par), int(role))
+            self.asm.regions[i] = ForeignRegion(r.name, r.source_file or "", bl, el, int(par), int(role))
             self.region_id[r] = i
 
     def _comms(self) -> None:
