@@ -2,7 +2,8 @@
  * elg_format.h - byte layout of the .elg trace format (version 2.0) for the C runtime.
  *
  * tracefmt/layout.py is the source of truth; this header mirrors it number for number.
- * If the two ever disagree, layout.py wins and this file is the bug.
+ * If the two ever disagree, layout.py wins and this file is the bug; tests/runtime/test_format_header.py
+ * compares every constant, enum and the event record with layout.py.
  * The runtime always writes little-endian files.
  */
 #ifndef ELG_FORMAT_H
