@@ -559,7 +559,7 @@ class Cube:
     # ---------------------------------------------------------------- outputs
     def write_cubex(self, path) -> None:
         """Write a CUBE4 ``.cubex`` file (see :mod:`analyzer.cubex`)."""
-        from .cubex import write_cubex
+        from .cubex_write import write_cubex
 
         write_cubex(self, path)
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analyzer.cube import Cube, CubeError, LocationInfo, MetricInfo, RegionInfo, check_cubex, diff_cubes, read_cubex
-from analyzer.cube.cubex import cubex_bytes
+from analyzer.cube import cubex_bytes
 
 
 def write_and_verify(cube: Cube, path) -> Cube:

@@ -1,0 +1,541 @@
+"""CUBE4 ``.cubex`` and CUBE3 ``.cube`` readers: :func:`read_cubex`, :func:`read_cube3`.
+
+Both formats describe a cube with the same XML vocabulary (metrics,
+program, system); CUBE4 keeps it in the archive member ``anchor.xml`` and
+the values in binary members, CUBE3 is one XML document with the values in
+``<severity>``.  The readers share the XML parsing and the step that builds
+the :class:`Cube` from the parsed anchor (:func:`_cube_from_anchor`).
+
+The CUBE4 reader accepts what other producers write as well: INCLUSIVE
+metrics (converted to exclusive), big-endian files, dense indexes,
+compressed data, gzip-compressed archives and anchors, tar headers with bad
+checksums, several root cnodes, CUBE3-style ``machine/node/process/thread``
+system trees inside a CUBE4 anchor, metrics without data.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import struct
+import xml.etree.ElementTree as ET
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from .model import Cube, CubeFormatError, LocationInfo, MetricInfo, RegionInfo
+from .tar import DATA_MAGIC, INDEX_DENSE, INDEX_MAGIC, INDEX_NONE, INDEX_SPARSE, ZDATA_MAGIC, TarMember, scan_tar
+
+
+# CUBE dtype -> (numpy type code, is integer).  Non-scalar types (RATE,
+# COMPLEX, TAU_ATOMIC, HISTOGRAM(n), NDOUBLES(n), SCALE_FUNC) have no single
+# value per (call path, location) and are left out with a note.
+_SCALAR_DTYPES = {
+    "DOUBLE": ("f8", False),
+    "FLOAT": ("f8", False),
+    "MINDOUBLE": ("f8", False),
+    "MAXDOUBLE": ("f8", False),
+    "INT64": ("i8", True),
+    "INTEGER": ("i8", True),
+    "SIGNED INTEGER": ("i8", True),
+    "UINT64": ("u8", True),
+    "UNSIGNED INTEGER": ("u8", True),
+    "INT32": ("i4", True),
+    "INT": ("i4", True),
+    "SIGNED INT": ("i4", True),
+    "UINT32": ("u4", True),
+    "UNSIGNED INT": ("u4", True),
+    "INT16": ("i2", True),
+    "SHORT INT": ("i2", True),
+    "SIGNED SHORT INT": ("i2", True),
+    "UINT16": ("u2", True),
+    "UNSIGNED SHORT INT": ("u2", True),
+    "INT8": ("i1", True),
+    "UINT8": ("u1", True),
+    "CHAR": ("u1", True),
+}
+_DERIVED_TYPES = ("POSTDERIVED", "DERIVED", "PREDERIVED_INCLUSIVE", "PREDERIVED_EXCLUSIVE")
+
+
+def read_cubex(path) -> Cube:
+    """Read a CUBE4 ``.cubex`` file (ours, Scalasca's, Score-P's, cubelib's).
+
+    Values come back as our cube holds them: exclusive along the call tree
+    (INCLUSIVE metrics are converted by subtracting the children, in
+    float64), inclusive along the metric tree (as stored).  Cnode and
+    location ids are the file's.  What cannot be represented (derived and
+    non-scalar metrics) is left out and listed in ``cube.problems``.
+
+    Raises:
+        CubeFormatError: naming the file, member and byte offset at fault.
+    """
+    path = Path(path)
+    raw, problems = _open_bytes(path)
+    members = scan_tar(raw, str(path), problems)
+    if "anchor.xml" not in members:
+        raise CubeFormatError(f"{path}: no anchor.xml member (members: {sorted(members)[:10]}); not a CUBE4 file")
+    a = members["anchor.xml"]
+    anchor = raw[a.offset : a.offset + a.size]
+    if anchor[:2] == b"\x1f\x8b":
+        try:
+            anchor = gzip.decompress(anchor)
+        except (OSError, EOFError, zlib.error) as e:
+            raise CubeFormatError(f"{path}: anchor.xml: compressed but cannot be decompressed: {e}") from None
+    _, parsed = _parse_document(anchor, f"{path}: anchor.xml", problems)
+    values = {}
+    n_c, n_l = len(parsed.cnode_parent), len(parsed.locations)
+    for m, el in zip(parsed.metrics, parsed.metric_elements):
+        if parsed.void.get(m.name):
+            continue
+        prefix = "ghost_" if el.get("viztype", "").upper() == "GHOST" else ""
+        mid = el.get("id")
+        idx, dat = members.get(f"{prefix}{mid}.index"), members.get(f"{prefix}{mid}.data")
+        if idx is None or dat is None:
+            problems.append(f"{path}: metric {m.name!r} (id {mid}) has no data members; read as zeros")
+            continue
+        arr = _read_metric(raw, idx, dat, parsed.dtypes[m.name], n_c, n_l, f"{path}: metric {m.name!r}", problems)
+        positions = parsed.inclusive_positions if parsed.inclusive[m.name] else parsed.exclusive_positions
+        vals = np.zeros((n_c, n_l), np.float64)
+        rows, data = arr
+        vals[positions[rows]] = data
+        if parsed.inclusive[m.name]:
+            vals = _inclusive_to_exclusive(vals, parsed.cnode_parent, m.aggregation)
+        values[m.name] = vals
+    return _cube_from_anchor(parsed, values, problems)
+
+
+# --------------------------------------------------------------------------
+# CUBE3 (.cube): one XML document with the values in <severity>
+# --------------------------------------------------------------------------
+def read_cube3(path) -> Cube:
+    """Read a CUBE3 ``.cube`` (or ``.cube.gz``) file as written by EXPERT,
+    Scalasca 1.x and cubelib's ``cube4to3``.
+
+    CUBE3 values are exclusive along the call tree and inclusive along the
+    metric tree; rows left out are zero.
+    """
+    path = Path(path)
+    raw, problems = _open_bytes(path)
+    where = str(path)
+    root, parsed = _parse_document(raw, where, problems)
+    n_c, n_l = len(parsed.cnode_parent), len(parsed.locations)
+    by_id = {el.get("id"): m for m, el in zip(parsed.metrics, parsed.metric_elements)}
+    values: dict[str, np.ndarray] = {}
+    sev = root.find("severity")
+    for matrix in sev.findall("matrix") if sev is not None else []:
+        m = by_id.get(matrix.get("metricId"))
+        if m is None:
+            continue
+        vals = values.setdefault(m.name, np.zeros((n_c, n_l), np.float64))
+        for row in matrix.findall("row"):
+            c = _int_attr(row, "cnodeId", where)
+            if not 0 <= c < n_c:
+                raise CubeFormatError(f"{where}: <matrix metricId={matrix.get('metricId')}> row for unknown cnode {c}")
+            try:
+                nums = [float(x) for x in (row.text or "").split()]
+            except ValueError as e:
+                raise CubeFormatError(f"{where}: metric {m.name!r} row cnodeId={c}: {e}") from None
+            if len(nums) != n_l:
+                raise CubeFormatError(f"{where}: metric {m.name!r} row cnodeId={c} has {len(nums)} values, {n_l} threads")
+            vals[c] = nums
+    return _cube_from_anchor(parsed, values, problems)
+
+
+def _cube_from_anchor(parsed: _Anchor, values: dict[str, np.ndarray], problems: list[str]) -> Cube:
+    """The cube of a parsed anchor and its values (both readers end here)."""
+    cube = Cube(
+        parsed.metrics,
+        parsed.regions,
+        parsed.cnode_parent,
+        parsed.cnode_region,
+        parsed.locations,
+        values,
+        parsed.attrs,
+        cnode_line=parsed.cnode_line,
+        cnode_file=parsed.cnode_file,
+        strict=False,
+    )
+    cube.problems = problems
+    return cube
+
+
+def _open_bytes(path: Path) -> tuple[bytes, list[str]]:
+    problems: list[str] = []
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise CubeFormatError(f"{path}: cannot read: {e.strerror or e}") from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as e:
+            raise CubeFormatError(f"{path}: gzip-compressed file cannot be decompressed: {e}") from None
+        problems.append(f"{path}: the archive is gzip-compressed; cubelib/CubeGUI cannot open such a file")
+    return raw, problems
+
+
+def _parse_document(data: bytes, where: str, problems: list[str]) -> tuple[ET.Element, _Anchor]:
+    """The XML root and what the reader needs of it (metrics, program, system)."""
+    root = _parse_xml(data, where, problems)
+    return root, _parse_anchor(root, where, problems)
+
+
+_BARE_AMP = re.compile(rb"&(?!(?:amp|lt|gt|quot|apos|#[0-9]+|#x[0-9a-fA-F]+);)")
+
+
+def _parse_xml(data: bytes, where: str, problems: list[str]) -> ET.Element:
+    try:
+        return ET.fromstring(data)
+    except ET.ParseError as e:
+        line, col = e.position
+        msg = re.sub(r": line \d+, column \d+$", "", str(e.msg))
+        first = f"{where}: XML syntax error at line {line}, column {col}: {msg}"
+    # cubelib's own scanner tolerates a bare '&' in text (its test files have them)
+    fixed = _BARE_AMP.sub(b"&amp;", data)
+    if fixed != data:
+        try:
+            root = ET.fromstring(fixed)
+        except ET.ParseError:
+            pass
+        else:
+            problems.append(f"{where}: unescaped '&' read as text (not well-formed XML)")
+            return root
+    raise CubeFormatError(first)
+
+
+def _read_metric(raw, idx: TarMember, dat: TarMember, dtype: str, n_c: int, n_l: int, where: str, problems):
+    """(row positions, data [rows, n_l] float64) of one metric."""
+    ib = bytes(raw[idx.offset : idx.offset + idx.size])
+    iwhere = f"{where}: index member at byte {idx.offset}"
+    if ib[:11] != INDEX_MAGIC or len(ib) < 18:
+        raise CubeFormatError(f"{iwhere}: does not start with {INDEX_MAGIC!r}")
+    probe = ib[11:15]
+    if probe == b"\x01\x00\x00\x00":
+        e = "<"
+    elif probe == b"\x00\x00\x00\x01":
+        e = ">"
+    else:
+        raise CubeFormatError(f"{iwhere}: endianness probe at offset 11 is {probe!r}, expected 1 in either order")
+    fmt = ib[17]
+    if fmt == INDEX_SPARSE:
+        if len(ib) < 22:
+            raise CubeFormatError(f"{iwhere}: sparse index without a row count (18-byte header only)")
+        (count,) = struct.unpack(e + "I", ib[18:22])
+        if len(ib) < 22 + 4 * count:
+            raise CubeFormatError(f"{iwhere}: claims {count} rows but holds {(len(ib) - 22) // 4}")
+        rows = np.frombuffer(ib, e + "u4", count, 22).astype(np.int64)
+        if count and rows.max() >= n_c:
+            raise CubeFormatError(f"{iwhere}: row position {rows.max()} but the call tree has {n_c} cnodes")
+        if np.any(np.diff(rows) <= 0):
+            problems.append(f"{where}: index positions not strictly ascending (cubelib would read zeros)")
+    elif fmt == INDEX_DENSE:
+        rows = np.arange(n_c, dtype=np.int64)
+    elif fmt == INDEX_NONE:
+        rows = np.zeros(0, np.int64)
+    else:
+        raise CubeFormatError(f"{iwhere}: unsupported index format {fmt} at offset 17 (1 sparse, 3 dense)")
+    db = bytes(raw[dat.offset : dat.offset + dat.size])
+    dwhere = f"{where}: data member at byte {dat.offset}"
+    np_dtype = np.dtype(e + dtype)
+    need = rows.size * n_l
+    if db.startswith(ZDATA_MAGIC):
+        payload = _inflate(db, e, dwhere)
+    elif db.startswith(DATA_MAGIC):
+        payload = db[len(DATA_MAGIC) :]
+    else:
+        raise CubeFormatError(f"{dwhere}: does not start with {DATA_MAGIC!r} or {ZDATA_MAGIC!r}")
+    have = len(payload) // np_dtype.itemsize
+    if have < need:
+        raise CubeFormatError(
+            f"{dwhere}: holds {have} values of {np_dtype.itemsize} bytes, but {rows.size} rows x {n_l} locations "
+            f"= {need} are needed"
+        )
+    if have > need:
+        problems.append(f"{dwhere}: {have - need} values more than the index lists; ignored (as cubelib does)")
+    data = np.frombuffer(payload, np_dtype, need).astype(np.float64).reshape(rows.size, n_l)
+    return rows, data
+
+
+def _inflate(db: bytes, e: str, where: str) -> bytes:
+    """Compressed data: count K, K (row start, block start, block size) triples, K zlib streams."""
+    start = len(ZDATA_MAGIC)
+    try:
+        (k,) = struct.unpack(e + "Q", db[start : start + 8])
+        table = struct.unpack(e + "Q" * (3 * k), db[start + 8 : start + 8 + 24 * k])
+    except struct.error:
+        raise CubeFormatError(f"{where}: compressed data header is truncated") from None
+    pos = start + 8 + 24 * k
+    parts = []
+    for i in range(k):
+        size = table[3 * i + 2]
+        if size == 0:  # an empty block holds no rows
+            continue
+        # blocks follow the table back to back (pycubexr reads them the same way)
+        try:
+            parts.append(zlib.decompress(db[pos : pos + size]))
+        except zlib.error as err:
+            raise CubeFormatError(f"{where}: compressed block {i} at byte {pos}: {err}") from None
+        pos += size
+    return b"".join(parts)
+
+
+def _inclusive_to_exclusive(vals: np.ndarray, parent: np.ndarray, aggregation: str) -> np.ndarray:
+    if aggregation != "sum":
+        return vals
+    excl = vals.copy()
+    kids = np.flatnonzero(parent >= 0)
+    np.subtract.at(excl, parent[kids], vals[kids])
+    return excl
+
+
+class _Anchor:
+    """What :func:`_parse_anchor` extracts from ``anchor.xml``."""
+
+    def __init__(self):
+        self.attrs: dict[str, str] = {}
+        self.metrics: list[MetricInfo] = []
+        self.metric_elements: list[ET.Element] = []
+        self.dtypes: dict[str, str] = {}
+        self.inclusive: dict[str, bool] = {}
+        self.void: dict[str, bool] = {}
+        self.regions: list[RegionInfo] = []
+        self.cnode_parent: np.ndarray
+        self.cnode_region: np.ndarray
+        self.cnode_line: np.ndarray
+        self.cnode_file: list[str]
+        self.exclusive_positions: np.ndarray  # row position -> cnode id
+        self.inclusive_positions: np.ndarray
+        self.locations: list[LocationInfo] = []
+
+
+def _int_attr(el: ET.Element, name: str, where: str, default=None) -> int:
+    val = el.get(name)
+    if val is None:
+        if default is not None:
+            return default
+        raise CubeFormatError(f"{where}: <{el.tag}> lacks the {name} attribute")
+    try:
+        return int(val)
+    except ValueError:
+        raise CubeFormatError(f"{where}: <{el.tag} {name}={val!r}> is not an integer") from None
+
+
+def _text(el: ET.Element, tag: str) -> str:
+    return (el.findtext(tag) or "").strip()
+
+
+def _parse_anchor(root: ET.Element, where: str, problems: list[str]) -> _Anchor:
+    if root.tag != "cube":
+        raise CubeFormatError(f"{where}: root element is <{root.tag}>, expected <cube>")
+    out = _Anchor()
+    for el in root.findall("attr"):
+        out.attrs[el.get("key", "")] = el.get("value", "")
+    metrics_el = root.find("metrics")
+    program = root.find("program")
+    system = root.find("system")
+    for tag, el in (("metrics", metrics_el), ("program", program), ("system", system)):
+        if el is None:
+            raise CubeFormatError(f"{where}: no <{tag}> section")
+    _parse_metrics(metrics_el, None, out, where, problems)
+    _parse_program(program, out, where)
+    out.locations = _parse_system(system, where)
+    return out
+
+
+def _parse_metrics(parent_el: ET.Element, parent: str | None, out: _Anchor, where: str, problems: list[str]):
+    for el in parent_el.findall("metric"):
+        mid = el.get("id", "?")
+        name = _text(el, "uniq_name")
+        mwhere = f"{where}: metric id {mid} ({name!r})"
+        if not name:
+            raise CubeFormatError(f"{mwhere}: empty <uniq_name>")
+        mtype = (el.get("type") or "EXCLUSIVE").upper()
+        dtype = _text(el, "dtype").upper()
+        skip = None
+        if mtype in _DERIVED_TYPES:
+            skip = f"derived metric ({mtype}, computed by cubelib from a CubePL expression)"
+        elif mtype not in ("EXCLUSIVE", "INCLUSIVE"):
+            skip = f"metric type {mtype}"
+        elif dtype not in _SCALAR_DTYPES:
+            skip = f"data type {dtype or '(none)'} has no single value per call path and location"
+        if skip:
+            problems.append(f"{mwhere}: left out with its sub-metrics: {skip}")
+            continue
+        code, is_int = _SCALAR_DTYPES[dtype]
+        agg = {"MINDOUBLE": "min", "MAXDOUBLE": "max"}.get(dtype, "sum")
+        diagnosis = ""
+        for a in el.findall("attr"):
+            if a.get("key") == "diagnosis":
+                diagnosis = a.get("value", "")
+        info = MetricInfo(
+            name=name,
+            display_name=_text(el, "disp_name") or name,
+            parent=parent,
+            unit=_text(el, "uom"),
+            description=_text(el, "descr"),
+            diagnosis=diagnosis,
+            dtype="INTEGER" if is_int else "FLOAT",
+            url=_text(el, "url"),
+            aggregation=agg,
+        )
+        if any(m.name == name for m in out.metrics):
+            raise CubeFormatError(f"{mwhere}: unique name used twice")
+        out.metrics.append(info)
+        out.metric_elements.append(el)
+        out.dtypes[name] = code
+        out.inclusive[name] = mtype == "INCLUSIVE"
+        out.void[name] = _text(el, "val").upper() == "VOID"
+        _parse_metrics(el, name, out, where, problems)
+
+
+def _parse_program(program: ET.Element, out: _Anchor, where: str):
+    region_index: dict[int, int] = {}
+    for el in program.findall("region"):
+        rid = _int_attr(el, "id", where)
+        if rid in region_index:
+            raise CubeFormatError(f"{where}: region id {rid} defined twice")
+        region_index[rid] = len(out.regions)
+        out.regions.append(
+            RegionInfo(
+                name=_text(el, "name"),
+                file=el.get("mod", ""),
+                begin_line=_int_attr(el, "begin", where, -1),
+                end_line=_int_attr(el, "end", where, -1),
+                paradigm=_text(el, "paradigm") or "unknown",
+                role=_text(el, "role") or "unknown",
+                description=_text(el, "descr"),
+            )
+        )
+    roots = program.findall("cnode")
+    if not roots:
+        raise CubeFormatError(f"{where}: <program> has no <cnode>")
+    parent: dict[int, int] = {}
+    region: dict[int, int] = {}
+    line: dict[int, int] = {}
+    mod: dict[int, str] = {}
+    deep: list[int] = []  # ids in depth-first pre-order (EXCLUSIVE row positions)
+    wide: list[int] = []  # ids in sibling-block order (INCLUSIVE row positions)
+    # depth-first walk over document order; an explicit stack keeps deep trees safe
+    stack: list[tuple[ET.Element, int]] = [(r, -1) for r in reversed(roots)]
+    while stack:
+        el, p = stack.pop()
+        cid = _int_attr(el, "id", where)
+        if cid in parent:
+            raise CubeFormatError(f"{where}: cnode id {cid} used twice")
+        callee = _int_attr(el, "calleeId", where)
+        if callee not in region_index:
+            raise CubeFormatError(f"{where}: cnode {cid}: calleeId {callee} is not a region id")
+        parent[cid], region[cid] = p, region_index[callee]
+        line[cid] = _int_attr(el, "line", where, -1)
+        mod[cid] = el.get("mod", "")
+        deep.append(cid)
+        stack.extend((c, cid) for c in reversed(el.findall("cnode")))
+    n = len(parent)
+    if sorted(parent) != list(range(n)):
+        missing = sorted(set(range(n)) - set(parent))[:5]
+        raise CubeFormatError(
+            f"{where}: cnode ids are not dense 0..{n - 1} (missing {missing}); cubelib crashes on such files"
+        )
+    # sibling-block order: each root, then for every node (depth first) all its children at once
+    kids: dict[int, list[int]] = {c: [] for c in range(n)}
+    for c in deep:
+        if parent[c] >= 0:
+            kids[parent[c]].append(c)
+    for r in (c for c in deep if parent[c] < 0):
+        wide.append(r)
+        st = [r]
+        while st:
+            node = st.pop()
+            wide.extend(kids[node])
+            st.extend(reversed(kids[node]))
+    out.cnode_parent = np.array([parent[c] for c in range(n)], np.int64)
+    out.cnode_region = np.array([region[c] for c in range(n)], np.int64)
+    out.cnode_line = np.array([line[c] for c in range(n)], np.int64)
+    out.cnode_file = [mod[c] for c in range(n)]
+    out.exclusive_positions = np.array(deep, np.int64)
+    out.inclusive_positions = np.array(wide, np.int64)
+
+
+def _sys_id(el: ET.Element, where: str) -> int:
+    val = el.get("Id", el.get("id"))
+    if val is None:
+        raise CubeFormatError(f"{where}: <{el.tag}> lacks an Id attribute")
+    try:
+        return int(val)
+    except ValueError:
+        raise CubeFormatError(f"{where}: <{el.tag} Id={val!r}> is not an integer") from None
+
+
+def _int_text(el: ET.Element, tag: str, where: str, default: int = 0) -> int:
+    t = _text(el, tag)
+    if not t:
+        return default
+    try:
+        return int(t)
+    except ValueError:
+        raise CubeFormatError(f"{where}: <{el.tag}>/<{tag}> {t!r} is not an integer") from None
+
+
+def _parse_system(system: ET.Element, where: str) -> list[LocationInfo]:
+    found: dict[int, LocationInfo] = {}
+
+    def add(lid: int, info: LocationInfo):
+        if lid in found:
+            raise CubeFormatError(f"{where}: location Id {lid} used twice")
+        found[lid] = info
+
+    # CUBE4 style: systemtreenode* -> locationgroup -> location
+    def walk(el: ET.Element, machine: str | None, node: str | None, parent_name: str):
+        name = _text(el, "name")
+        cls = _text(el, "class").lower()
+        if cls == "machine" or machine is None:
+            machine = name if cls == "machine" or machine is None else machine
+        if cls == "node":
+            node = name
+        for g in el.findall("locationgroup"):
+            rank = _int_text(g, "rank", where)
+            gname = _text(g, "name")
+            for loc in g.findall("location"):
+                add(
+                    _sys_id(loc, where),
+                    LocationInfo(
+                        machine=machine or name,
+                        node=node or name,
+                        rank=rank,
+                        thread=_int_text(loc, "rank", where),
+                        name=_text(loc, "name"),
+                        process_name=gname,
+                    ),
+                )
+        for child in el.findall("systemtreenode"):
+            walk(child, machine, node, name)
+
+    for stn in system.findall("systemtreenode"):
+        walk(stn, None, None, "")
+    # CUBE3 style (also accepted inside a CUBE4 anchor): machine -> node -> process -> thread
+    for m in system.findall("machine"):
+        for nd in m.findall("node"):
+            for p in nd.findall("process"):
+                rank = _int_text(p, "rank", where)
+                for t in p.findall("thread"):
+                    add(
+                        _sys_id(t, where),
+                        LocationInfo(
+                            machine=_text(m, "name"),
+                            node=_text(nd, "name"),
+                            rank=rank,
+                            thread=_int_text(t, "rank", where),
+                            name=_text(t, "name"),
+                            process_name=_text(p, "name"),
+                        ),
+                    )
+    n = len(found)
+    if n == 0:
+        raise CubeFormatError(f"{where}: the system tree has no locations")
+    if sorted(found) != list(range(n)):
+        missing = sorted(set(range(n)) - set(found))[:5]
+        raise CubeFormatError(
+            f"{where}: location Ids are not dense 0..{n - 1} (missing {missing}); cubelib crashes on such files"
+        )
+    return [found[i] for i in range(n)]
