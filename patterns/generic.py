@@ -84,6 +84,7 @@ class Time(Pattern):
                    "Idle Threads. It is the root of every other time property.")
     diagnosis = ("Expand the metric tree to see how time splits into execution, overhead and idle threads, then "
                  "expand the call tree to find the call paths that take the most time.")
+    requires = ("omp_teams", "omp_team_members")  # the fork/join spans (management_shift)
     #: computed first when registered, so its value can be added; not a hard dependency
     optional_depends = ("omp_idle_threads",)
 
@@ -116,6 +117,7 @@ class Execution(Pattern):
     description = ("Time spent executing the program, its MPI and OpenMP calls included: Time without measurement "
                    "overhead and without idle threads.")
     diagnosis = "Expand the metric tree to separate MPI and OpenMP time from the remaining computation."
+    requires = ("omp_teams", "omp_team_members")  # the fork/join spans (management_shift)
 
     def compute(self, ctx):
         t = base_time(ctx).copy()

@@ -19,7 +19,7 @@ from tracefmt.layout import Paradigm, Role
 from .kernels.wrongorder import RING_SIZE, wrong_order
 
 from .api import Pattern, Severity
-from .generic import _cache, base_time
+from .generic import _cache
 
 
 # --------------------------------------------------------------------------
@@ -45,8 +45,9 @@ def _is(ctx, regions: np.ndarray, pred) -> np.ndarray:
 
 
 def _time_where(ctx, cnode_mask: np.ndarray) -> np.ndarray:
+    """Execution time (``ctx.results["execution"]``) at the call paths of ``cnode_mask``."""
     t = np.zeros_like(ctx.excl_time)
-    t[cnode_mask] = base_time(ctx)[cnode_mask]
+    t[cnode_mask] = ctx.results["execution"][cnode_mask]
     return t
 
 
@@ -80,23 +81,26 @@ def _sev(cnode, loc, value) -> Severity:
 
 class _Sec(Pattern):
     unit = "sec"
-    paradigm = "mpi"
+
+
+class _TimeCategory(_Sec):
+    """MPI time categories: the execution time of the call paths they select."""
+
+    depends = ("execution",)
 
 
 class _Occ(Pattern):
     unit = "occ"
-    paradigm = "mpi"
 
 
 class _Bytes(Pattern):
     unit = "bytes"
-    paradigm = "mpi"
 
 
 # --------------------------------------------------------------------------
 # time categories
 # --------------------------------------------------------------------------
-class Mpi(_Sec):
+class Mpi(_TimeCategory):
     name = "mpi"
     parent = "execution"
     display_name = "MPI"
@@ -109,7 +113,7 @@ class Mpi(_Sec):
         return _time_where(ctx, _mpi_mask(ctx))
 
 
-class MpiCommunication(_Sec):
+class MpiCommunication(_TimeCategory):
     name = "mpi_communication"
     parent = "mpi"
     display_name = "Communication"
@@ -122,7 +126,7 @@ class MpiCommunication(_Sec):
         return _time_where(ctx, m)
 
 
-class MpiPoint2point(_Sec):
+class MpiPoint2point(_TimeCategory):
     name = "mpi_point2point"
     parent = "mpi_communication"
     display_name = "Point-to-point"
@@ -135,7 +139,7 @@ class MpiPoint2point(_Sec):
         return _time_where(ctx, _role_mask(ctx, Role.MPI_POINT2POINT))
 
 
-class MpiCollective(_Sec):
+class MpiCollective(_TimeCategory):
     name = "mpi_collective"
     parent = "mpi_communication"
     display_name = "Collective"
@@ -147,7 +151,7 @@ class MpiCollective(_Sec):
         return _time_where(ctx, _role_mask(ctx, *_COLL_ROLES))
 
 
-class MpiSynchronization(_Sec):
+class MpiSynchronization(_TimeCategory):
     name = "mpi_synchronization"
     parent = "mpi"
     display_name = "Synchronization"
@@ -159,7 +163,7 @@ class MpiSynchronization(_Sec):
         return _time_where(ctx, _role_mask(ctx, Role.MPI_COLL_BARRIER) | _rma_mask(ctx, sync=True))
 
 
-class MpiSyncCollective(_Sec):
+class MpiSyncCollective(_TimeCategory):
     name = "mpi_sync_collective"
     parent = "mpi_synchronization"
     display_name = "Barrier"
@@ -171,7 +175,7 @@ class MpiSyncCollective(_Sec):
         return _time_where(ctx, _role_mask(ctx, Role.MPI_COLL_BARRIER))
 
 
-class MpiIo(_Sec):
+class MpiIo(_TimeCategory):
     name = "mpi_io"
     parent = "mpi"
     display_name = "File I/O"
@@ -183,7 +187,7 @@ class MpiIo(_Sec):
         return _time_where(ctx, _role_mask(ctx, Role.MPI_FILE_IO))
 
 
-class MpiInitExit(_Sec):
+class MpiInitExit(_TimeCategory):
     name = "mpi_init_exit"
     parent = "mpi"
     display_name = "Init/Exit"

@@ -105,7 +105,6 @@ def _explained(wait_row: np.ndarray, cause_row: np.ndarray, ctx, members_only: n
 
 
 class _Reason(Pattern):
-    paradigm = "openmp"
     unit = "sec"
 
 
@@ -166,7 +165,6 @@ class OmpUnevenSectionDistribution(_Reason):
         "Make the number of sections a multiple of the number of threads (merge or split sections), or run "
         "the construct with as many threads as it has sections."
     )
-    requires = ("omp_barriers",)
     depends = ("omp_ibarrier_wait",)
 
     def compute(self, ctx):
@@ -185,7 +183,6 @@ class OmpNotEnoughSections(_Reason):
         "Threads without a section only wait.  Give the construct more (smaller) sections, use a parallel "
         "loop or tasks instead, or run it with fewer threads (num_threads clause)."
     )
-    requires = ("omp_barriers",)
     depends = ("omp_ibarrier_wait",)
 
     def compute(self, ctx):
@@ -207,7 +204,6 @@ class OmpSingleSerialization(_Reason):
         "The other threads idle while one works.  Parallelise the block's work, move it out of the parallel "
         "region's critical path, or add nowait if the following code does not need its result."
     )
-    requires = ("omp_barriers",)
     depends = ("omp_ibarrier_wait",)
 
     def compute(self, ctx):
@@ -245,7 +241,6 @@ class OmpNowaitLoopImbalance(_Reason):
         "The nowait loop's iterations take different times on different threads.  Use a dynamic or guided "
         "schedule for that loop, or balance its iterations; nowait only moved the wait to a later barrier."
     )
-    requires = ("omp_barriers",)
     depends = ("omp_ibarrier_wait",)
 
     def compute(self, ctx):
@@ -295,7 +290,6 @@ class OmpMasterSerialization(_Reason):
         "Only the master works while the team waits.  Parallelise the master region's work, give the other "
         "threads independent work before the barrier, or drop the barrier if nothing depends on it."
     )
-    requires = ("omp_barriers",)
     depends = ("omp_ebarrier_wait",)
 
     def compute(self, ctx):
@@ -373,7 +367,6 @@ class OmpCriticalSerialization(_Reason):
         "Nearly all of the loop's work is protected.  Compute into private variables and protect only the "
         "final update (or use a reduction clause or atomics)."
     )
-    requires = ("locks",)
     depends = ("omp_lock_contention_critical",)
 
     def compute(self, ctx):
@@ -502,7 +495,6 @@ FALSE_SHARING_FACTOR = 4.0
 class OmpFalseSharing(Pattern):
     name = "omp_false_sharing"
     parent = None
-    paradigm = "openmp"
     unit = "occ"
     display_name = "False Sharing (excess cache misses)"
     description = (
