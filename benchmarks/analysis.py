@@ -169,6 +169,7 @@ _MEASURE = """
 import json, os, resource, sys, time
 t0 = time.perf_counter()
 from analyzer.analyze import analyze, build_cube, compute_patterns, select_patterns
+from analyzer.cube import write_cubex
 from analyzer.replay import replay
 from tracefmt.detect import open_any
 comm = None
@@ -210,7 +211,7 @@ if phases:  # the same work again, split into its steps (warm page cache)
     pats = select_patterns(None, plugins=False)
     compute_patterns(ctx, pats)
     d = time.perf_counter()
-    build_cube(ctx, pats).write_cubex(path + ".bench.cubex")
+    write_cubex(build_cube(ctx, pats), path + ".bench.cubex")
     e = time.perf_counter()
     os.unlink(path + ".bench.cubex")
     out.update(read_s=b - a, replay_s=c - b, patterns_s=d - c, write_s=e - d)

@@ -149,7 +149,7 @@ def main(argv=None) -> int:
     from tracefmt.detect import open_any
 
     from analyzer.analyze import analyze
-    from analyzer.cube import CubeError
+    from analyzer.cube import CubeError, write_cubex, write_hdf5, write_json
 
     errors = (tracefmt.TraceFormatError, PatternError, CubeError, OSError, ValueError, RuntimeError)
     jobs = default_jobs() if args.jobs is None else args.jobs
@@ -197,11 +197,11 @@ def main(argv=None) -> int:
             bar.close()
             bar = None
         if root:
-            cube.write_cubex(out_path)
+            write_cubex(cube, out_path)
             if args.json:
-                cube.write_json(args.json)
+                write_json(cube, args.json)
             if args.hdf5:
-                cube.write_hdf5(args.hdf5)
+                write_hdf5(cube, args.hdf5)
     except errors as exc:
         if bar is not None:
             bar.close()

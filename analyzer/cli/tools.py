@@ -49,6 +49,7 @@ def _write(path: str, text: str) -> None:
 @quiet_on_closed_pipe
 def diff_main(argv=None) -> int:
     from analyzer.ci import compare
+    from analyzer.cube import write_cubex
 
     ap = argparse.ArgumentParser(
         prog="expert-diff",
@@ -74,7 +75,7 @@ def diff_main(argv=None) -> int:
         if a.output:
             cube = compare.diff_cube(d.base, d.new)
             try:
-                cube.write_cubex(a.output)
+                write_cubex(cube, a.output)
             except OSError as e:
                 raise ResultError(f"{a.output}: cannot write: {e.strerror}") from None
     except ResultError as e:

@@ -13,9 +13,12 @@ values:
   children's) and *exclusive along the call tree* (charged to one call path).
   These are CUBE's and Scalasca's conventions.
 
-The cube is the hub between the analyzer and every output: CUBE4 ``.cubex``
-(:mod:`analyzer.cube.cubex`), the JSON summary (:mod:`analyzer.cube.json_summary`) and HDF5
-(:mod:`analyzer.cube.hdf5`).  Readers return :class:`Cube` objects too, so a
+The cube is the hub between the analyzer and every output.  It knows none of
+its file formats: the functions of the format modules take a cube (CUBE4
+``.cubex``: :mod:`analyzer.cube.cubex_write`, :mod:`~analyzer.cube.cubex_read`;
+the JSON summary: :mod:`analyzer.cube.json_summary`; HDF5:
+:mod:`analyzer.cube.hdf5`), all available from :mod:`analyzer.cube`, e.g.
+``write_cubex(cube, path)``.  Readers return :class:`Cube` objects too, so a
 file written by Scalasca or Score-P can be queried the same way as our own.
 ``docs/cube.md`` describes the file formats.
 """
@@ -556,28 +559,7 @@ class Cube:
                 own -= self.values[child]
         return own
 
-    # ---------------------------------------------------------------- outputs
-    def write_cubex(self, path) -> None:
-        """Write a CUBE4 ``.cubex`` file (see :mod:`analyzer.cubex`)."""
-        from .cubex_write import write_cubex
-
-        write_cubex(self, path)
-
-    def to_json_dict(self) -> dict:
-        from .json_summary import to_json_dict
-
-        return to_json_dict(self)
-
-    def write_json(self, path) -> None:
-        from .json_summary import write_json
-
-        write_json(self, path)
-
-    def write_hdf5(self, path, compression: str | None = "gzip") -> None:
-        from .hdf5 import write_hdf5
-
-        write_hdf5(self, path, compression=compression)
-
+    # ---------------------------------------------------------------- views
     def calltree_graph(self, metrics: Iterable[str] | str | None = None):
         """The call tree as a ``networkx.DiGraph`` (edge parent -> child).
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import analyzer
-from analyzer.cube import read_cubex
+from analyzer.cube import read_cubex, write_cubex
 from samples.demo import PROGRAM_DESIGNED, matching_cnodes, toolchain_missing, trace_designed_program
 
 pytestmark = pytest.mark.runtime
@@ -28,7 +28,7 @@ def analyzed(tmp_path_factory):
     trace = trace_designed_program(d, scale=SCALE)
     cube = analyzer.analyze(str(trace))
     out = d / "hybrid_waits.cubex"
-    cube.write_cubex(str(out))
+    write_cubex(cube, str(out))
     return cube, out
 
 

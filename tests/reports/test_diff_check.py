@@ -16,7 +16,7 @@ import pytest
 from analyzer.ci import check as chk
 from analyzer.ci import compare
 from analyzer.cli.tools import check_main, diff_main
-from analyzer.cube import read_cubex
+from analyzer.cube import read_cubex, write_cubex, write_json
 
 from report_cubes import small_cube
 
@@ -26,7 +26,7 @@ def files(tmp_path):
     out = {}
     for name, ls in (("base", 2.0), ("same", 2.0), ("worse", 3.0), ("b1", 1.8), ("b2", 2.2), ("b3", 2.0)):
         p = tmp_path / f"{name}.cubex"
-        small_cube(ls).write_cubex(str(p))
+        write_cubex(small_cube(ls), str(p))
         out[name] = str(p)
     return out
 
@@ -46,7 +46,7 @@ def test_diff_per_metric_callpath_location(files):
 
 def test_diff_json_against_cube(files, tmp_path):
     j = tmp_path / "base.json"
-    read_cubex(files["base"]).write_json(str(j))
+    write_json(read_cubex(files["base"]), str(j))
     d = compare.diff(str(j), files["worse"])
     ls = {m.name: m for m in d.metrics}["mpi_latesender"]
     assert ls.delta == pytest.approx(1.0)
@@ -98,7 +98,7 @@ def test_diff_bad_input(tmp_path, capsys):
 
 def test_diff_cube_needs_cubes(files, tmp_path, capsys):
     j = tmp_path / "s.json"
-    read_cubex(files["base"]).write_json(str(j))
+    write_json(read_cubex(files["base"]), str(j))
     assert diff_main([str(j), files["worse"], "-o", str(tmp_path / "d.cubex")]) == 2
     assert "needs cube inputs" in capsys.readouterr().err
 

@@ -11,6 +11,7 @@ import re
 
 import pytest
 
+from analyzer.cube import write_cubex
 from analyzer.report import html as report_html
 from analyzer.cli.tools import report_main
 
@@ -159,7 +160,7 @@ def test_file_is_self_contained(tmp_path):
 
 def test_cli_writes_report(tmp_path, capsys):
     cube_path = tmp_path / "r.cubex"
-    small_cube().write_cubex(str(cube_path))
+    write_cubex(small_cube(), str(cube_path))
     out = tmp_path / "out" / "r.html"
     assert report_main([str(cube_path), "-o", str(out)]) == 0
     assert "mpi_latesender" in out.read_text()
