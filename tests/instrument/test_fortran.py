@@ -15,8 +15,9 @@ import pytest
 from pomp_harness import EXPERT_CC, EXPERT_INSTRUMENT, RUNTIME, SAMPLES, need, run
 
 sys.path.insert(0, str(RUNTIME / "opari"))
-import expert_instrument as ei  # noqa: E402
-from fortran_instrument import SLOTS, instrument_fortran  # noqa: E402
+from expert_opari.descriptors import SLOTS  # noqa: E402
+from expert_opari.directives import InstrumentError  # noqa: E402
+from expert_opari.fortran import instrument_fortran  # noqa: E402
 
 ROW = re.compile(r'\{"([^"]*)", "([^"]*)", (\d+), "[^"]*", (\d+), (\d+), (\d+), (\d+), \{0, 0, 0, 0\}, 0\},')
 
@@ -195,7 +196,7 @@ def test_preprocessor_lines_and_semicolons():
     ("x = 1 + &\n", 1, "continued ('&') past the end of the file"),
 ])
 def test_bad_input_gives_file_line_and_reason(src, line, message):
-    with pytest.raises(ei.InstrumentError) as err:
+    with pytest.raises(InstrumentError) as err:
         instrument(src)
     assert err.value.path == "t.f90" and err.value.line == line, str(err.value)
     assert message in err.value.message

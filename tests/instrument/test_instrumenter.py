@@ -14,7 +14,9 @@ import pytest
 from pomp_harness import EXPERT_INSTRUMENT, RUNTIME, SAMPLES
 
 sys.path.insert(0, str(RUNTIME / "opari"))
-import expert_instrument as ei  # noqa: E402
+from expert_opari.c_lexer import Lexer  # noqa: E402
+from expert_opari.c_rewriter import instrument_source  # noqa: E402
+from expert_opari.directives import InstrumentError  # noqa: E402
 
 DESCR = re.compile(r'static POMP_DESCRIPTOR struct ompregdescr (pomp_rd_\d+) = \{"([^"]*)", "([^"]*)", (\d+), '
                    r'"[^"]*", (\d+), (\d+), (\d+), (\d+), \{0, 0, 0, 0\}, 0\};')
@@ -36,7 +38,7 @@ def squash(s: str) -> str:
 
 # ---------------------------------------------------------------- the sample sources
 def test_tricky_c_descriptors():
-    out = ei.instrument_source((SAMPLES / "tricky.c").read_text(), "tricky.c")
+    out = instrument_source((SAMPLES / "tricky.c").read_text(), "tricky.c")
     assert descriptors(out) == [
         ("parallel", "", 0, 24, 25, 31, 31),  # directive continued onto line 25, body = the for construct
         ("for", "", 0, 26, 26, 31, 31),
@@ -57,7 +59,7 @@ def test_tricky_c_descriptors():
 
 
 def test_tricky_cpp_descriptors():
-    out = ei.instrument_source((SAMPLES / "tricky.cpp").read_text(), "tricky.cpp")
+    out = instrument_source((SAMPLES / "tricky.cpp").read_text(), "tricky.cpp")
     assert descriptors(out) == [
         ("parallel", "", 0, 19, 19, 20, 20),
         ("for", "", 0, 19, 19, 20, 20),
@@ -74,10 +76,10 @@ GENERATED = re.compile(r"^(\{ )?POMP_\w+\((&pomp_rd_\d+)?\);( \})?$")
 def test_line_directives_keep_every_original_line_at_its_number(name):
     """Simulate the compiler's presumed line numbers: every original line's text is found at its own number."""
     src = (SAMPLES / name).read_text()
-    out = ei.instrument_source(src, name)
+    out = instrument_source(src, name)
     original = src.split("\n")
     pragma_lines = set()
-    for t in ei._Lexer(src, name).tokens():
+    for t in Lexer(src, name).tokens():
         if t.kind == "pp" and t.text.replace(" ", "").startswith(("#pragmaomp", "#pragmapomp")):
             pragma_lines.update(range(t.line, t.end_line + 1))
     seen: dict[int, str] = {}
@@ -108,14 +110,14 @@ def test_line_directives_keep_every_original_line_at_its_number(name):
 
 # ---------------------------------------------------------------- transformations (Tables 1 and 2)
 def test_parallel_region_gets_fork_join_and_an_explicit_end_barrier():
-    out = body(ei.instrument_source("void f(void) {\n#pragma omp parallel\n  work();\n}\n", "p.c"))
+    out = body(instrument_source("void f(void) {\n#pragma omp parallel\n  work();\n}\n", "p.c"))
     calls = re.findall(r"POMP_\w+|#pragma omp \w+", out)
     assert calls == ["POMP_Parallel_fork", "#pragma omp parallel", "POMP_Parallel_begin", "POMP_Barrier_enter",
                      "#pragma omp barrier", "POMP_Barrier_exit", "POMP_Parallel_end", "POMP_Parallel_join"]
 
 
 def test_worksharing_loop_gets_nowait_and_an_instrumented_barrier():
-    out = body(ei.instrument_source("void f(int *a) {\n#pragma omp for schedule(static)\nfor (int i=0;i<9;i++) a[i]=i;\n}\n",
+    out = body(instrument_source("void f(int *a) {\n#pragma omp for schedule(static)\nfor (int i=0;i<9;i++) a[i]=i;\n}\n",
                                     "f.c"))
     assert "#pragma omp for schedule(static) nowait" in out
     assert re.findall(r"POMP_\w+|#pragma omp \w+", out) == [
@@ -124,14 +126,14 @@ def test_worksharing_loop_gets_nowait_and_an_instrumented_barrier():
 
 
 def test_nowait_loop_gets_no_barrier():
-    out = body(ei.instrument_source("void f(int *a) {\n#pragma omp for nowait\nfor (int i=0;i<9;i++) a[i]=i;\n}\n",
+    out = body(instrument_source("void f(int *a) {\n#pragma omp for nowait\nfor (int i=0;i<9;i++) a[i]=i;\n}\n",
                                     "f.c"))
     assert "barrier" not in out.lower()
     assert "POMP_For_enter" in out and "POMP_For_exit" in out
 
 
 def test_single_with_copyprivate_keeps_its_implicit_barrier():
-    out = body(ei.instrument_source("void f(int x) {\n#pragma omp single copyprivate(x)\nx = 1;\n}\n", "s.c"))
+    out = body(instrument_source("void f(int x) {\n#pragma omp single copyprivate(x)\nx = 1;\n}\n", "s.c"))
     assert "nowait" not in out and "barrier" not in out.lower()
     assert re.findall(r"POMP_\w+", out) == ["POMP_Single_enter", "POMP_Single_begin", "POMP_Single_end",
                                             "POMP_Single_exit"]
@@ -142,7 +144,7 @@ def test_combined_parallel_for_splits_the_clauses():
            "#pragma omp parallel for default(none) shared(a, n) reduction(+:s) schedule(dynamic, 4) \\\n"
            "        firstprivate(x) lastprivate(x) num_threads(4) collapse(1)\n"
            "  for (int i = 0; i < n; i++) { x = i; s += a[i]; }\n}\n")
-    out = body(ei.instrument_source(src, "c.c"))
+    out = body(instrument_source(src, "c.c"))
     par = re.search(r"#pragma omp parallel (.*)", out)[1]
     loop = re.search(r"#pragma omp for (.*)", out)[1]
     assert par == "default(none) shared(a, n) reduction(+:s) num_threads(4) shared(x)"
@@ -152,14 +154,14 @@ def test_combined_parallel_for_splits_the_clauses():
         "POMP_Parallel_fork", "#pragma omp parallel", "POMP_Parallel_begin", "POMP_For_enter", "#pragma omp for",
         "POMP_Barrier_enter", "#pragma omp barrier", "POMP_Barrier_exit", "POMP_For_exit", "POMP_Parallel_end",
         "POMP_Parallel_join"]
-    assert descriptors(ei.instrument_source(src, "c.c"))[0][3:5] == (3, 4)
+    assert descriptors(instrument_source(src, "c.c"))[0][3:5] == (3, 4)
 
 
 def test_sections_each_section_wrapped():
     src = ("void f(void) {\n#pragma omp sections\n{\n a();\n b();\n#pragma omp section\n c();\n}\n}\n")
-    out = body(ei.instrument_source(src, "s.c"))
+    out = body(instrument_source(src, "s.c"))
     assert out.count("POMP_Section_begin") == 2 and out.count("POMP_Section_end") == 2
-    assert descriptors(ei.instrument_source(src, "s.c")) == [("sections", "", 2, 2, 2, 8, 8)]
+    assert descriptors(instrument_source(src, "s.c")) == [("sections", "", 2, 2, 2, 8, 8)]
     assert "#pragma omp sections nowait" in out
 
 
@@ -167,7 +169,7 @@ def test_critical_and_atomic_and_lock_routines():
     src = ('void f(omp_lock_t *l, struct s *o) {\n#pragma omp critical(name)\n{ g(); }\n'
            '#pragma omp atomic update\nx += 1;\nomp_set_lock(l); omp_unset_lock (l);\n'
            'o->omp_set_lock(l); const char *t = "omp_set_lock(l)";\n}\n')
-    out = body(ei.instrument_source(src, "k.c"))
+    out = body(instrument_source(src, "k.c"))
     assert re.findall(r"POMP_\w+", out) == [
         "POMP_Critical_enter", "POMP_Critical_begin", "POMP_Critical_end", "POMP_Critical_exit",
         "POMP_Atomic_enter", "POMP_Atomic_exit", "POMP_Set_lock", "POMP_Unset_lock"]
@@ -178,7 +180,7 @@ def test_user_region_and_control_directives():
     src = ("int main(void) {\n#pragma pomp inst init\n#pragma omp inst begin(phase_1)\nwork();\n"
            "#pragma pomp inst end(phase_1)\n#pragma pomp inst off\n#pragma pomp inst on\n"
            "#pragma pomp inst finalize\n}\n")
-    out = ei.instrument_source(src, "u.c")
+    out = instrument_source(src, "u.c")
     assert descriptors(out) == [("region", "phase_1", 0, 3, 3, 5, 5)]
     assert re.findall(r"POMP_\w+", body(out)) == ["POMP_Init", "POMP_Begin", "POMP_End", "POMP_Off", "POMP_On",
                                                   "POMP_Finalize"]
@@ -189,17 +191,17 @@ def test_user_region_and_control_directives():
 def test_noinstrument_switches_off_until_instrument():
     src = ("void f(omp_lock_t *l) {\n#pragma pomp noinstrument\n#pragma omp parallel\n{ omp_set_lock(l); }\n"
            "#pragma pomp instrument\n#pragma omp barrier\n}\n")
-    out = ei.instrument_source(src, "n.c")
+    out = instrument_source(src, "n.c")
     assert [d[0] for d in descriptors(out)] == ["barrier"]
     assert "omp_set_lock(l)" in out and "#pragma omp parallel" in out and "noinstrument" not in out
 
 
 def test_disable_leaves_constructs_alone():
     src = "void f(void) {\n#pragma omp parallel\n{\n#pragma omp critical\n g();\n}\n}\n"
-    out = ei.instrument_source(src, "d.c", disabled=["critical"])
+    out = instrument_source(src, "d.c", disabled=["critical"])
     assert [d[0] for d in descriptors(out)] == ["parallel"]
     with pytest.raises(ValueError, match="unknown construct"):
-        ei.instrument_source(src, "d.c", disabled=["loops"])
+        instrument_source(src, "d.c", disabled=["loops"])
 
 
 def test_statement_forms_as_structured_blocks():
@@ -216,7 +218,7 @@ def test_statement_forms_as_structured_blocks():
            "#pragma omp critical\n"          # 10
            "  done: g();\n"                  # 11
            "}\n")
-    assert descriptors(ei.instrument_source(src, "s.c")) == [
+    assert descriptors(instrument_source(src, "s.c")) == [
         ("parallel", "", 0, 2, 2, 3, 3), ("parallel", "", 0, 4, 4, 5, 5), ("parallel", "", 0, 6, 6, 7, 7),
         ("parallel", "", 0, 8, 8, 11, 11), ("single", "", 0, 9, 9, 11, 11), ("critical", "", 0, 10, 10, 11, 11)]
 
@@ -225,7 +227,7 @@ def test_conditional_branches_with_unbalanced_braces():
     """Only the first branch of an #if chain is used to find block boundaries."""
     src = ("void f(int n) {\n#pragma omp parallel\n{\n#ifdef FAST\n  for (int i = 0; i < n; i++) {\n#else\n"
            "  for (int i = n; i > 0; i--) {\n#endif\n    g(i);\n  }\n}\n}\n")
-    assert descriptors(ei.instrument_source(src, "b.c")) == [("parallel", "", 0, 2, 2, 11, 11)]
+    assert descriptors(instrument_source(src, "b.c")) == [("parallel", "", 0, 2, 2, 11, 11)]
 
 
 # ---------------------------------------------------------------- bad input: clear errors with file and line
@@ -241,8 +243,8 @@ def test_conditional_branches_with_unbalanced_braces():
     ("void f(void) {\n#pragma omp parallel num_threads(2\n g();\n}\n", 2, "unbalanced parentheses"),
 ])
 def test_errors_name_file_and_line(src, line, message):
-    with pytest.raises(ei.InstrumentError) as exc:
-        ei.instrument_source(src, "bad.c")
+    with pytest.raises(InstrumentError) as exc:
+        instrument_source(src, "bad.c")
     assert str(exc.value).startswith(f"bad.c:{line}: ")
     assert message in str(exc.value)
 

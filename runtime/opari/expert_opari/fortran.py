@@ -13,7 +13,8 @@ The same transformation rules as for C (seed 001, Tables 1 and 2), in Fortran sp
 
 Fortran code cannot take the address of a C descriptor, so every construct gets an INTEGER handle
 (``base + k``; ``base`` is derived from the file and its text) and the descriptors go into a C table
-(returned next to the Fortran text) that registers itself with the runtime (runtime/src/pomp_fortran.c).
+(returned next to the Fortran text; descriptors.py) that registers itself with the runtime
+(runtime/src/pomp_fortran.c).  Directives and the clause splitting are shared with C (directives.py).
 Line markers (``# N "file"``), which gfortran honours with and without preprocessing, keep compiler
 messages on the original lines.
 
@@ -26,21 +27,19 @@ lines.  Known limits (see docs/instrument.md): fixed form, labelled DO loops clo
 from __future__ import annotations
 
 import re
-import zlib
 from dataclasses import dataclass
 
-from expert_instrument import Clause, Directive, InstrumentError, Token, parse_directive
+from .descriptors import SLOTS, FortranDescriptor, c_escape, fortran_table, handle_base
+from .directives import (FORTRAN_LOOP_CLAUSES, SECTIONS_CLAUSES, Clause, Directive, InstrumentError, directive_text,
+                         parse_directive, split_clauses)
 
-__all__ = ["FORTRAN_EXT", "is_fortran", "instrument_fortran", "table_path"]
+__all__ = ["FORTRAN_EXT", "is_fortran", "instrument_fortran"]
 
 FORTRAN_EXT = {".f90", ".F90", ".f95", ".F95", ".f03", ".F03", ".f08", ".F08"}
-SLOTS = 4096  # descriptors per source; must match POMP_F_SLOTS in runtime/src/pomp_fortran.c
 
 _SENTINEL = re.compile(r"!\$(omp|pomp)(?=[\s&]|$)", re.I)
 _DO_STMT = re.compile(r"^(?:[a-z_]\w*\s*:\s*)?do\b(?!\s*=)(?P<label>\s*\d+)?", re.I)
 _END_DO = re.compile(r"^end\s*do\b", re.I)
-_LOOP_CLAUSES = {"schedule", "ordered", "lastprivate", "collapse", "linear", "order", "nowait"}
-_SECTIONS_CLAUSES = {"lastprivate", "nowait"}
 # constructs with a block and an end directive, as the instrumentation names them
 _BLOCK = {"parallel", "do", "do simd", "sections", "single", "workshare", "master", "critical", "atomic",
           "parallel do", "parallel do simd", "parallel sections", "parallel workshare"}
@@ -52,12 +51,6 @@ _SWITCH = {"do": "for", "do simd": "for", "workshare": "for", "parallel do": "pa
 
 def is_fortran(path: str) -> bool:
     return any(path.endswith(ext) for ext in FORTRAN_EXT)
-
-
-def table_path(out: str) -> str:
-    """The descriptor table written beside an instrumented Fortran file: app.pomp.f90 -> app.pomp_tab.c."""
-    stem = out.rsplit(".", 1)[0]
-    return stem + "_tab.c"
 
 
 @dataclass
@@ -74,15 +67,6 @@ class _Stmt:  # one Fortran statement (a ';' part of a line or several '&'-conti
     first: int
     last: int
     text: str  # character literals blanked, comments removed
-
-
-@dataclass
-class _Descr:
-    name: str
-    sub_name: str
-    begin: tuple[int, int]  # 1-based lines of the opening directive
-    end: tuple[int, int] = (0, 0)
-    num_sections: int = 0
 
 
 @dataclass
@@ -235,9 +219,8 @@ class _Fortran:
         self.before: dict[int, list[str]] = {}
         self.after: dict[int, list[str]] = {}
         self.replaced: dict[int, tuple[int, list[str]]] = {}  # first line -> (last line, new lines)
-        self.descrs: list[_Descr] = []
-        fid = zlib.crc32((path + "\0" + text).encode("utf-8", "surrogateescape")) & 0x7FFFF
-        self.base = (fid or 1) * SLOTS
+        self.descrs: list[FortranDescriptor] = []
+        self.base = handle_base(path, text)
         self.stack: list[_Open] = []
         self.regions: dict[str, int] = {}  # open user regions by name
         self.do_depth = 0
@@ -254,7 +237,7 @@ class _Fortran:
     def descr(self, name, dr: _Dir, sub_name="") -> int:
         if len(self.descrs) + 1 >= SLOTS:
             self.error(dr.first, f"more than {SLOTS - 1} instrumented constructs in one source")
-        self.descrs.append(_Descr(name, sub_name, (dr.first + 1, dr.last + 1)))
+        self.descrs.append(FortranDescriptor(name, sub_name, (dr.first + 1, dr.last + 1)))
         return len(self.descrs)
 
     def set_end(self, handles, first: int, last: int):
@@ -323,8 +306,7 @@ class _Fortran:
             return
 
     def directive(self, dr: _Dir):
-        d = parse_directive(Token("pp", f"#pragma {dr.sentinel} {dr.text.lower()}", 0, 0, dr.first + 1,
-                                  dr.last + 1), self.path)
+        d = parse_directive(f"#pragma {dr.sentinel} {dr.text.lower()}", dr.first + 1, self.path)
         if dr.sentinel == "pomp" or d.name in ("noinstrument", "instrument") or d.name.startswith("inst "):
             return self.pomp(dr, d)
         name = d.name
@@ -444,11 +426,11 @@ class _Fortran:
             elif ws == "critical":
                 out.append(self.call("critical_end", w, ind))
                 if end is not None:
-                    out += _directive_lines(ind, "omp", _end_text(edd))
+                    out += _directive_lines(ind, "omp", directive_text(edd))
                 out.append(self.call("critical_exit", w, ind))
             elif ws == "atomic":
                 if end is not None:
-                    out += _directive_lines(ind, "omp", _end_text(edd))
+                    out += _directive_lines(ind, "omp", directive_text(edd))
                 out.append(self.call("atomic_exit", w, ind))
             else:  # do, sections, single, workshare: the implicit barrier made explicit
                 if ws == "single":
@@ -508,7 +490,7 @@ class _Fortran:
     # -- output
     def render(self) -> str:
         out = []
-        marker = f'"{_escape(self.path)}"'
+        marker = f'"{c_escape(self.path)}"'
         resync = False
         i = 0
         while i < len(self.lines):
@@ -532,16 +514,7 @@ class _Fortran:
         return "\n".join(out) + "\n"
 
     def table(self) -> str:
-        f = _c_string(self.path)
-        rows = [f"    {{{_c_string(x.name)}, {_c_string(x.sub_name)}, {x.num_sections}, {f}, {x.begin[0]}, "
-                f"{x.begin[1]}, {x.end[0]}, {x.end[1]}, {{0, 0, 0, 0}}, 0}}," for x in self.descrs]
-        head = (f"/* POMP descriptors of {self.path}, written by expert-instrument: handle {self.base} + k is "
-                f"entry k (1-based) */\n#include <pomp.h>\n")
-        if not rows:
-            return head
-        return (head + "static struct ompregdescr pomp_descr[] = {\n" + "\n".join(rows) + "\n};\n"
-                "__attribute__((constructor)) static void pomp_register(void)\n{\n"
-                f"    POMP_Fortran_register({self.base}, pomp_descr, {len(rows)});\n}}\n")
+        return fortran_table(self.path, self.base, self.descrs)
 
 
 def _end_name(text: str) -> str | None:
@@ -557,30 +530,11 @@ def _end_name(text: str) -> str | None:
     return " ".join(words)
 
 
-def _end_text(d: Directive) -> str:
-    head = d.name + (f"({d.name_arg})" if d.name_arg is not None else "")
-    return " ".join([head] + [c.text() for c in d.clauses])
-
-
 def _split_clauses(clauses: list[Clause], inner: str) -> tuple[list[Clause], list[Clause]]:
     """(clauses of the parallel part, of the work-sharing part) of a combined construct (Table 2)."""
-    keep = {"do": _LOOP_CLAUSES, "do simd": _LOOP_CLAUSES, "sections": _SECTIONS_CLAUSES}.get(inner, set())
-    inner_c = [c for c in clauses if c.name in keep]
-    outer_c = [c for c in clauses if c.name not in keep]
-    last_vars = {v.strip() for c in inner_c if c.name == "lastprivate" for v in (c.arg or "").split(":")[-1].split(",")}
-    for c in list(outer_c):  # a variable both firstprivate and lastprivate goes with the work sharing
-        if c.name == "firstprivate":
-            vs = [v.strip() for v in (c.arg or "").split(",")]
-            both = [v for v in vs if v in last_vars]
-            if both:
-                outer_c.remove(c)
-                rest = [v for v in vs if v not in last_vars]
-                if rest:
-                    outer_c.append(Clause("firstprivate", ", ".join(rest)))
-                inner_c.append(Clause("firstprivate", ", ".join(both)))
-    if any(c.name == "default" and (c.arg or "").strip() == "none" for c in outer_c) and last_vars:
-        outer_c.append(Clause("shared", ", ".join(sorted(last_vars))))
-    return outer_c, inner_c
+    loop = FORTRAN_LOOP_CLAUSES
+    keep = {"do": loop, "do simd": loop, "sections": SECTIONS_CLAUSES}.get(inner, set())
+    return split_clauses(clauses, keep)
 
 
 def _directive_lines(indent: str, sentinel: str, text: str, width: int = 100) -> list[str]:
@@ -596,14 +550,6 @@ def _directive_lines(indent: str, sentinel: str, text: str, width: int = 100) ->
     out = [f"{indent}!${sentinel} {lines[0]}"]
     out += [f"{indent}!${sentinel}& {ln}" for ln in lines[1:]]
     return [ln + " &" for ln in out[:-1]] + out[-1:]
-
-
-def _escape(path: str) -> str:
-    return path.replace("\\", "\\\\").replace('"', '\\"')
-
-
-def _c_string(s: str) -> str:
-    return '"' + _escape(s).replace("\n", "\\n") + '"'
 
 
 def instrument_fortran(text: str, path: str, disabled=frozenset()) -> tuple[str, str]:

@@ -30,11 +30,12 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from expert_instrument import InstrumentError, instrument_file  # noqa: E402
-from fortran_instrument import FORTRAN_EXT, table_path  # noqa: E402
+from .cli import instrument_file
+from .descriptors import table_path
+from .directives import InstrumentError
+from .fortran import FORTRAN_EXT
 
-RUNTIME = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RUNTIME = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # runtime/
 INCLUDE_DIR = os.path.join(RUNTIME, "include")
 LIB_DIR = os.environ.get("EXPERT_RUNTIME_LIB") or os.path.join(RUNTIME, "lib")
 
@@ -245,7 +246,3 @@ def main(argv=None) -> int:
     except CcError as exc:
         print(f"expert-cc: {exc}", file=sys.stderr)
         return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())
