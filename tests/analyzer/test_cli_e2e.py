@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pycubexr
 import pytest
 
 from analyzer.cli.analyze import main
@@ -46,7 +47,6 @@ def test_cli_reports_every_designed_wait(demo, capsys):
 
 
 def test_cubex_opens_in_pycubexr_with_the_same_numbers(demo):
-    pycubexr = pytest.importorskip("pycubexr", reason="pycubexr is an optional test dependency")
     d, trace = demo
     out = d / "p.cubex"
     assert main([str(trace), "-o", str(out), "-q"]) == 0

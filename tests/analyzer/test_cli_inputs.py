@@ -1,7 +1,7 @@
 """expert-analyze on every input format it detects by content: EPILOG 1.x file, EPIK directory, OTF2.
 
 Expected severities are computed by hand from the sample traces' documented
-times (tests/interop/epilog_samples.py) or taken from the synthetic OTF2
+times (tests/helpers/epilog_samples.py) or taken from the synthetic OTF2
 generator's own totals (../shared/tools/gen_otf2_synth.py, Scalasca's
 definitions; Scalasca 2.6 reproduces them exactly).
 """
@@ -9,22 +9,14 @@ definitions; Scalasca 2.6 reproduces them exactly).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
 from analyzer.cli.analyze import main
-
-HERE = os.path.dirname(__file__)
-sys.path.insert(0, os.path.join(HERE, "..", "interop"))  # the EPILOG sample writers live there
-
-from epilog_samples import epik_hybrid, merged_mpi  # noqa: E402
-
-SHARED = os.path.abspath(os.path.join(HERE, "..", "..", "..", "shared"))
-PING_PONG = os.path.join(SHARED, "fixtures", "otf2", "pipit-ping-pong")
-GEN = os.path.join(SHARED, "tools", "gen_otf2_synth.py")
+from epilog_samples import epik_hybrid, merged_mpi
+from repo_paths import shared
 
 
 def _run(argv, tmp_path):
@@ -78,13 +70,12 @@ def test_not_a_trace_is_one_line_error(tmp_path, capsys):
     assert "notes.txt" in err and "unknown trace format" in err and "Traceback" not in err
 
 
-@pytest.mark.skipif(not os.path.isdir(PING_PONG), reason="../shared/fixtures (OTF2 ping-pong) not present")
 def test_otf2_score_p_ping_pong(tmp_path):
-    pytest.importorskip("otf2", reason="the optional 'otf2' package is not installed")
-    tot = _run([os.path.join(PING_PONG, "traces.otf2")], tmp_path)
+    ping_pong = shared("fixtures", "otf2", "pipit-ping-pong")
+    tot = _run([ping_pong / "traces.otf2"], tmp_path)
     assert tot["time"] > 0
     # 8 messages each way, all matched: the importer and the matcher agree on every one
-    tot_dir = _run([PING_PONG], tmp_path)
+    tot_dir = _run([ping_pong], tmp_path)
     assert tot_dir == tot
 
 
@@ -99,13 +90,12 @@ SYNTH_METRICS = {
 }
 
 
-@pytest.mark.skipif(not os.path.isfile(GEN), reason="../shared/tools/gen_otf2_synth.py not present")
 @pytest.mark.parametrize("shape", [("2", "2", "3"), ("3", "1", "4"), ("1", "3", "3", "--no-mpi"),
                                    ("3", "4", "2", "--seed", "7")])
 def test_synthetic_otf2_wait_states_exact(tmp_path, shape):
-    pytest.importorskip("otf2", reason="the optional 'otf2' package is not installed")
     out = tmp_path / "synth"
-    subprocess.run([sys.executable, GEN, *shape[:3], str(out), *shape[3:]], check=True, capture_output=True)
+    gen = shared("tools", "gen_otf2_synth.py")
+    subprocess.run([sys.executable, gen, *shape[:3], str(out), *shape[3:]], check=True, capture_output=True)
     expected = json.loads((out / "synth_expected.json").read_text())["expected_seconds"]
     tot = _run([out / "traces.otf2"], tmp_path)
     assert set(expected) == set(SYNTH_METRICS)

@@ -10,14 +10,15 @@ import shutil
 import subprocess
 import sys
 
+import mpi4py  # noqa: F401  (a test dependency: the ranks below import it; missing, it fails here loudly)
 import pytest
 
 from analyzer.cli.analyze import main
 from random_hybrid_traces import random_builder
 
-pytest.importorskip("mpi4py", reason="the optional mpi4py package (extra 'mpi') is not installed")
 MPIEXEC = shutil.which("mpiexec.openmpi") or shutil.which("mpiexec")
-pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (Open MPI) on this machine")
+pytestmark = [pytest.mark.runtime,
+              pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (Open MPI) on this machine")]
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 

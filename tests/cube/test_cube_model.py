@@ -189,7 +189,8 @@ def test_to_dataframe_without_pandas_says_how_to_install(monkeypatch):
 
 
 def test_to_dataframe_rows():
-    pytest.importorskip("pandas", reason="pandas is an optional dependency (extra 'dataframe')")
+    import pandas  # noqa: F401  (optional for users, extra 'dataframe'; always in the test extra)
+
     df = small_cube().to_dataframe(["late_sender"])
     assert list(df.columns) == ["metric", "cnode", "callpath", "region", "location", "rank", "thread", "value"]
     rows = sorted(zip(df.callpath, df["rank"], df.thread, df.value))

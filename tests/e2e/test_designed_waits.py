@@ -8,6 +8,7 @@ appear.  Each finding must land on the designed call path and location within
 from __future__ import annotations
 
 import numpy as np
+import pycubexr
 import pytest
 
 import analyzer
@@ -66,7 +67,6 @@ def test_no_false_findings(analyzed):
 
 
 def test_cubex_gives_pycubexr_the_same_numbers(analyzed):
-    pycubexr = pytest.importorskip("pycubexr", reason="pycubexr is an optional test dependency")
     cube, path = analyzed
     ours = read_cubex(str(path))
     with pycubexr.CubexParser(str(path)) as p:

@@ -7,6 +7,8 @@ import os
 
 import numpy as np
 import pytest
+
+from analyzer.analyze import analyze
 from elgwrite import NO_ID, ElgWriter, Strings
 from epilog_samples import (
     ALLRED,
@@ -251,15 +253,18 @@ def test_not_epilog(tmp_path):
 
 def test_truncated_file_names_offset(tmp_path):
     path = merged_mpi(tmp_path / "m.elg")
-    data = open(path, "rb").read()
-    open(path, "wb").write(data[:-5])
+    with open(path, "rb") as f:
+        data = f.read()
+    with open(path, "wb") as f:
+        f.write(data[:-5])
     with pytest.raises(TraceFormatError, match=r"m\.elg: record of type 102 at byte offset \d+ .*truncated"):
         epilog.read(path)
 
 
 def test_damaged_gzip(tmp_path):
     path = tmp_path / "g.elg"
-    data = gzip.compress(open(merged_mpi(tmp_path / "m.elg"), "rb").read())
+    with open(merged_mpi(tmp_path / "m.elg"), "rb") as f:
+        data = gzip.compress(f.read())
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(TraceFormatError, match=r"g\.elg: damaged gzip stream"):
         epilog.read(path)
@@ -308,7 +313,6 @@ def test_analysis_of_merged_epilog_trace(tmp_path):
     """Wait states of the merged sample, by hand from the definitions:
     Late Sender: rank 1 enters MPI_Recv at 1.5, rank 0 enters MPI_Send at 2.0 -> 0.5 s;
     Wait at Barrier: rank 0 enters at 3.0, the last rank at 3.5 -> 0.5 s."""
-    analyze = pytest.importorskip("analyzer.analyze").analyze
     from tracefmt.detect import open_any
 
     cube = analyze(open_any(merged_mpi(tmp_path / "m.elg", big_endian=True)))

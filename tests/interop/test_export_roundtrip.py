@@ -8,9 +8,10 @@ import subprocess
 
 import numpy as np
 import pytest
-from epilog_samples import merged_mpi
 
 import tracefmt
+from analyzer.analyze import analyze
+from epilog_samples import merged_mpi
 from tracefmt import chrome, detect
 from tracefmt.convert import convert
 from tracefmt.errors import TraceFormatError
@@ -69,10 +70,6 @@ def hybrid_trace():
     return b.build()
 
 
-otf2_needed = pytest.mark.skipif(
-    __import__("importlib").util.find_spec("otf2") is None, reason="the optional 'otf2' package is not installed")
-
-
 def _events(trace):
     """Every event field; times as integer nanoseconds from the trace's first event."""
     evs = {loc: trace.events(loc) for loc in trace.location_ids.tolist()}
@@ -84,7 +81,6 @@ def _events(trace):
     return out
 
 
-@otf2_needed
 def test_otf2_output_conventions(tmp_path):
     import otf2
 
@@ -137,7 +133,6 @@ def _raw(trace, loc):
     return rec
 
 
-@otf2_needed
 def test_round_trip_ours_otf2_ours_preserves_every_event(tmp_path):
     from tracefmt import otf2_in, otf2_out
 
@@ -157,9 +152,7 @@ def test_round_trip_ours_otf2_ours_preserves_every_event(tmp_path):
     assert {c.name for c in back.defs.comms.values()} >= {"MPI_COMM_WORLD"}
 
 
-@otf2_needed
 def test_round_trip_preserves_analysis_results(tmp_path):
-    analyze = pytest.importorskip("analyzer.analyze").analyze
     from tracefmt import otf2_in, otf2_out
 
     original = hybrid_trace()
@@ -240,15 +233,14 @@ def test_cli_convert_chrome_and_errors(tmp_path, capsys):
     assert main(["convert", str(tmp_path / "missing"), str(tmp_path / "x.json"), "--to", "chrome"]) == 2
     assert "missing: no such file or directory" in capsys.readouterr().err
     assert main(["convert", ep, str(tmp_path / "m2.elg"), "--to", "elg"]) == 0
-    t = tracefmt.open(tmp_path / "m2.elg")
-    assert t.events(0).time.tolist() == [0.0, 1.0, 1.0, 1.5, 2.0, 3.0, 4.0]
+    with tracefmt.open(tmp_path / "m2.elg") as t:
+        assert t.events(0).time.tolist() == [0.0, 1.0, 1.0, 1.5, 2.0, 3.0, 4.0]
 
 
 def test_otf2_export_of_times_before_zero(tmp_path):
     # clock correction can move a rank's first events before 0 (its clock ran
     # behind rank 0's); OTF2 timestamps are unsigned, so the export shifts all
     # times by the same amount and the analysis is unchanged
-    analyze = pytest.importorskip("analyzer.analyze").analyze
     from tracefmt import otf2_in, otf2_out
 
     b = tracefmt.TraceBuilder()

@@ -10,26 +10,18 @@ import sys
 import numpy as np
 import pytest
 
-otf2 = pytest.importorskip("otf2", reason="the optional 'otf2' package is not installed")
-
-from tracefmt import otf2_in  # noqa: E402
-from tracefmt.errors import TraceFormatError  # noqa: E402
-from tracefmt.layout import NO_ID, EventType as E, LockKind, Paradigm, Role  # noqa: E402
-
-HERE = os.path.dirname(__file__)
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-SHARED = os.path.abspath(os.path.join(ROOT, "..", "shared"))
-PING_PONG = os.path.join(SHARED, "fixtures", "otf2", "pipit-ping-pong")
-GEN = os.path.join(SHARED, "tools", "gen_otf2_synth.py")
+from repo_paths import shared
+from tracefmt import otf2_in
+from tracefmt.errors import TraceFormatError
+from tracefmt.layout import NO_ID, EventType as E, LockKind, Paradigm, Role
 
 
 def count(ev, t):
     return int((ev["type"] == t).sum())
 
 
-@pytest.mark.skipif(not os.path.isdir(PING_PONG), reason="../shared/fixtures not present")
 def test_score_p_ping_pong():
-    a = otf2_in.read(PING_PONG)  # the directory works as well as the anchor file
+    a = otf2_in.read(shared("fixtures", "otf2", "pipit-ping-pong"))  # the directory works as well as the anchor file
     assert a.problems == []
     assert [(a.locations[i].rank, a.locations[i].thread) for i in (0, 1)] == [(0, 0), (1, 0)]
     names = {r.name for r in a.regions.values()}
@@ -56,11 +48,11 @@ def test_score_p_ping_pong():
 @pytest.fixture(scope="module")
 def synth(tmp_path_factory):
     out = tmp_path_factory.mktemp("synth") / "run"
-    subprocess.run([sys.executable, GEN, "2", "3", "2", str(out)], check=True, capture_output=True)
+    subprocess.run([sys.executable, shared("tools", "gen_otf2_synth.py"), "2", "3", "2", str(out)], check=True,
+                   capture_output=True)
     return str(out)
 
 
-@pytest.mark.skipif(not os.path.isfile(GEN), reason="../shared/tools/gen_otf2_synth.py not present")
 def test_synthetic_hybrid_events(synth):
     a = otf2_in.read(os.path.join(synth, "traces.otf2"))
     assert a.problems == []
@@ -117,7 +109,8 @@ def test_bad_archive(tmp_path):
 
 
 def test_synthetic_event_count(synth):
-    info = json.load(open(os.path.join(synth, "synth_expected.json")))
+    with open(os.path.join(synth, "synth_expected.json")) as f:
+        info = json.load(f)
     a = otf2_in.read(synth)
     # records with no event of their own here: per rank and iteration two collectives lose their
     # MpiCollectiveBegin and merge End+Leave (2 x 2 records); per thread and iteration

@@ -10,20 +10,15 @@ what it declares (no shared cache), and must give the same values; reading anyth
 from __future__ import annotations
 
 import dataclasses
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from analyzer.replay import replay
 from patterns import load_patterns
 from patterns.api import Severity
 from patterns.tables import TABLES
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analyzer"))
-from random_hybrid_traces import random_trace  # noqa: E402
-
-from analyzer.replay import replay  # noqa: E402
+from random_hybrid_traces import random_trace  # tests/helpers (pytest's pythonpath)
 
 
 class Undeclared(AssertionError):

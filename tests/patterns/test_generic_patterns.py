@@ -71,11 +71,7 @@ def test_imbalance():
 
 
 def test_metric_tree_is_inclusive_on_random_hybrid_traces():
-    import sys
-    import pathlib
-
-    sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "analyzer"))
-    from random_hybrid_traces import random_trace
+    from random_hybrid_traces import random_trace  # tests/helpers (pytest's pythonpath)
 
     pats = select_patterns(None, plugins=False)
     by_name = {p.name: p for p in pats}

@@ -60,6 +60,7 @@ def J(browser, call: str):
     return browser.eval(f"T.{call}")
 
 
+@pytest.mark.runtime
 @needs_chromium
 def test_three_trees_coupled(browser, tmp_path):
     open_report(browser, small_cube(), tmp_path)
@@ -129,6 +130,7 @@ def test_three_trees_coupled(browser, tmp_path):
     assert cold == "rgb(238, 240, 242)" and hot != cold
 
 
+@pytest.mark.runtime
 @needs_chromium
 def test_hostile_names_are_text(browser, tmp_path):
     evil = '</script><script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'

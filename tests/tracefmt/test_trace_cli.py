@@ -84,7 +84,8 @@ def test_check_clean_and_with_problems(capsys, pingpong, tmp_path):
 
 @pytest.mark.parametrize("command", ["info", "dump", "check"])
 def test_unreadable_inputs_give_one_line_and_exit_2(capsys, pingpong, tmp_path, command):
-    data = open(pingpong, "rb").read()
+    with open(pingpong, "rb") as f:
+        data = f.read()
     cases = {
         "missing.elg": None,
         "empty.elg": b"",
@@ -104,9 +105,10 @@ def test_unreadable_inputs_give_one_line_and_exit_2(capsys, pingpong, tmp_path, 
 
 
 def test_salvage_reads_the_complete_blocks(capsys, pingpong, tmp_path):
-    data = open(pingpong, "rb").read()
-    t = tracefmt.open(pingpong)
-    second = [b for b in t.blocks if b.kind == tracefmt.layout.BlockKind.EVENTS][1]
+    with open(pingpong, "rb") as f:
+        data = f.read()
+    with tracefmt.open(pingpong) as t:
+        second = [b for b in t.blocks if b.kind == tracefmt.layout.BlockKind.EVENTS][1]
     cut = tmp_path / "cut.elg"
     cut.write_bytes(data[: second.offset + 40])  # the second location's block is cut short
     rc, out, err = run(capsys, "info", str(cut), "--salvage")
@@ -117,10 +119,9 @@ def test_salvage_reads_the_complete_blocks(capsys, pingpong, tmp_path):
     assert row0.split()[3] == "5" and row1.split()[3] == "0"
 
 
-@pytest.mark.skipif(shutil.which("expert-trace") is None and not os.path.exists(
-    os.path.join(os.path.dirname(sys.executable), "expert-trace")), reason="console script not installed")
 def test_console_script(pingpong):
     exe = shutil.which("expert-trace") or os.path.join(os.path.dirname(sys.executable), "expert-trace")
+    assert os.path.exists(exe), "console script expert-trace not installed (./dev setup: pip install -e .)"
     r = subprocess.run([exe, "check", pingpong], capture_output=True, text=True)
     assert r.returncode == 0 and "ok" in r.stdout
 
