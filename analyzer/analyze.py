@@ -13,11 +13,11 @@ import time as _time
 import numpy as np
 
 import tracefmt
-from patterns.api import Pattern, PatternError, Severity
+from patterns.api import Pattern, PatternError, Severity, check_subset_rule
 
 from .cube import Cube, LocationInfo, MetricInfo, RegionInfo, region_strings
 
-__all__ = ["analyze", "compute_patterns", "build_cube", "counter_cube_metrics", "select_patterns"]
+__all__ = ["analyze", "compute_patterns", "build_cube", "counter_cube_metrics", "required_tables", "select_patterns"]
 
 
 def select_patterns(patterns=None, plugins: bool = True) -> list[Pattern]:
@@ -44,12 +44,28 @@ def select_patterns(patterns=None, plugins: bool = True) -> list[Pattern]:
     return out
 
 
+def required_tables(pats: list[Pattern]) -> tuple[str, ...]:
+    """The replay tables the patterns declare in ``requires`` (their union, in the order of
+    ``patterns.tables.TABLES``): the only ones :func:`analyze` has the replay build."""
+    from patterns.tables import TABLE_NAMES
+
+    wanted = {t for p in pats for t in p.requires}
+    return tuple(t for t in TABLE_NAMES if t in wanted)
+
+
 def compute_patterns(ctx, pats: list[Pattern]) -> None:
-    """Compute each pattern into ``ctx.results[name]`` (dense [C, L] float64), in order."""
+    """Compute each pattern into ``ctx.results[name]`` (dense [C, L] float64), in order.
+
+    While a pattern computes, it can read only the tables it declares in
+    ``requires`` (``ctx.computing``).  Afterwards the subset rule is checked
+    (``patterns.api.check_subset_rule``): a PatternError names a child that
+    exceeds its parent, the call path and the location.
+    """
     C, L = ctx.n_cnodes, ctx.n_locations
     for p in pats:
         try:
-            res = p.compute(ctx)
+            with ctx.computing(p):
+                res = p.compute(ctx)
         except PatternError:
             raise
         except Exception as exc:
@@ -67,6 +83,7 @@ def compute_patterns(ctx, pats: list[Pattern]) -> None:
         if not np.isfinite(dense).all():
             raise PatternError(f"pattern {p.name!r} produced non-finite values")
         ctx.results[p.name] = dense
+    check_subset_rule(ctx, pats)
 
 
 def _metric_order(pats: list[Pattern]) -> list[Pattern]:
@@ -169,14 +186,15 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
     from .replay import replay  # numba kernels: imported only when a trace is analyzed
 
     pats = select_patterns(patterns, plugins=plugins)
+    tables = required_tables(pats)  # the replay builds only what the selected patterns read
     if comm is not None:
         from .replay.distributed import replay_mpi
 
-        ctx = replay_mpi(trace, comm, progress=progress)
+        ctx = replay_mpi(trace, comm, tables=tables, progress=progress)
         if ctx is None:  # not rank 0: its share went to rank 0
             return None
     else:
-        ctx = replay(trace, jobs=jobs, progress=progress)
+        ctx = replay(trace, tables=tables, jobs=jobs, progress=progress)
     compute_patterns(ctx, pats)
     attrs = {
         "expert-analyze::trace": source,

@@ -1,13 +1,22 @@
-"""Performance properties (patterns) and the plugin API.
+"""Performance properties (patterns) and the plugin API: everything a plugin author imports.
 
-``patterns.api`` defines what a pattern is; ``patterns.registry`` finds the
-built-in and plugin patterns; ``patterns.generic``, ``patterns.mpi`` and
-``patterns.omp`` hold the built-ins.  The registry imports the built-in
-modules only when patterns are loaded.
+``patterns.api`` defines what a pattern is (:class:`Pattern`, :class:`Severity`,
+the :func:`pattern` decorator, :class:`PatternError`, the subset rule);
+``patterns.context`` what its ``compute`` step reads (:class:`AnalysisContext`,
+:class:`CallTree`); ``patterns.tables`` the compound-event tables a pattern may
+``require`` (:class:`Table` and the column schemas); ``patterns.registry`` finds
+the built-in and plugin patterns.  ``patterns.generic``, ``patterns.mpi``,
+``patterns.omp`` and ``patterns.reasons`` hold the built-ins; the registry
+imports them only when patterns are loaded.  Nothing here imports
+``analyzer``: the replay fills this contract in.
 """
 
-from .api import ENTRY_POINT_GROUP, UNITS, Pattern, PatternError, Severity, pattern, validate_pattern
+from .api import (ENTRY_POINT_GROUP, SUBSET_ATOL, SUBSET_RTOL, UNITS, Pattern, PatternError, Severity,
+                  check_subset_rule, pattern, validate_pattern)
+from .context import AnalysisContext, CallTree
 from .registry import HierarchyEntry, all_patterns, format_hierarchy, hierarchy, load_patterns
+from .tables import (COLLECTIVES, LOCKS, MESSAGES, OMP_BARRIERS, OMP_TEAM_MEMBERS, OMP_TEAMS, TABLE_NAMES, TABLES,
+                     Table)
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -17,6 +26,20 @@ __all__ = [
     "Severity",
     "pattern",
     "validate_pattern",
+    "check_subset_rule",
+    "SUBSET_ATOL",
+    "SUBSET_RTOL",
+    "AnalysisContext",
+    "CallTree",
+    "Table",
+    "TABLES",
+    "TABLE_NAMES",
+    "MESSAGES",
+    "COLLECTIVES",
+    "OMP_TEAMS",
+    "OMP_TEAM_MEMBERS",
+    "OMP_BARRIERS",
+    "LOCKS",
     "load_patterns",
     "all_patterns",
     "hierarchy",

@@ -11,7 +11,8 @@ A pattern is a class with metadata and a ``compute`` step::
         unit = "sec"                      # "sec", "occ" or "bytes"
         description = "One paragraph: what the property measures."
         diagnosis = "One paragraph: what to look at, what to change."
-        requires = ("messages",)          # replay tables it reads
+        requires = ("messages",)          # replay tables it reads (only these are built)
+        depends = ()                      # patterns whose ctx.results it reads
 
         def compute(self, ctx):
             t = ctx.table("messages")
@@ -22,15 +23,19 @@ Built-in patterns use this same API.  Third-party packages expose theirs
 through the entry-point group :data:`ENTRY_POINT_GROUP`; see
 ``docs/writing-patterns.md``.  Values must be exclusive along the call tree
 (charged to exactly one call path) and inclusive along the metric tree (a
-child's value is part of its parent's).
+child's value is part of its parent's in every (call path, location) cell;
+the analysis checks this, :func:`check_subsets`).
 """
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+
+from .tables import TABLE_NAMES
 
 ENTRY_POINT_GROUP = "expert.patterns"
 UNITS = ("sec", "occ", "bytes")
@@ -67,7 +72,11 @@ class Severity:
 
 
 class Pattern:
-    """Base class of every performance property; subclasses set the metadata."""
+    """Base class of every performance property; subclasses set the metadata.
+
+    See ``docs/writing-patterns.md`` ("Metadata") for what each attribute means
+    and how the analysis uses it.
+    """
 
     name: ClassVar[str] = ""
     parent: ClassVar[str | None] = None
@@ -75,13 +84,18 @@ class Pattern:
     unit: ClassVar[str] = "sec"
     description: ClassVar[str] = ""
     diagnosis: ClassVar[str] = ""
+    #: names of the replay tables (:data:`patterns.tables.TABLES`) that ``compute``
+    #: reads, directly or through helpers; the replay builds only the tables some
+    #: selected pattern requires, and ``ctx.table`` refuses any other one during
+    #: this pattern's ``compute``
     requires: ClassVar[tuple[str, ...]] = ()
-    #: unique names of patterns whose results (ctx.results) this one reads
+    #: unique names of patterns whose results (``ctx.results``) this one reads:
+    #: computed first, and selected along with this pattern
     depends: ClassVar[tuple[str, ...]] = ()
-    #: patterns that are pure containers in the hierarchy (their value is
-    #: computed from region classification) set this to False to be
-    #: hidden in reports when zero; informational only
-    paradigm: ClassVar[str] = "generic"  # "generic", "mpi", "openmp"
+    #: unique names of patterns whose results this one reads *if they are
+    #: computed in the same run* (check ``name in ctx.results``): computed first
+    #: when selected, but never selected because of this pattern
+    optional_depends: ClassVar[tuple[str, ...]] = ()
 
     def compute(self, ctx) -> Severity | np.ndarray:  # pragma: no cover - abstract
         """Return a Severity or a dense [n_cnodes, n_locations] array."""
@@ -104,11 +118,21 @@ def validate_pattern(p: Pattern, origin: str = "") -> None:
         raise PatternError(f"pattern {name!r}{where}: parent must be a unique name or None")
     if not callable(getattr(p, "compute", None)):
         raise PatternError(f"pattern {name!r}{where}: compute is not callable")
+    for attr in ("requires", "depends", "optional_depends"):
+        v = getattr(p, attr, ())
+        if isinstance(v, str) or not isinstance(v, (tuple, list)) or not all(isinstance(x, str) for x in v):
+            raise PatternError(f"pattern {name!r}{where}: {attr} must be a tuple of names, got {v!r}")
+    for table in p.requires:
+        if table not in TABLE_NAMES:
+            hint = difflib.get_close_matches(table, TABLE_NAMES, n=1)
+            extra = f"did you mean {hint[0]!r}? " if hint else ""
+            raise PatternError(f"pattern {name!r}{where}: requires names an unknown replay table {table!r}; "
+                               f"{extra}(tables: {', '.join(TABLE_NAMES)})")
 
 
 def pattern(*, name: str, display_name: str, description: str, diagnosis: str,
             parent: str | None = None, unit: str = "sec", requires: tuple[str, ...] = (),
-            depends: tuple[str, ...] = ()):
+            depends: tuple[str, ...] = (), optional_depends: tuple[str, ...] = ()):
     """Decorator turning a function ``f(ctx) -> Severity | ndarray`` into a Pattern class."""
 
     def wrap(fn):
@@ -124,6 +148,7 @@ def pattern(*, name: str, display_name: str, description: str, diagnosis: str,
                 "diagnosis": diagnosis,
                 "requires": tuple(requires),
                 "depends": tuple(depends),
+                "optional_depends": tuple(optional_depends),
                 "compute": lambda self, ctx: fn(ctx),
                 "__doc__": fn.__doc__,
                 "__module__": fn.__module__,
@@ -132,3 +157,54 @@ def pattern(*, name: str, display_name: str, description: str, diagnosis: str,
         return cls
 
     return wrap
+
+
+#: tolerances of the subset rule: a child may exceed its parent by
+#: ``SUBSET_ATOL + SUBSET_RTOL * max(|child|, |parent|)`` (rounding of sums and
+#: differences of float64 times), nothing more
+SUBSET_ATOL = 1e-9
+SUBSET_RTOL = 1e-9
+
+
+def check_subset_rule(ctx, pats) -> None:
+    """Raise PatternError where a pattern's value exceeds its parent's.
+
+    The metric tree is inclusive: a child is a part of its parent.  Checked
+    for every pattern of ``pats`` whose parent is among them, with results in
+    ``ctx.results``, and whose unit equals its parent's (a count below a time
+    is not comparable), with the allowance of :data:`SUBSET_ATOL` /
+    :data:`SUBSET_RTOL`:
+
+    * times (``sec``) in every (call path, location) cell;
+    * counts and bytes (``occ``, ``bytes``) per location, summed over the call
+      paths: an instance count may sit at another call than its parent's count
+      (the Late Receiver counts at the sender's completing call, ``MPI_Wait``,
+      the sends they are part of at the ``MPI_Isend``).
+
+    The message names the child, its parent, the call path (for times), the
+    location and both values.
+    """
+    by_name = {p.name: p for p in pats}
+    for p in pats:
+        parent = by_name.get(p.parent) if p.parent is not None else None
+        if parent is None or parent.unit != p.unit or p.name not in ctx.results or parent.name not in ctx.results:
+            continue
+        child_v = ctx.results[p.name]
+        parent_v = ctx.results[parent.name]
+        per_cell = p.unit == "sec"
+        if not per_cell:
+            child_v, parent_v = child_v.sum(axis=0)[None, :], parent_v.sum(axis=0)[None, :]
+        excess = child_v - parent_v - (SUBSET_ATOL + SUBSET_RTOL * np.maximum(np.abs(child_v), np.abs(parent_v)))
+        if not (excess > 0).any():
+            continue
+        c, loc = np.unravel_index(int(np.argmax(excess)), excess.shape)
+        n_bad = int((excess > 0).sum())
+        where = f"call path {ctx.calltree.path(int(c), ctx.region_name)!r}" if per_cell else "all call paths together"
+        cells = "(call path, location) cell" if per_cell else "location (summed over call paths)"
+        origin = getattr(p, "origin", "") or type(p).__module__
+        raise PatternError(
+            f"pattern {p.name!r} (from {origin}) exceeds its parent {parent.name!r} at {where}, "
+            f"location rank {int(ctx.location_process[loc])} thread {int(ctx.location_thread[loc])}: "
+            f"{float(child_v[c, loc])!r} > {float(parent_v[c, loc])!r} {p.unit} ({n_bad} {cells}(s) in all); the "
+            f"metric tree is inclusive, so a pattern's value must be a part of its parent's in every {cells} "
+            f"(docs/writing-patterns.md)")

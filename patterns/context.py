@@ -1,17 +1,25 @@
 """What a replay hands to the patterns: :class:`AnalysisContext`.
 
-The replay engine (``analyzer/replay.py``) builds one context per trace; each
+The replay engine (``analyzer.replay``) builds one context per trace; each
 pattern's ``compute`` step reads it and returns severities.  Everything in it
 is plain numpy so patterns can stay vectorised.
+
+While the analysis computes a pattern (inside :meth:`AnalysisContext.computing`),
+``ctx.table(name)`` and ``ctx.tables`` give only the tables that pattern
+declares in ``requires``; reading another one is a
+:class:`~patterns.api.PatternError` naming the pattern and the missing entry.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from .api import PatternError
 from .tables import Table
 
 
@@ -76,6 +84,15 @@ class AnalysisContext:
     # counter's increase inside a call path minus its children's); empty when
     # the trace has no counters
     counters: dict[str, np.ndarray] = field(default_factory=dict)
+    # values derived from this context that several patterns share (instance tables, the fork/join
+    # shift, ...), by key, computed once: read and fill it only through patterns.instances.cached
+    derived: dict[str, Any] = field(default_factory=dict)
+    # values derived from the context that several patterns share (the fork/join
+    # shift, instance tables), computed once per context by helpers in patterns/;
+    # a helper that reads a table must be used only by patterns requiring it
+    derived: dict[str, Any] = field(default_factory=dict)
+    # the pattern being computed (set by :meth:`computing`), None outside a compute step
+    current_pattern: Any = None
 
     @property
     def n_cnodes(self) -> int:
@@ -88,7 +105,67 @@ class AnalysisContext:
         return self.region_role[self.calltree.region]
 
     def table(self, name: str) -> Table:
+        """The replay table ``name`` (see :data:`patterns.tables.TABLES`).
+
+        During a pattern's ``compute`` (:meth:`computing`) only the tables it
+        declares in ``requires`` are readable: any other name raises
+        :class:`~patterns.api.PatternError`.
+        """
         try:
             return self.tables[name]
         except KeyError:
             raise KeyError(f"replay table {name!r} was not built; available: {sorted(self.tables)}") from None
+
+    @contextmanager
+    def computing(self, pattern):
+        """While in this block, ``pattern`` is :attr:`current_pattern` and ``tables`` holds only
+        the tables it requires (a read of any other one raises PatternError)."""
+        saved, saved_pattern = self.tables, self.current_pattern
+        self.tables = DeclaredTables(saved, pattern)
+        self.current_pattern = pattern
+        try:
+            yield self
+        finally:
+            self.tables, self.current_pattern = saved, saved_pattern
+
+
+class DeclaredTables(Mapping):
+    """The tables one pattern may read: a read-only view of ``tables`` limited to ``pattern.requires``.
+
+    Looking up (``[]``, ``get``, ``in``) a table the pattern does not declare
+    raises :class:`~patterns.api.PatternError`, whether or not the replay
+    built it, so a missing ``requires`` entry shows in every run; iteration
+    lists the declared tables that were built.
+    """
+
+    def __init__(self, tables: Mapping[str, Table], pattern):
+        self._tables = tables
+        self._pattern = pattern
+        self._declared = tuple(getattr(pattern, "requires", ()))
+
+    def _check(self, name) -> None:
+        if name not in self._declared:
+            p = self._pattern
+            origin = getattr(p, "origin", "") or type(p).__module__
+            raise PatternError(
+                f"pattern {getattr(p, 'name', p)!r} (from {origin}) reads replay table {name!r} but does not "
+                f"declare it: add {name!r} to its requires (now {self._declared!r}); the replay builds only "
+                f"the tables the selected patterns require")
+
+    def __getitem__(self, name) -> Table:
+        self._check(name)
+        return self._tables[name]
+
+    def get(self, name, default=None):
+        self._check(name)
+        return self._tables.get(name, default)
+
+    def __contains__(self, name) -> bool:
+        self._check(name)
+        return name in self._tables
+
+    def __iter__(self) -> Iterator[str]:
+        return (n for n in self._tables if n in self._declared)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)

@@ -344,7 +344,6 @@ def idle_threads(ctx, limited_only: bool = False) -> np.ndarray:
 # Patterns
 # --------------------------------------------------------------------------
 class _OmpPattern(Pattern):
-    paradigm = "openmp"
     unit = "sec"
 
 

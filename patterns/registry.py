@@ -136,20 +136,11 @@ def _origin(p: Pattern) -> str:
     return getattr(p, "origin", "") or type(p).__module__
 
 
-def _check_names_tuple(p: Pattern, attr: str) -> None:
-    v = getattr(p, attr, ())
-    if isinstance(v, str) or not isinstance(v, (tuple, list)) or not all(isinstance(x, str) for x in v):
-        raise PatternError(f"pattern {p.name!r} (from {_origin(p)}): {attr} must be a tuple of names, got {v!r}")
-
-
 def _validate_all(found: list[Pattern]) -> dict[str, Pattern]:
     """Per-pattern metadata checks, then duplicates, parents and cycles."""
     by_name: dict[str, Pattern] = {}
     for p in found:
-        validate_pattern(p, _origin(p))
-        _check_names_tuple(p, "requires")
-        _check_names_tuple(p, "depends")
-        _check_names_tuple(p, "optional_depends")
+        validate_pattern(p, _origin(p))  # metadata, incl. requires / depends / optional_depends as names
         other = by_name.get(p.name)
         if other is not None:
             if type(other) is type(p) and _origin(other) == _origin(p):
@@ -194,7 +185,7 @@ def _order_deps(p: Pattern) -> tuple[str, ...]:
     if it happens to be computed, like ``time`` with ``omp_idle_threads``)
     only order.
     """
-    return tuple(p.depends) + tuple(getattr(p, "optional_depends", ()))
+    return tuple(p.depends) + tuple(p.optional_depends)
 
 
 def _children(by_name: dict[str, Pattern], order: list[str]) -> dict[str | None, list[str]]:

@@ -4,12 +4,15 @@ A table is a :class:`Table`: a dict of equally long, contiguous numpy arrays
 (struct of arrays), one entry per row.  Builders in ``analyzer/`` fill them;
 patterns in ``patterns/`` only read them.  The column lists below are the
 contract between the two; a builder may add columns, never drop or rename one.
+:data:`TABLES` names every table; a pattern lists the ones it reads in its
+``requires``, and the replay builds only the tables some selected pattern
+requires.
 
 Conventions for every table:
 
 * times are float64 seconds on the trace's global (clock-corrected) time line;
 * ``loc`` columns are global location ids (0..L-1), ``rank`` columns global MPI ranks;
-* ``cnode`` columns are call-tree node ids of :class:`analyzer.calltree.CallTree`;
+* ``cnode`` columns are call-tree node ids of :class:`patterns.context.CallTree`;
 * ``*_enter`` / ``*_exit`` are the ENTER / EXIT times of the named call;
 * ids that do not apply are -1.
 """
@@ -154,3 +157,15 @@ LOCKS = {
     "call_exit": "f8",
     "lock_kind": "i4",  # tracefmt.layout.LockKind
 }
+
+
+#: every table the replay can build, by the name patterns use in ``requires`` and ``ctx.table(name)``
+TABLES = {
+    "messages": MESSAGES,
+    "collectives": COLLECTIVES,
+    "omp_teams": OMP_TEAMS,
+    "omp_team_members": OMP_TEAM_MEMBERS,
+    "omp_barriers": OMP_BARRIERS,
+    "locks": LOCKS,
+}
+TABLE_NAMES = tuple(TABLES)

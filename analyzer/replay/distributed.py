@@ -26,7 +26,7 @@ import pickle
 
 from tracefmt.errors import TraceFormatError
 
-from .engine import ReplayError, Share, _check_tables, assemble, partition, region_arrays, walk_share
+from .engine import ReplayError, Share, assemble, check_tables, partition, region_arrays, walk_share
 
 __all__ = ["replay_mpi", "world"]
 
@@ -62,8 +62,9 @@ def replay_mpi(trace, comm, tables=None, progress=None):
 
     Every rank must call it (it is collective).  A failure on any rank is
     raised on rank 0 with that rank's message; other ranks return None.
+    ``tables``: as for :func:`analyzer.replay.replay` (rank 0 builds only those).
     """
-    want = _check_tables(tables)
+    want = check_tables(tables)
     names, _, role = region_arrays(trace.defs)
     shares = partition(trace, comm.size)
     try:

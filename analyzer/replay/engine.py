@@ -36,13 +36,14 @@ from tracefmt.reader import Events
 
 from .calltree import SYNTHETIC_ROOT_NAME, CallTreeBuilder
 from patterns.context import AnalysisContext
+from patterns.tables import TABLE_NAMES
 from .extract import fragments
 from .kernels import location as K
 from .kernels.counters import counter_increments
 from .kernels.summary import call_summary
 from .matching import build_collectives, build_locks, build_messages, build_omp, concat, remap_cnodes
 
-ALL_TABLES = ("messages", "collectives", "omp_teams", "omp_team_members", "omp_barriers", "locks")
+ALL_TABLES = TABLE_NAMES  # every table the replay can build (patterns.tables.TABLES)
 
 
 class ReplayError(TraceFormatError):
@@ -326,12 +327,14 @@ def _remap_fragment(fr: dict, m: np.ndarray) -> dict:
 def replay(trace, tables=None, jobs: int = 1, progress=None) -> AnalysisContext:
     """Replay a trace into an :class:`AnalysisContext` (see the module docstring).
 
-    ``tables``: names of the tables to build (default: all).  ``jobs``: worker
+    ``tables``: names of the tables to build (default: all; ``analyzer.analyze`` passes the
+    union of the selected patterns' ``requires``); the others are neither matched nor
+    built, and the problems their matching would report are not reported.  ``jobs``: worker
     threads walking disjoint shares of the processes (the kernels release
     the GIL); the result is identical for every value.  ``progress``: optional
     callable ``progress(n_events_done)`` called after each location.
     """
-    want = _check_tables(tables)
+    want = check_tables(tables)
     names, _, role = region_arrays(trace.defs)
     jobs = max(1, int(jobs))
     if jobs == 1:
@@ -353,7 +356,10 @@ def replay(trace, tables=None, jobs: int = 1, progress=None) -> AnalysisContext:
     return assemble(trace, shares, want)
 
 
-def _check_tables(tables):
+def check_tables(tables) -> set[str]:
+    """The set of table names to build: all for None; a ValueError names unknown ones."""
+    if isinstance(tables, str):
+        tables = (tables,)
     want = set(ALL_TABLES if tables is None else tables)
     unknown = want - set(ALL_TABLES)
     if unknown:
@@ -363,7 +369,7 @@ def _check_tables(tables):
 
 def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
     """Merge the shares (in walk order) into the context: call tree, dense metrics, tables."""
-    want = _check_tables(None) if want is None else want
+    want = check_tables(want)
     for s in shares:
         if s.error is not None:
             raise s.error
@@ -402,17 +408,20 @@ def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
     frags = {k: frags.get(k, []) for k in ("sends", "recvs", "collectives", "forks", "joins", "members",
                                            "barriers", "locks")}
 
+    # only the wanted tables are matched and built (the kernel still cuts every
+    # location's rows of all of them: cheap next to matching, and one fused pass)
     tbl = {}
     if "messages" in want:
         tbl["messages"] = build_messages(concat(frags["sends"]), concat(frags["recvs"]), problems)
     if "collectives" in want:
         comm_size = {cid: len(c.ranks) for cid, c in defs.comms.items() if len(c.ranks)}
         tbl["collectives"] = build_collectives(concat(frags["collectives"]), comm_size, problems)
-    if want & {"omp_teams", "omp_team_members", "omp_barriers"}:
-        teams, members, barriers = build_omp(concat(frags["forks"]), concat(frags["joins"]),
-                                             concat(frags["members"]), concat(frags["barriers"]), loc_proc,
-                                             problems)
-        tbl.update(omp_teams=teams, omp_team_members=members, omp_barriers=barriers)
+    omp = [n for n in ("omp_teams", "omp_team_members", "omp_barriers") if n in want]
+    if omp:  # barriers and members are numbered by team: the teams are always matched
+        barrier_rows = concat(frags["barriers"]) if "omp_barriers" in want else {}
+        built = build_omp(concat(frags["forks"]), concat(frags["joins"]), concat(frags["members"]), barrier_rows,
+                          loc_proc, problems)
+        tbl.update((n, t) for n, t in zip(("omp_teams", "omp_team_members", "omp_barriers"), built) if n in want)
     if "locks" in want:
         kinds = {lid: int(lk.kind) for lid, lk in defs.locks.items()}
         tbl["locks"] = build_locks(concat(frags["locks"]), loc_proc, kinds)

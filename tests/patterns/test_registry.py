@@ -174,6 +174,9 @@ def test_plugin_that_fails_to_import_names_distribution_and_entry_point(monkeypa
         (make("bad_unit", "time", unit="ms"), r"'bad_unit' .*unit must be one of"),
         (type("BadDep", (make("bad_dep", "time"),), {"depends": "time"}),
          r"'bad_dep' .*depends must be a tuple of names"),
+        (make("bad_opt", "time", optional_depends="idle"), r"'bad_opt' .*optional_depends must be a tuple of names"),
+        (make("bad_req", "time", requires=("mesages",)),
+         r"'bad_req' \(from plugin .*\): requires names an unknown replay table 'mesages'; did you mean 'messages'"),
         (make("orphan", "exection"), r"'orphan' \(from plugin .*\): unknown parent 'exection'; did you mean "
                                      r"'execution'\?"),
         (make("time", None), r"pattern 'time' is defined twice: by built-in fake_generic and by plugin"),
@@ -236,8 +239,7 @@ def test_hierarchy_is_preorder_with_depths(builtins):
 
 
 def test_optional_dependency_orders_but_is_not_pulled_in(monkeypatch, builtins):
-    user = make("uses_idle_if_there", "visits")
-    user.optional_depends = ("idle",)
+    user = make("uses_idle_if_there", "visits", optional_depends=("idle",))
     monkeypatch.setattr(registry, "_entry_points", lambda: [FakeEntryPoint("x", user)])
     assert names(registry.load_patterns(["uses_idle_if_there"])) == ["visits", "uses_idle_if_there"]
     got = names(registry.load_patterns())

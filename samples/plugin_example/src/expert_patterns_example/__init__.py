@@ -30,7 +30,6 @@ class ShortMessagesWait(Pattern):
     parent = "mpi_latesender"
     display_name = "Short Messages"
     unit = "sec"
-    paradigm = "mpi"
     description = (
         "Late Sender waiting time of messages shorter than 4096 bytes: time a receive call waits because "
         "the matching send started late, for messages so small that the wait is about the sender's timing, "
