@@ -27,15 +27,9 @@ from xml.sax.saxutils import escape as xml_escape, quoteattr
 
 import numpy as np
 
-from .compare import (
-    Result,
-    ResultError,
-    format_delta,
-    format_loc,
-    format_value,
-    is_time_unit,
-    load_result,
-)
+from analyzer.cube.compare import Change, MetricSummary, Summary, format_loc
+
+from .compare import ResultError, format_delta, format_value, is_time_unit, load_result
 
 # --------------------------------------------------------------------------
 # Quantities and thresholds
@@ -128,17 +122,6 @@ def parse_floor(text: str) -> tuple[str | None, Quantity]:
 # Evaluation
 # --------------------------------------------------------------------------
 @dataclass
-class Contributor:
-    key: str
-    baseline: float
-    new: float
-
-    @property
-    def delta(self) -> float:
-        return self.new - self.baseline
-
-
-@dataclass
 class Outcome:
     threshold: Threshold
     scope: str  # "total" or a call path
@@ -149,8 +132,8 @@ class Outcome:
     limit: float
     unit: str
     message: str
-    callpaths: list[Contributor] = field(default_factory=list)  # largest growth first
-    locations: list[Contributor] = field(default_factory=list)
+    callpaths: list[Change] = field(default_factory=list)  # largest growth first (base = the baselines' mean)
+    locations: list[Change] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -160,8 +143,8 @@ class Outcome:
 
 @dataclass
 class CheckReport:
-    new: Result
-    baselines: list[Result]
+    new: Summary
+    baselines: list[Summary]
     outcomes: list[Outcome]
 
     @property
@@ -214,7 +197,7 @@ def _floor_for(metric: str, unit: str, floors: list[tuple[str | None, Quantity]]
     return value
 
 
-def _contributors(new: dict, bases: list[dict], fmt, top: int, floor: float = 0.0) -> list[Contributor]:
+def _contributors(new: dict, bases: list[dict], fmt, top: int, floor: float = 0.0) -> list[Change]:
     keys = list(new) + [k for b in bases for k in b if k not in new]
     seen = set()
     out = []
@@ -223,12 +206,20 @@ def _contributors(new: dict, bases: list[dict], fmt, top: int, floor: float = 0.
             continue
         seen.add(k)
         mean = float(np.mean([b.get(k, 0.0) for b in bases]))
-        c = Contributor(fmt(k), mean, float(new.get(k, 0.0)))
+        c = Change(fmt(k), mean, float(new.get(k, 0.0)))
         # rounding noise in sums of many values is no growth
-        if c.delta > floor and c.delta > 1e-9 * max(abs(c.new), abs(c.baseline)):
+        if c.delta > floor and c.delta > 1e-9 * max(abs(c.new), abs(c.base)):
             out.append(c)
     out.sort(key=lambda c: (-c.delta, c.key))
     return out[:top]
+
+
+def _metric(r: Summary, name: str, why: str) -> MetricSummary:
+    try:
+        return r.metrics[name]
+    except KeyError:
+        avail = ", ".join(r.metrics) or "none"
+        raise ResultError(f"{r.source}: no metric {name!r} (named by {why}); metrics present: {avail}") from None
 
 
 def _evaluate(th: Threshold, scope: str, new_v: float, base_vs: list[float], unit: str, floor: float) -> Outcome:
@@ -270,20 +261,20 @@ def check(new, baselines, thresholds: list[Threshold], floors=(), per_callpath: 
     floors = list(floors)
     outcomes = []
     for th in thresholds:
-        m = new_r.metric(th.metric, why=th.option)
-        bms = [b.metric(th.metric, why=th.option) for b in bases] if (bases and th.kind == "increase") else [
+        m = _metric(new_r, th.metric, th.option)
+        bms = [_metric(b, th.metric, th.option) for b in bases] if (bases and th.kind == "increase") else [
             b.metrics[th.metric] for b in bases if th.metric in b.metrics]
         floor = _floor_for(th.metric, m.unit, floors)
         cps = _contributors(m.per_callpath, [b.per_callpath for b in bms], str, top, floor) if bms else []
         locs = _contributors(m.per_location, [b.per_location for b in bms], format_loc, top, floor) if bms else []
-        o = _evaluate(th, "total", m.total, [b.total for b in bms], m.unit, floor)
+        o = _evaluate(th, "total", float(m.total), [float(b.total) for b in bms], m.unit, floor)
         o.callpaths, o.locations = cps, locs
         outcomes.append(o)
         if per_callpath:
             paths = list(m.per_callpath) + [p for b in bms for p in b.per_callpath if p not in m.per_callpath]
             for p in dict.fromkeys(paths):
-                oc = _evaluate(th, p, m.per_callpath.get(p, 0.0), [b.per_callpath.get(p, 0.0) for b in bms],
-                               m.unit, floor)
+                oc = _evaluate(th, p, float(m.per_callpath.get(p, 0.0)),
+                               [float(b.per_callpath.get(p, 0.0)) for b in bms], m.unit, floor)
                 if not oc.passed:  # passing call paths would flood the report
                     outcomes.append(oc)
     return CheckReport(new_r, bases, outcomes)

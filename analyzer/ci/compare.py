@@ -1,13 +1,13 @@
 """Compare two analysis results: ``expert-diff``.
 
-Inputs may be our cubes (``.cubex``, or a :class:`analyzer.cube.Cube` in
-memory), our JSON summaries (``expert-analyze --json``), or CUBE4 files
-written by Scalasca.  Everything is first normalised into a :class:`Result`
-whose keys are independent of how the file numbered things:
-
-* metrics by unique name (``mpi_latesender``),
-* call paths by their region-name path (``main/foo/MPI_Recv``),
-* locations by ``(rank, thread)``.
+Inputs may be our cubes (``.cubex``, CUBE3, HDF5, or a
+:class:`analyzer.cube.Cube` in memory), our JSON summaries (``expert-analyze
+--json``), or CUBE4 files written by Scalasca or Score-P.  Files are read by
+content (:mod:`analyzer.cube.files`), summarised by names and compared with
+the one comparator, :func:`analyzer.cube.compare.compare`: metrics by unique
+name, call paths by region-name path (``main/foo/MPI_Recv``), locations by
+``(rank, thread)``.  This module adds what the diff tool shows: the changes
+above a floor, largest first, as text or JSON, and the difference cube.
 
 Values follow the Cube convention: inclusive along the metric tree (a
 metric's total contains its children), exclusive along the call tree (a call
@@ -16,227 +16,51 @@ path's value does not contain its callees).
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
+
+from analyzer.cube import Cube, CubeError
+from analyzer.cube.compare import Change, MetricDiff, Summary, compare, format_loc, summarize, summary_from_json
+from analyzer.cube.files import read_result
 
 
 class ResultError(Exception):
     """An input cannot be used (missing file, unreadable, missing metric).  CLIs exit 2."""
 
 
-Loc = tuple[int, int]  # (rank, thread)
-
-
-@dataclass
-class MetricSummary:
-    name: str
-    display_name: str
-    unit: str
-    parent: str | None
-    description: str
-    diagnosis: str
-    total: float
-    per_callpath: dict[str, float]
-    per_location: dict[Loc, float]
-
-
-@dataclass
-class Result:
-    """One analysis result, keyed by names rather than by file-local ids."""
-
-    source: str  # file name or "<cube>"
-    kind: str  # "cube" or "json"
-    metrics: dict[str, MetricSummary]  # metric-tree order (parents before children)
-    cube: object | None = None  # the Cube when the input was one (needed for a difference cube)
-
-    def metric(self, name: str, why: str = "") -> MetricSummary:
-        try:
-            return self.metrics[name]
-        except KeyError:
-            avail = ", ".join(self.metrics) or "none"
-            what = f" (named by {why})" if why else ""
-            raise ResultError(f"{self.source}: no metric {name!r}{what}; metrics present: {avail}") from None
-
-
 # --------------------------------------------------------------------------
 # Loading
 # --------------------------------------------------------------------------
-def format_loc(loc: Loc) -> str:
-    return f"rank {loc[0]} thread {loc[1]}"
-
-
-_INTS = re.compile(r"-?\d+")
-
-
-def parse_loc_key(key: str, source: str) -> Loc:
-    """A JSON summary's location key (``"0.1"``, ``"0:1"``, ``"rank 0 thread 1"``, ``"3"``) -> (rank, thread)."""
-    nums = _INTS.findall(str(key))
-    if len(nums) == 1:
-        return int(nums[0]), 0
-    if len(nums) >= 2:
-        return int(nums[-2]), int(nums[-1])
-    raise ResultError(f"{source}: location key {key!r} names no rank/thread")
-
-
-def cube_locations(cube) -> list[Loc]:
-    return [(int(loc.rank), int(loc.thread)) for loc in cube.locations]
-
-
-def from_cube(cube, source: str = "<cube>") -> Result:
-    locs = cube_locations(cube)
-    metrics: dict[str, MetricSummary] = {}
-    for m in cube.metrics:
-        per_loc: dict[Loc, float] = {}
-        for loc, v in zip(locs, cube.per_location(m.name).tolist()):
-            per_loc[loc] = per_loc.get(loc, 0.0) + float(v)
-        metrics[m.name] = MetricSummary(
-            name=m.name,
-            display_name=m.display_name or m.name,
-            unit=m.unit or "",
-            parent=m.parent or None,
-            description=m.description or "",
-            diagnosis=m.diagnosis or "",
-            total=float(cube.total(m.name)),
-            per_callpath={str(k): float(v) for k, v in cube.per_callpath(m.name).items()},
-            per_location=per_loc,
-        )
-    return Result(source=source, kind="cube", metrics=metrics, cube=cube)
-
-
-def from_json_summary(doc, source: str) -> Result:
-    if not isinstance(doc, dict) or not isinstance(doc.get("metrics"), dict):
-        raise ResultError(f"{source}: not a JSON summary (expected an object with a 'metrics' object)")
-    metrics: dict[str, MetricSummary] = {}
-    for name, m in doc["metrics"].items():
-        if not isinstance(m, dict):
-            raise ResultError(f"{source}: metrics.{name} is not an object")
-        try:
-            per_cp = {str(k): float(v) for k, v in (m.get("per_callpath") or {}).items()}
-            per_loc: dict[Loc, float] = {}
-            for k, v in (m.get("per_location") or {}).items():
-                loc = parse_loc_key(k, source)
-                per_loc[loc] = per_loc.get(loc, 0.0) + float(v)
-            total = float(m["total"]) if "total" in m else float(sum(per_cp.values()))
-        except (TypeError, ValueError) as e:
-            raise ResultError(f"{source}: metrics.{name}: non-numeric value ({e})") from None
-        metrics[name] = MetricSummary(
-            name=name,
-            display_name=str(m.get("display_name") or name),
-            unit=str(m.get("unit") or ""),
-            parent=m.get("parent") or None,
-            description=str(m.get("description") or ""),
-            diagnosis=str(m.get("diagnosis") or ""),
-            total=total,
-            per_callpath=per_cp,
-            per_location=per_loc,
-        )
-    return Result(source=source, kind="json", metrics=metrics)
-
-
-def read_cube_file(path: str):
-    """Read a ``.cubex`` (ours or Scalasca's) with the project's reader; ResultError on failure."""
-    try:
-        from analyzer.cube import read_cubex
-    except ImportError as e:  # pragma: no cover - the cube module is part of the package
-        raise ResultError(f"{path}: cannot read CUBE files: {e}") from None
-    try:
-        return read_cubex(path)
-    except ResultError:
-        raise
-    except Exception as e:  # the reader's own errors: report them in one line
-        raise ResultError(f"{path}: not a readable CUBE4 file: {e}") from None
-
-
-def load_result(src) -> Result:
-    """A Result from a Cube, a Result, a JSON-summary dict, or a path to a .cubex / .json file."""
-    if isinstance(src, Result):
+def load_result(src) -> Summary:
+    """A Summary from a Cube, a Summary, a JSON-summary dict, or a path to a result file (read by content)."""
+    if isinstance(src, Summary):
         return src
-    if hasattr(src, "values") and hasattr(src, "metrics") and hasattr(src, "cnode_parent"):
-        return from_cube(src)
-    if isinstance(src, dict):
-        return from_json_summary(src, "<json>")
-    path = os.fspath(src)
-    if not os.path.exists(path):
-        raise ResultError(f"{path}: no such file")
-    if os.path.isdir(path):
-        raise ResultError(f"{path}: is a directory, expected a .cubex or .json result")
     try:
-        with open(path, "rb") as f:
-            head = f.read(512)
-    except OSError as e:
-        raise ResultError(f"{path}: cannot read: {e.strerror}") from None
-    if not head:
-        raise ResultError(f"{path}: empty file")
-    if head.lstrip()[:1] in (b"{", b"["):
-        try:
-            with open(path, encoding="utf-8") as f:
-                doc = json.load(f)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ResultError(f"{path}: invalid JSON: {e}") from None
-        return from_json_summary(doc, path)
-    cube = read_cube_file(path)
-    return from_cube(cube, source=path)
+        if isinstance(src, Cube):
+            return summarize(src)
+        if isinstance(src, dict):
+            return summary_from_json(src, "<json>")
+        path = os.fspath(src)
+        data = read_result(path, expected="a .cubex or .json result")
+        return summary_from_json(data, path) if isinstance(data, dict) else summarize(data, source=path)
+    except CubeError as e:
+        raise ResultError(str(e)) from None
 
 
 # --------------------------------------------------------------------------
 # Differences
 # --------------------------------------------------------------------------
 @dataclass
-class Change:
-    key: str  # call path or "rank R thread T"
-    base: float
-    new: float
-
-    @property
-    def delta(self) -> float:
-        return self.new - self.base
-
-    @property
-    def rel(self) -> float:
-        return relative_change(self.base, self.new)
-
-
-def relative_change(base: float, new: float) -> float:
-    """(new - base) / |base|; +inf for growth from zero, 0 when both are zero."""
-    if base == 0.0:
-        return 0.0 if new == 0.0 else math.copysign(math.inf, new)
-    return (new - base) / abs(base)
-
-
-@dataclass
-class MetricChange:
-    name: str
-    display_name: str
-    unit: str
-    base: float
-    new: float
-    presence: str  # "both", "base only", "new only"
-    callpaths: list[Change] = field(default_factory=list)  # changed ones, largest |delta| first
-    locations: list[Change] = field(default_factory=list)
-    changed: bool = False  # moved by more than the floor, anywhere, or present on one side only
-
-    @property
-    def delta(self) -> float:
-        return self.new - self.base
-
-    @property
-    def rel(self) -> float:
-        return relative_change(self.base, self.new)
-
-
-@dataclass
 class Diff:
-    base: Result
-    new: Result
-    metrics: list[MetricChange]
+    base: Summary
+    new: Summary
+    metrics: list[MetricDiff]
 
     @property
-    def changed(self) -> list[MetricChange]:
+    def changed(self) -> list[MetricDiff]:
         return [m for m in self.metrics if m.changed]
 
     def to_dict(self) -> dict:
@@ -263,12 +87,8 @@ class Diff:
         }
 
 
-def _changes(base: dict, new: dict, floor: float, fmt_key) -> list[Change]:
-    out = []
-    for k in list(base) + [k for k in new if k not in base]:
-        b, n = float(base.get(k, 0.0)), float(new.get(k, 0.0))
-        if abs(n - b) > floor:
-            out.append(Change(fmt_key(k), b, n))
+def _largest_first(changes: list[Change], fmt_key) -> list[Change]:
+    out = [Change(fmt_key(c.key), float(c.base), float(c.new)) for c in changes]
     out.sort(key=lambda c: (-abs(c.delta), c.key))
     return out
 
@@ -277,18 +97,11 @@ def diff(base, new, floor: float = 0.0) -> Diff:
     """Per-metric changes between two results; call paths and locations whose value moved by more than ``floor``."""
     b, n = load_result(base), load_result(new)
     names = list(n.metrics) + [m for m in b.metrics if m not in n.metrics]
-    out = []
-    for name in names:
-        mb, mn = b.metrics.get(name), n.metrics.get(name)
-        meta = mn or mb
-        presence = "both" if (mb and mn) else ("new only" if mn else "base only")
-        bt = mb.total if mb else 0.0
-        nt = mn.total if mn else 0.0
-        mc = MetricChange(name, meta.display_name, meta.unit, bt, nt, presence)
-        mc.callpaths = _changes(mb.per_callpath if mb else {}, mn.per_callpath if mn else {}, floor, str)
-        mc.locations = _changes(mb.per_location if mb else {}, mn.per_location if mn else {}, floor, format_loc)
-        mc.changed = presence != "both" or abs(mc.delta) > floor or bool(mc.callpaths) or bool(mc.locations)
-        out.append(mc)
+    out = compare(b, n, atol=floor, names=names)
+    for m in out:
+        m.base, m.new = float(m.base), float(m.new)
+        m.callpaths = _largest_first(m.callpaths, str)
+        m.locations = _largest_first(m.locations, format_loc)
     return Diff(b, n, out)
 
 
@@ -372,8 +185,6 @@ def format_diff(d: Diff, top: int = 10, all_metrics: bool = False) -> str:
 # --------------------------------------------------------------------------
 def diff_cube(base, new):
     """A Cube holding new - base over the union of metrics, call paths and locations (both inputs must be cubes)."""
-    from analyzer.cube import Cube
-
     b, n = load_result(base), load_result(new)
     for r in (b, n):
         if r.cube is None:

@@ -148,7 +148,9 @@ def check_main(argv=None) -> int:
 # --------------------------------------------------------------------------
 @quiet_on_closed_pipe
 def report_main(argv=None) -> int:
+    from analyzer.cube import CubeError
     from analyzer.report import html as report_html
+    from analyzer.report.html import ReportError
 
     ap = argparse.ArgumentParser(
         prog="expert-report",
@@ -167,7 +169,7 @@ def report_main(argv=None) -> int:
             _write(out, html)
         except OSError as e:
             raise ResultError(f"{out}: cannot write: {e.strerror}") from None
-    except ResultError as e:
+    except (ResultError, ReportError, CubeError) as e:
         return _fail(ap.prog, str(e))
     print(f"report written to {out}")
     return 0
@@ -177,6 +179,7 @@ def report_main(argv=None) -> int:
 @quiet_on_closed_pipe
 def profile_main(argv=None) -> int:
     from analyzer.profile import ompp as prof
+    from analyzer.profile.ompp import ProfileError
 
     ap = argparse.ArgumentParser(
         prog="expert-profile",
@@ -199,7 +202,7 @@ def profile_main(argv=None) -> int:
         if a.charts:
             files = prof.write_charts(p, a.charts)
             print("\ncharts: " + ", ".join(files))
-    except ResultError as e:
+    except ProfileError as e:
         return _fail(ap.prog, str(e))
     return 0
 

@@ -9,15 +9,17 @@ and HDF5 (:mod:`.hdf5`).  The model imports none of them; this package joins
 them under one name.
 """
 
-from .model import Cube, CubeError, CubeFormatError, LocationInfo, MetricInfo, RegionInfo, diff_cubes, region_strings
+from .model import Cube, CubeError, CubeFormatError, LocationInfo, MetricInfo, RegionInfo, region_strings
 from .cubex_check import check_cubex
 from .cubex_read import read_cube3, read_cubex
 from .cubex_write import cubex_bytes, write_cubex
-from .json_summary import compare_json, read_json, write_json
+from .json_summary import read_json, write_json
 from .hdf5 import read_hdf5, write_hdf5
+from .compare import compare_json, diff_cubes
+from .files import ResultFileError, open_cube, read_result
 
 __all__ = [
     "Cube", "CubeError", "CubeFormatError", "MetricInfo", "RegionInfo", "LocationInfo", "region_strings",
     "diff_cubes", "read_cubex", "read_cube3", "check_cubex", "write_cubex", "cubex_bytes", "read_json", "write_json",
-    "compare_json", "read_hdf5", "write_hdf5",
+    "compare_json", "read_hdf5", "write_hdf5", "ResultFileError", "open_cube", "read_result",
 ]

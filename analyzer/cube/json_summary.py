@@ -21,7 +21,6 @@ identical analyses give byte-identical files.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 from .model import Cube, CubeFormatError
@@ -93,39 +92,3 @@ def read_json(path) -> dict:
             if not isinstance(m[key], dict):
                 raise CubeFormatError(f"{path}: metrics[{name!r}][{key!r}] is not an object")
     return data
-
-
-def compare_json(a: dict, b: dict, rtol: float = 1e-9, atol: float = 0.0, metrics=None) -> list[str]:
-    """Differences between two summaries (as returned by :func:`read_json`).
-
-    Entries missing on one side count as zero; values agree when
-    ``|x - y| <= atol + rtol * max(|x|, |y|)``.  ``metrics`` limits the
-    comparison to some unique names.  Returns readable lines, empty if equal.
-    """
-    out: list[str] = []
-    ma, mb = a["metrics"], b["metrics"]
-    names = list(ma) + [n for n in mb if n not in ma]
-    if metrics is not None:
-        names = [n for n in names if n in set(metrics)]
-    for name in names:
-        if name not in ma or name not in mb:
-            out.append(f"{name}: only in the {'second' if name not in ma else 'first'} summary")
-            continue
-        x, y = ma[name], mb[name]
-        if x.get("unit") != y.get("unit"):
-            out.append(f"{name}: unit {x.get('unit')!r} vs {y.get('unit')!r}")
-        if not _close(x["total"], y["total"], rtol, atol):
-            out.append(f"{name}: total {x['total']!r} vs {y['total']!r}")
-        for part in ("per_location", "per_callpath"):
-            keys = list(x[part]) + [k for k in y[part] if k not in x[part]]
-            for k in keys:
-                u, v = x[part].get(k, 0), y[part].get(k, 0)
-                if not _close(u, v, rtol, atol):
-                    out.append(f"{name} {part}[{k!r}]: {u!r} vs {v!r}")
-    return out
-
-
-def _close(u, v, rtol, atol) -> bool:
-    if not all(isinstance(t, (int, float)) for t in (u, v)):
-        return u == v
-    return math.fabs(u - v) <= atol + rtol * max(math.fabs(u), math.fabs(v))

@@ -39,7 +39,6 @@ __all__ = [
     "RegionInfo",
     "LocationInfo",
     "region_strings",
-    "diff_cubes",
 ]
 
 UNITS = ("sec", "occ", "bytes")
@@ -693,68 +692,3 @@ class Cube:
             f"<Cube {len(self.metrics)} metrics, {self.n_cnodes} call paths, "
             f"{self.n_locations} locations, {len(self.values)} with data>"
         )
-
-
-# --------------------------------------------------------------------------
-# Comparing two cubes
-# --------------------------------------------------------------------------
-def diff_cubes(a: Cube, b: Cube, rtol: float = 1e-12, atol: float = 0.0, limit: int = 20) -> list[str]:
-    """Differences between two cubes, matched by identity, not by id.
-
-    Metrics match by unique name, call paths by their path string, locations
-    by (rank, thread) -- the identities cubelib's algebra tools use.  Values
-    agree when ``|x - y| <= atol + rtol * max(|x|, |y|)``.  Returns at most
-    ``limit`` human-readable lines; empty when the cubes agree.
-    """
-    out: list[str] = []
-    ma, mb = set(a.metric_names), set(b.metric_names)
-    for name in sorted(ma - mb):
-        out.append(f"metric {name!r} only in the first cube")
-    for name in sorted(mb - ma):
-        out.append(f"metric {name!r} only in the second cube")
-    for name in sorted(ma & mb):
-        ia, ib = a.metric(name), b.metric(name)
-        if (ia.parent, ia.unit) != (ib.parent, ib.unit):
-            out.append(f"metric {name!r}: parent/unit {ia.parent}/{ia.unit} vs {ib.parent}/{ib.unit}")
-    pa, pb = _path_index(a), _path_index(b)
-    for p in sorted(set(pa) - set(pb))[:limit]:
-        out.append(f"call path {p!r} only in the first cube")
-    for p in sorted(set(pb) - set(pa))[:limit]:
-        out.append(f"call path {p!r} only in the second cube")
-    la = {(loc.rank, loc.thread): i for i, loc in enumerate(a.locations)}
-    lb = {(loc.rank, loc.thread): i for i, loc in enumerate(b.locations)}
-    if set(la) != set(lb):
-        out.append(f"locations differ: {sorted(set(la) ^ set(lb))[:10]}")
-    if out:
-        return out[:limit]
-    paths = sorted(pa)
-    keys = sorted(la)
-    ca = [pa[p] for p in paths]
-    cb = [pb[p] for p in paths]
-    cols_a = [la[k] for k in keys]
-    cols_b = [lb[k] for k in keys]
-    for name in sorted(ma & mb):
-        va = _rows_by_path(a, name, ca)[:, cols_a]
-        vb = _rows_by_path(b, name, cb)[:, cols_b]
-        bad = np.abs(va - vb) > atol + rtol * np.maximum(np.abs(va), np.abs(vb))
-        for r, c in np.argwhere(bad)[: max(0, limit - len(out))]:
-            out.append(
-                f"metric {name!r} at {paths[r]!r}, rank {keys[c][0]} thread {keys[c][1]}: "
-                f"{float(va[r, c])!r} vs {float(vb[r, c])!r}"
-            )
-        if len(out) >= limit:
-            break
-    return out
-
-
-def _path_index(cube: Cube) -> dict[str, list[int]]:
-    idx: dict[str, list[int]] = {}
-    for c, p in enumerate(cube.callpaths):
-        idx.setdefault(p, []).append(c)
-    return idx
-
-
-def _rows_by_path(cube: Cube, name: str, groups: list[list[int]]) -> np.ndarray:
-    vals = cube.values[name]
-    return np.stack([vals[g].sum(axis=0) for g in groups]) if groups else np.zeros((0, cube.n_locations))
-

@@ -34,8 +34,12 @@ import numpy as np
 
 from tracefmt.layout import NO_ID, EventType, Paradigm, Role
 
-from analyzer.ci.compare import ResultError
 from . import kernel as K
+
+
+class ProfileError(Exception):
+    """A trace cannot be profiled (missing, unreadable, broken nesting) or a request is bad.  The CLI exits 2."""
+
 
 COLUMNS = ("execT", "execC", "bodyT", "enterT", "exitT", "mpiT", "inV", "outV", "recvC", "sendC", "collC")
 _I = {c: i for i, c in enumerate(COLUMNS)}
@@ -186,15 +190,15 @@ def open_trace(path: str):
     import tracefmt
 
     if not os.path.exists(path):
-        raise ResultError(f"{path}: no such file")
+        raise ProfileError(f"{path}: no such file")
     try:
         from tracefmt.detect import open_any
 
         return open_any(path)
     except tracefmt.TraceFormatError as e:
-        raise ResultError(str(e)) from None
+        raise ProfileError(str(e)) from None
     except OSError as e:
-        raise ResultError(f"{path}: cannot read: {e.strerror or e}") from None
+        raise ProfileError(f"{path}: cannot read: {e.strerror or e}") from None
 
 
 def _where(defs, r) -> str:
@@ -294,7 +298,7 @@ def _team_table(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray,
 def profile_trace(trace, volume: str = "naive") -> Profile:
     """Profile a trace (path or open tracefmt.Trace)."""
     if volume not in ("naive", "minimal"):
-        raise ResultError(f"volume accounting {volume!r}: choose naive or minimal")
+        raise ProfileError(f"volume accounting {volume!r}: choose naive or minimal")
     if isinstance(trace, (str, os.PathLike)):
         source = os.fspath(trace)
         trace = open_trace(source)
@@ -367,14 +371,14 @@ def profile_trace(trace, volume: str = "naive") -> Profile:
             rt.cls, rt.ovh, rt.program, tables[key], reg_stamp, acc, stamp, seq)
         where = f"{source}: location {l} (rank {rank} thread {thread})"
         if status == K.EXIT_WITHOUT_ENTER:
-            raise ResultError(f"{where}: exit at {info_t:.9f} s (event {info}) without an open region")
+            raise ProfileError(f"{where}: exit at {info_t:.9f} s (event {info}) without an open region")
         if status == K.NEVER_LEFT:
-            raise ResultError(f"{where}: region {regions[info].name!r} entered at {info_t:.9f} s is never left")
+            raise ProfileError(f"{where}: region {regions[info].name!r} entered at {info_t:.9f} s is never left")
         if status == K.COLLEXIT_MISMATCH:
-            raise ResultError(f"{where}: collective exit at {info_t:.9f} s (event {info}) names region "
+            raise ProfileError(f"{where}: collective exit at {info_t:.9f} s (event {info}) names region "
                               f"{int(ev.a[info])} but region {regions[int(info2)].name!r} is open")
         if status == K.UNKNOWN_REGION:
-            raise ResultError(f"{where}: enter at {info_t:.9f} s (event {info}) names region {int(ev.a[info])}, "
+            raise ProfileError(f"{where}: enter at {info_t:.9f} s (event {info}) names region {int(ev.a[info])}, "
                               f"which the definitions do not define")
         if thread != 0:
             # a worker thread outside every parallel region idles: limited parallelism
@@ -428,7 +432,7 @@ def format_profile(p: Profile, regions: list[str] | None = None) -> str:
         rows = [r for r in rows if r.name in wanted]
         missing = wanted - {r.name for r in rows}
         if missing:
-            raise ResultError(f"{p.source}: no region named {', '.join(sorted(map(repr, missing)))}")
+            raise ProfileError(f"{p.source}: no region named {', '.join(sorted(map(repr, missing)))}")
     for n, r in enumerate(rows, 1):
         lines.append(f"R{n:05d} {r.name}" + (f"  {r.where}" if r.where else "") + f"  {r.kind}")
         table = [["TID"] + list(COLUMNS)]
@@ -465,7 +469,7 @@ def write_charts(p: Profile, outdir: str, radar_regions: int = 3) -> list[str]:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ResultError("charts need matplotlib: pip install 'expert-analyze[reports]'") from None
+        raise ProfileError("charts need matplotlib: pip install 'expert-analyze[reports]'") from None
     os.makedirs(outdir, exist_ok=True)
     files = []
     ranks = sorted({rank for (_n, rank) in p.overheads})

@@ -17,31 +17,31 @@ from importlib import resources
 
 import numpy as np
 
-from analyzer.ci.compare import ResultError, read_cube_file
+from analyzer.cube.files import open_cube, peek, result_kind
+
+
+class ReportError(Exception):
+    """No report can be made of an input (a JSON summary, a trace that cannot be analyzed, NaN values).
+
+    A result file that cannot be read raises :class:`analyzer.cube.ResultFileError`.
+    """
 
 
 def load_cube(path: str):
-    """A Cube from a .cubex file, or from a trace by analysing it first."""
-    if not os.path.exists(path):
-        raise ResultError(f"{path}: no such file")
-    if os.path.isdir(path):
-        raise ResultError(f"{path}: is a directory, expected a .cubex result or a trace")
-    with open(path, "rb") as f:
-        head = f.read(8)
+    """A Cube from a cube file (.cubex, CUBE3, HDF5; by content), or from a trace by analysing it first."""
+    head = peek(path, expected="a .cubex result or a trace")
     if head.startswith(b"\x89ELG") or path.endswith(".elg"):
         try:
             import analyzer
 
             return analyzer.analyze(path)
         except AttributeError:
-            raise ResultError(f"{path}: analyzing traces is not available; run expert-analyze first") from None
-        except ResultError:
-            raise
+            raise ReportError(f"{path}: analyzing traces is not available; run expert-analyze first") from None
         except Exception as e:
-            raise ResultError(f"{path}: cannot analyze: {e}") from None
-    if head.lstrip()[:1] == b"{":
-        raise ResultError(f"{path}: a JSON summary has no per-location detail; give the .cubex file")
-    return read_cube_file(path)
+            raise ReportError(f"{path}: cannot analyze: {e}") from None
+    if result_kind(head) == "json":
+        raise ReportError(f"{path}: a JSON summary has no per-location detail; give the .cubex file")
+    return open_cube(path, head)
 
 
 def _asset(name: str) -> str:
@@ -137,7 +137,7 @@ def render(cube, title: str = "expert report") -> str:
     try:
         payload = _json_for_script(data)
     except ValueError:
-        raise ResultError("the result holds NaN or infinite values; cannot write a report") from None
+        raise ReportError("the result holds NaN or infinite values; cannot write a report") from None
     script = _asset("report.js")
     css = _asset("report.css")
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()

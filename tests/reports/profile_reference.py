@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from analyzer.ci.compare import ResultError
+from analyzer.profile.ompp import ProfileError
 from analyzer.profile.ompp import (COLUMNS, OVERHEADS, PROGRAM, _BODY_OF, _HAS_BODY, _I, Profile, RegionRow,
                               _kind, _overhead_class, collective_volume, open_trace)
 from tracefmt.layout import NO_ID, EventType, Paradigm, Role
@@ -19,7 +19,7 @@ from tracefmt.layout import NO_ID, EventType, Paradigm, Role
 def profile_trace_reference(trace, volume: str = "naive") -> Profile:
     """The former pure-Python loop over every event, kept as the obviously-correct reference."""
     if volume not in ("naive", "minimal"):
-        raise ResultError(f"volume accounting {volume!r}: choose naive or minimal")
+        raise ProfileError(f"volume accounting {volume!r}: choose naive or minimal")
     if isinstance(trace, (str, os.PathLike)):
         source = os.fspath(trace)
         trace = open_trace(source)
@@ -97,7 +97,7 @@ def profile_trace_reference(trace, volume: str = "naive") -> Profile:
                     par_stack.append(r.name)
             elif ty in (EventType.EXIT, EventType.MPI_COLLEXIT, EventType.OMP_COLLEXIT):
                 if not stack:
-                    raise ResultError(f"{source}: location {l} (rank {rank} thread {thread}): exit at {t:.9f} s "
+                    raise ProfileError(f"{source}: location {l} (rank {rank} thread {thread}): exit at {t:.9f} s "
                                       f"(event {i}) without an open region")
                 rid, t0, c0, b0, b1, team = stack.pop()
                 r = regions[rid]
@@ -169,7 +169,7 @@ def profile_trace_reference(trace, volume: str = "naive") -> Profile:
                 counters[3] += 1
                 counters[1] += D[i]
         if stack:
-            raise ResultError(f"{source}: location {l} (rank {rank} thread {thread}): region "
+            raise ProfileError(f"{source}: location {l} (rank {rank} thread {thread}): region "
                               f"{regions[stack[-1][0]].name!r} entered at {stack[-1][1]:.9f} s is never left")
         if thread != 0:
             # a worker thread outside every parallel region idles: limited parallelism

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 import tracefmt
-from analyzer.ci.compare import ResultError
+from analyzer.profile.ompp import ProfileError
 from analyzer.profile import format_profile, profile_trace
 from tracefmt.layout import NO_ID, EventType, Paradigm, Role
 
@@ -111,7 +111,7 @@ def test_unknown_region_is_a_clear_error():
     ev = trace.events(loc)
     ev.a[0] = 999  # an ENTER naming a region the definitions lack
     trace.events = lambda _l: ev
-    with pytest.raises(ResultError, match=r"location .*event 0\) names region 999"):
+    with pytest.raises(ProfileError, match=r"location .*event 0\) names region 999"):
         profile_trace(trace)
 
 
@@ -135,13 +135,13 @@ def raw_trace(events):
 def test_broken_nesting_same_message_as_reference(events, message):
     trace = raw_trace(events)
     for profile in (profile_trace, profile_trace_reference):
-        with pytest.raises(ResultError, match=message):
+        with pytest.raises(ProfileError, match=message):
             profile(trace)
 
 
 def test_collective_exit_of_another_region_is_a_clear_error():
     events = [(1.0, EventType.ENTER, 0, NO_ID, 0, 0, 0), (2.0, EventType.MPI_COLLEXIT, 1, 0, NO_ID, 8, 8)]
     trace = raw_trace(events)
-    with pytest.raises(ResultError, match=r"collective exit at 2\.000000000 s \(event 1\) names region 1 "
+    with pytest.raises(ProfileError, match=r"collective exit at 2\.000000000 s \(event 1\) names region 1 "
                                           r"but region 'main' is open"):
         profile_trace(trace)
