@@ -21,3 +21,19 @@ def pytest_runtest_protocol(item, nextitem):
         return
     with LaunchGuard(item.nodeid):
         yield
+
+
+@pytest.fixture(scope="session")
+def runtime_built():
+    """The C runtime built once per session (``make -s -C runtime``): the folder of its libraries.
+
+    Used by tests/runtime and tests/instrument; a test that uses it needs the ``runtime`` marker."""
+    import subprocess
+
+    from repo_paths import ROOT
+
+    runtime = ROOT / "runtime"
+    p = subprocess.run(["make", "-s", "-C", str(runtime)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        raise AssertionError(f"make -C {runtime} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    return runtime / "lib"

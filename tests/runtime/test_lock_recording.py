@@ -2,7 +2,7 @@
 
 * lock_stress.c: 4 threads hand three locks (unnamed critical, named critical, omp_lock_t) to each other
   thousands of times.  OMPT reports a release only after the lock is free, so without the hand-over
-  repair (core.c, xt_lock_acquire/xt_lock_release) releases carried the next holder's order and
+  repair (src/locks.c, xt_lock_acquire/xt_lock_release) releases carried the next holder's order and
   acquisitions were stamped a few ns before the previous release; tracefmt.validate caught that in
   10 of 12 runs of 1000 iterations.
 * omp_test_locks.c: omp_test_lock / omp_test_nest_lock are their own regions; a failed test records

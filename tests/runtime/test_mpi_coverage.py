@@ -155,24 +155,24 @@ def test_rank_dying_leaves_readable_incomplete_traces(runtime_built, tmp_path, m
     if mpi == "ompi":
         files.update({0: tmp_path / "d.elg", 2: tmp_path / "d.elg.rank2"})
     for rank, path in files.items():
-        trace = tracefmt.open(str(path))
-        assert not trace.header.finished
-        assert trace.defs.attributes["complete"].startswith("no")
-        ev = events(trace, 0)
-        entered = [e[1] for e in ev if e[0] == E.ENTER]
-        expected = ["MPI_Init", "MPI_Sendrecv", "MPI_Barrier"]
-        if rank == 1:
-            expected += ["MPI_Abort"] if how == "abort" else []
-        else:
-            expected += ["MPI_Barrier"]  # still waiting when killed: closed at the last recorded time
-        assert entered == expected
-        depth = 0
-        for e in ev:  # the regions open at the end were closed, so the trace still nests
-            depth += 1 if e[0] == E.ENTER else -1 if e[0] in (E.EXIT, E.MPI_COLLEXIT) else 0
-            assert depth >= 0
-        assert depth == 0
-        sends = [e for e in ev if e[0] == E.MPI_SEND]
-        assert [(s[2], s[4], s[5]) for s in sends] == [((rank + 1) % 3, 1, 4)]
+        with tracefmt.open(str(path)) as trace:
+            assert not trace.header.finished
+            assert trace.defs.attributes["complete"].startswith("no")
+            ev = events(trace, 0)
+            entered = [e[1] for e in ev if e[0] == E.ENTER]
+            expected = ["MPI_Init", "MPI_Sendrecv", "MPI_Barrier"]
+            if rank == 1:
+                expected += ["MPI_Abort"] if how == "abort" else []
+            else:
+                expected += ["MPI_Barrier"]  # still waiting when killed: closed at the last recorded time
+            assert entered == expected
+            depth = 0
+            for e in ev:  # the regions open at the end were closed, so the trace still nests
+                depth += 1 if e[0] == E.ENTER else -1 if e[0] in (E.EXIT, E.MPI_COLLEXIT) else 0
+                assert depth >= 0
+            assert depth == 0
+            sends = [e for e in ev if e[0] == E.MPI_SEND]
+            assert [(s[2], s[4], s[5]) for s in sends] == [((rank + 1) % 3, 1, 4)]
 
 
 # ---------------------------------------------------------------- clock synchronisation
