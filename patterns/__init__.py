@@ -46,3 +46,19 @@ __all__ = [
     "format_hierarchy",
     "HierarchyEntry",
 ]
+
+# the instance tables of the base wait states (see patterns.instances and docs/writing-patterns.md)
+from .instances import (  # noqa: E402
+    cached, late_receiver_instances, late_sender_instances, mpi_barrier_completion_instances,
+    mpi_barrier_wait_instances, mpi_early_reduce_instances, mpi_early_scan_instances, mpi_late_broadcast_instances,
+    mpi_nxn_completion_instances, mpi_operations, mpi_wait_nxn_instances, omp_barrier_wait_instances,
+    omp_fork_join_instances, omp_lock_contention_instances, wait_severity,
+)
+
+__all__ += [
+    "cached", "wait_severity", "mpi_operations", "late_sender_instances", "late_receiver_instances",
+    "mpi_barrier_wait_instances", "mpi_barrier_completion_instances", "mpi_wait_nxn_instances",
+    "mpi_nxn_completion_instances", "mpi_late_broadcast_instances", "mpi_early_reduce_instances",
+    "mpi_early_scan_instances", "omp_barrier_wait_instances", "omp_lock_contention_instances",
+    "omp_fork_join_instances",
+]

@@ -84,11 +84,9 @@ class AnalysisContext:
     # counter's increase inside a call path minus its children's); empty when
     # the trace has no counters
     counters: dict[str, np.ndarray] = field(default_factory=dict)
-    # values derived from this context that several patterns share (instance tables, the fork/join
-    # shift, ...), by key, computed once: read and fill it only through patterns.instances.cached
-    derived: dict[str, Any] = field(default_factory=dict)
     # values derived from the context that several patterns share (the fork/join
-    # shift, instance tables), computed once per context by helpers in patterns/;
+    # shift, instance tables), computed once per context by helpers in patterns/
+    # (through patterns.instances.cached);
     # a helper that reads a table must be used only by patterns requiring it
     derived: dict[str, Any] = field(default_factory=dict)
     # the pattern being computed (set by :meth:`computing`), None outside a compute step

@@ -21,43 +21,29 @@ import numpy as np
 
 from tracefmt.layout import Paradigm, Role
 
-from .api import Pattern, Severity
-
-
-def _cache(ctx) -> dict:
-    c = ctx.__dict__.get("_pattern_cache")
-    if c is None:
-        c = ctx.__dict__["_pattern_cache"] = {}
-    return c
+from .api import Pattern
+from .instances import cached, omp_fork_join_instances
 
 
 def management_shift(ctx) -> np.ndarray:
     """[C, L] time moved onto parallel-region call paths by the fork/join spans (see module doc).
 
-    Positive at the parallel region's call path on every member, negative
-    (the master's part only) at the call path the master forked from.
+    Positive at the parallel region's call path on every team member (its fork plus join span,
+    :func:`patterns.instances.omp_fork_join_instances`), negative by the master's own span at the
+    call path it forked from (``fork_cnode``), where the replay counted that span as exclusive time.
+    A master that forked outside every call has nothing to give back.  Computed once per context;
+    read-only.  Reads ``omp_teams`` and ``omp_team_members``.
     """
-    cache = _cache(ctx)
-    if "management_shift" in cache:
-        return cache["management_shift"]
-    C, L = ctx.n_cnodes, ctx.n_locations
-    out = np.zeros((C, L))
-    teams = ctx.tables.get("omp_teams")
-    members = ctx.tables.get("omp_team_members")
-    if teams is not None and members is not None and len(members) and len(teams):
-        t = members["team"]
-        fork = teams["fork_time"][t]
-        join = teams["join_time"][t]
-        fork_part = np.maximum(members["enter"] - fork, 0.0)
-        join_part = np.where(np.isnan(join), 0.0, np.maximum(join - members["exit"], 0.0))
-        span = fork_part + join_part
-        pc = teams["parallel_cnode"][t]
-        ok = (pc >= 0) & (span > 0)
-        np.add.at(out, (pc[ok], members["loc"][ok]), span[ok])
-        fc = teams["fork_cnode"][t] if "fork_cnode" in teams else np.full(len(t), -1)
-        is_master = (members["loc"] == teams["master_loc"][t]) & ok & (fc >= 0)
-        np.add.at(out, (fc[is_master], members["loc"][is_master]), -span[is_master])
-    cache["management_shift"] = out
+    return cached(ctx, "patterns.management_shift", lambda: _management_shift(ctx))
+
+
+def _management_shift(ctx) -> np.ndarray:
+    out = np.zeros((ctx.n_cnodes, ctx.n_locations))
+    fj = omp_fork_join_instances(ctx)
+    span = fj["fork"] + fj["join"]
+    np.add.at(out, (fj["cnode"], fj["loc"]), span)
+    gives_back = fj["fork_cnode"] >= 0  # masters only
+    np.add.at(out, (fj["fork_cnode"][gives_back], fj["loc"][gives_back]), -span[gives_back])
     return out
 
 
@@ -67,11 +53,8 @@ def overhead_mask(ctx) -> np.ndarray:
 
 
 def base_time(ctx) -> np.ndarray:
-    """Exclusive time with the fork/join spans on the parallel regions (no idle threads)."""
-    cache = _cache(ctx)
-    if "base_time" not in cache:
-        cache["base_time"] = ctx.excl_time + management_shift(ctx)
-    return cache["base_time"]
+    """Exclusive time with the fork/join spans on the parallel regions (no idle threads); read-only."""
+    return cached(ctx, "patterns.base_time", lambda: ctx.excl_time + management_shift(ctx))
 
 
 class Time(Pattern):
@@ -79,12 +62,17 @@ class Time(Pattern):
     parent = None
     display_name = "Time"
     unit = "sec"
-    description = ("Total time of the program on every location: the exclusive wall-clock time of each call path, "
-                   "including the time worker threads are idle outside parallel regions, which is charged as "
-                   "Idle Threads. It is the root of every other time property.")
-    diagnosis = ("Expand the metric tree to see how time splits into execution, overhead and idle threads, then "
-                 "expand the call tree to find the call paths that take the most time.")
+    description = (
+        "Total time of the program on every location: the exclusive wall-clock time of each call path, including the "
+        "time worker threads are idle outside parallel regions, which is charged as Idle Threads. It is the root of "
+        "every other time property."
+    )
+    diagnosis = (
+        "Expand the metric tree to see how time splits into execution, overhead and idle threads, then expand the "
+        "call tree to find the call paths that take the most time."
+    )
     requires = ("omp_teams", "omp_team_members")  # the fork/join spans (management_shift)
+    depends = ()
     #: computed first when registered, so its value can be added; not a hard dependency
     optional_depends = ("omp_idle_threads",)
 
@@ -101,9 +89,15 @@ class Visits(Pattern):
     parent = None
     display_name = "Visits"
     unit = "occ"
-    description = "Number of times each call path was entered on each location."
-    diagnosis = ("Compare visits with time: a call path with many short visits may carry more instrumentation and "
-                 "call overhead than work; consider inlining it or excluding it from measurement.")
+    description = (
+        "Number of times each call path was entered on each location."
+    )
+    diagnosis = (
+        "Compare visits with time: a call path with many short visits may carry more instrumentation and call "
+        "overhead than work; consider inlining it or excluding it from measurement."
+    )
+    requires = ()
+    depends = ()
 
     def compute(self, ctx):
         return ctx.visits.astype(np.float64)
@@ -114,10 +108,15 @@ class Execution(Pattern):
     parent = "time"
     display_name = "Execution"
     unit = "sec"
-    description = ("Time spent executing the program, its MPI and OpenMP calls included: Time without measurement "
-                   "overhead and without idle threads.")
-    diagnosis = "Expand the metric tree to separate MPI and OpenMP time from the remaining computation."
+    description = (
+        "Time spent executing the program, its MPI and OpenMP calls included: Time without measurement overhead and "
+        "without idle threads."
+    )
+    diagnosis = (
+        "Expand the metric tree to separate MPI and OpenMP time from the remaining computation."
+    )
     requires = ("omp_teams", "omp_team_members")  # the fork/join spans (management_shift)
+    depends = ()
 
     def compute(self, ctx):
         t = base_time(ctx).copy()
@@ -130,10 +129,16 @@ class Overhead(Pattern):
     parent = "time"
     display_name = "Overhead"
     unit = "sec"
-    description = ("Time the measurement system spent on its own work that shows in the trace, mainly writing full "
-                   "trace buffers to disk (the TRACING region).")
-    diagnosis = ("Large overhead distorts every other measurement: enlarge the trace buffers so they are not flushed "
-                 "during the run, or exclude frequently called small functions from instrumentation.")
+    description = (
+        "Time the measurement system spent on its own work that shows in the trace, mainly writing full trace "
+        "buffers to disk (the TRACING region)."
+    )
+    diagnosis = (
+        "Large overhead distorts every other measurement: enlarge the trace buffers so they are not flushed during "
+        "the run, or exclude frequently called small functions from instrumentation."
+    )
+    requires = ()
+    depends = ()
 
     def compute(self, ctx):
         t = np.zeros_like(ctx.excl_time)
@@ -159,17 +164,17 @@ def in_parallel_mask(ctx) -> np.ndarray:
 
 
 def imbalance_parts(ctx) -> dict[str, np.ndarray]:
-    """Deviation of each participant's execution time from the call path's average.
+    """Deviation of each participant's execution time (``ctx.results["execution"]``) from the call path's average.
 
     Participants of a call path are all threads when it lies inside a
     parallel region, otherwise one location per process (its master thread).
+    Computed once per context; read-only.
     """
-    cache = _cache(ctx)
-    if "imbalance" in cache:
-        return cache["imbalance"]
-    ex = ctx.results.get("execution")
-    if ex is None:
-        ex = Execution().compute(ctx)
+    return cached(ctx, "patterns.imbalance", lambda: _imbalance_parts(ctx))
+
+
+def _imbalance_parts(ctx) -> dict[str, np.ndarray]:
+    ex = ctx.results["execution"]
     C, L = ex.shape
     inpar = in_parallel_mask(ctx)
     master = ctx.location_thread[:L] == 0
@@ -183,100 +188,123 @@ def imbalance_parts(ctx) -> dict[str, np.ndarray]:
     n_vis = visited.sum(axis=1)
     bypass = np.where(part & ~visited, below, 0.0)
     single = (n_vis == 1)[:, None]
-    parts = {
+    return {
         "above": above,
         "below": below,
         "bypass": bypass,
         "above_single": np.where(single, above, 0.0),
         "singularity": np.where(single, bypass, 0.0),
     }
-    cache["imbalance"] = parts
-    return parts
 
 
-class Imbalance(Pattern):
+class _Imbalance(Pattern):
+    """The sum of the ``parts`` of :func:`imbalance_parts`."""
+
+    parts: tuple[str, ...] = ()
+
+    def compute(self, ctx):
+        p = imbalance_parts(ctx)
+        return sum(p[k] for k in self.parts)
+
+
+class Imbalance(_Imbalance):
     name = "imbalance"
     parent = None
     display_name = "Computational imbalance"
     unit = "sec"
+    description = (
+        "How far each location's execution time at a call path deviates from the average over the participants (all "
+        "threads inside parallel regions, one thread per process elsewhere): the sum of the time above and below the "
+        "average."
+    )
+    diagnosis = (
+        "Call paths with a large imbalance are where work is distributed unevenly; expand to Overload and Underload "
+        "to see which locations have too much or too little work, and rebalance the decomposition there."
+    )
+    requires = ()
     depends = ("execution",)
-    description = ("How far each location's execution time at a call path deviates from the average over the "
-                   "participants (all threads inside parallel regions, one thread per process elsewhere): the "
-                   "sum of the time above and below the average.")
-    diagnosis = ("Call paths with a large imbalance are where work is distributed unevenly; expand to Overload and "
-                 "Underload to see which locations have too much or too little work, and rebalance the "
-                 "decomposition there.")
-
-    def compute(self, ctx):
-        p = imbalance_parts(ctx)
-        return p["above"] + p["below"]
+    parts = ("above", "below")
 
 
-class ImbalanceAbove(Pattern):
+class ImbalanceAbove(_Imbalance):
     name = "imbalance_above"
     parent = "imbalance"
     display_name = "Overload"
     unit = "sec"
+    description = (
+        "Execution time above the call path's average, on the locations that have more work than average."
+    )
+    diagnosis = (
+        "Move work away from these locations, or split their work into smaller pieces that others can take."
+    )
+    requires = ()
     depends = ("execution",)
-    description = "Execution time above the call path's average, on the locations that have more work than average."
-    diagnosis = "Move work away from these locations, or split their work into smaller pieces that others can take."
-
-    def compute(self, ctx):
-        return imbalance_parts(ctx)["above"]
+    parts = ("above",)
 
 
-class ImbalanceAboveSingle(Pattern):
+class ImbalanceAboveSingle(_Imbalance):
     name = "imbalance_above_single"
     parent = "imbalance_above"
     display_name = "Single participant"
     unit = "sec"
+    description = (
+        "Overload at call paths that only one participant executes: all the others are idle there, so the whole "
+        "deviation is serialisation."
+    )
+    diagnosis = (
+        "Parallelise this code, or overlap it with work on the other locations."
+    )
+    requires = ()
     depends = ("execution",)
-    description = ("Overload at call paths that only one participant executes: all the others are idle there, so "
-                   "the whole deviation is serialisation.")
-    diagnosis = "Parallelise this code, or overlap it with work on the other locations."
-
-    def compute(self, ctx):
-        return imbalance_parts(ctx)["above_single"]
+    parts = ("above_single",)
 
 
-class ImbalanceBelow(Pattern):
+class ImbalanceBelow(_Imbalance):
     name = "imbalance_below"
     parent = "imbalance"
     display_name = "Underload"
     unit = "sec"
+    description = (
+        "Execution time below the call path's average, on the locations that have less work than average."
+    )
+    diagnosis = (
+        "Give these locations more of the work at this call path."
+    )
+    requires = ()
     depends = ("execution",)
-    description = "Execution time below the call path's average, on the locations that have less work than average."
-    diagnosis = "Give these locations more of the work at this call path."
-
-    def compute(self, ctx):
-        return imbalance_parts(ctx)["below"]
+    parts = ("below",)
 
 
-class ImbalanceBelowBypass(Pattern):
+class ImbalanceBelowBypass(_Imbalance):
     name = "imbalance_below_bypass"
     parent = "imbalance_below"
     display_name = "Non-participation"
     unit = "sec"
+    description = (
+        "Underload of participants that never visited the call path: their deviation is the whole average."
+    )
+    diagnosis = (
+        "These locations skip the call path entirely; check whether the work could be divided among them too."
+    )
+    requires = ()
     depends = ("execution",)
-    description = ("Underload of participants that never visited the call path: their deviation is the whole "
-                   "average.")
-    diagnosis = "These locations skip the call path entirely; check whether the work could be divided among them too."
-
-    def compute(self, ctx):
-        return imbalance_parts(ctx)["bypass"]
+    parts = ("bypass",)
 
 
-class ImbalanceBelowSingularity(Pattern):
+class ImbalanceBelowSingularity(_Imbalance):
     name = "imbalance_below_singularity"
     parent = "imbalance_below_bypass"
     display_name = "Singularity"
     unit = "sec"
+    description = (
+        "Non-participation at call paths that only a single participant executes."
+    )
+    diagnosis = (
+        "The call path is serial: parallelise it or overlap it with other work."
+    )
+    requires = ()
     depends = ("execution",)
-    description = "Non-participation at call paths that only a single participant executes."
-    diagnosis = "The call path is serial: parallelise it or overlap it with other work."
-
-    def compute(self, ctx):
-        return imbalance_parts(ctx)["singularity"]
+    parts = ("singularity",)
 
 
 PATTERNS = [Time, Visits, Execution, Overhead, Imbalance, ImbalanceAbove, ImbalanceAboveSingle, ImbalanceBelow,

@@ -16,10 +16,14 @@ lock-contention children that Scalasca 2.x added back::
       omp_idle_threads > omp_limited_parallelism
 
 Time categories are classified by the region *role* recorded in the trace
-(``tracefmt.layout.Role``) instead of Scalasca's name prefixes.  Every
-formula lives in a module-level function over plain arrays so the patterns
-can share them and each pattern stays self-contained (no pattern here reads
-another's result, so any subset can be selected).
+(``tracefmt.layout.Role``) instead of Scalasca's name prefixes.  The wait
+states and the management time sum the instance tables of
+:mod:`patterns.instances` (barrier waits, lock contention, fork/join spans);
+idle threads use the fork/join shift of ``time``
+(:func:`patterns.generic.management_shift`).  Every formula lives in a
+module-level function so the patterns can share them and each pattern stays
+self-contained (no pattern here reads another's result, so any subset can be
+selected).
 
 Deliberate differences from Scalasca, all of them no-ops on consistent traces:
 
@@ -32,14 +36,14 @@ Deliberate differences from Scalasca, all of them no-ops on consistent traces:
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from tracefmt.layout import Role
 
 from .api import Pattern, Severity
-from .generic import _cache
+from .generic import management_shift
+from .instances import (omp_barrier_wait_instances, omp_fork_join_instances, omp_lock_contention_instances,
+                        wait_severity)
 
 __all__ = [
     "OmpTime",
@@ -97,168 +101,28 @@ def time_in_roles(ctx, roles) -> np.ndarray:
     return np.where(mask[:, None], ctx.excl_time, 0.0)
 
 
-class _Members(NamedTuple):
-    """Team-member rows joined with their team (row = index into omp_teams)."""
-
-    loc: np.ndarray
-    cnode: np.ndarray  # the team's parallel-region call path
-    enter: np.ndarray
-    exit: np.ndarray
-    fork: np.ndarray
-    join: np.ndarray
-    master: np.ndarray
-    row: np.ndarray
-
-
-def _team_members(ctx) -> _Members | None:
-    # several patterns need the join: computed once per context and set of tables
-    teams = ctx.table("omp_teams")
-    members = ctx.table("omp_team_members")
-    return _per_tables(ctx, "omp_team_members", (teams, members), lambda: _join_team_members(teams, members))
-
-
-def _per_tables(ctx, name, tables, compute):
-    """``compute()``, remembered in the context for as long as it holds these same table objects."""
-    cache = _cache(ctx)
-    hit = cache.get(name)
-    if hit is None or len(hit[0]) != len(tables) or any(a is not b for a, b in zip(hit[0], tables)):
-        hit = cache[name] = (tables, compute())
-    return hit[1]
-
-
-def _join_team_members(teams, members) -> _Members | None:
-    if len(teams) == 0 or len(members) == 0:
-        return None
-    team_ids = np.asarray(teams["team"], np.int64)
-    m_team = np.asarray(members["team"], np.int64)
-    if np.array_equal(team_ids, np.arange(len(team_ids))):  # dense ids in row order, as the replay builds them
-        found = (m_team >= 0) & (m_team < len(team_ids))
-        row = np.where(found, m_team, 0)
-    else:
-        order = np.argsort(team_ids, kind="stable")
-        sorted_ids = team_ids[order]
-        pos = np.searchsorted(sorted_ids, m_team)
-        pos_ok = pos < sorted_ids.shape[0]
-        found = np.zeros(m_team.shape[0], bool)
-        found[pos_ok] = sorted_ids[pos[pos_ok]] == m_team[pos_ok]
-        row = order[np.where(found, pos, 0)]
-    cnode = np.asarray(teams["parallel_cnode"], np.int64)[row]
-    keep = found & (cnode >= 0)
-    row = row[keep]
-
-    def team_col(name, dtype):
-        return np.asarray(teams[name], dtype)[row]
-
-    return _Members(
-        loc=np.asarray(members["loc"], np.int64)[keep],
-        cnode=cnode[keep],
-        enter=np.asarray(members["enter"], np.float64)[keep],
-        exit=np.asarray(members["exit"], np.float64)[keep],
-        fork=team_col("fork_time", np.float64),
-        join=team_col("join_time", np.float64),
-        master=team_col("master_loc", np.int64),
-        row=row,
-    )
-
-
-def _positive(x: np.ndarray) -> np.ndarray:
-    """max(x, 0) with NaN (a missing event) counted as no time."""
-    return np.where(np.isfinite(x) & (x > 0), x, 0.0)
-
-
 def management(ctx, fork_only: bool = False) -> Severity:
     """Fork (ENTER(parallel) - FORK) plus join (JOIN - EXIT(parallel)) time of
-    every team member, charged to the parallel region's call path."""
-    m = _team_members(ctx)
-    if m is None:
-        return Severity.empty()
-    value = _positive(m.enter - m.fork)
-    if not fork_only:
-        value = value + _positive(m.join - m.exit)
-    return Severity(m.cnode, m.loc, value)
-
-
-def management_shift(ctx) -> np.ndarray:
-    """Dense [C, L]: where Scalasca's `time` puts the fork/join spans.
-
-    Every member gains its span at the parallel region's call path; the
-    master also loses it at the call path it forked from, where the replay
-    counted it as plain exclusive time (``fork_cnode`` when the replay
-    records it, else the parallel region's parent).  Computed once per
-    context (read-only: callers must not modify it).
-    """
-    tables = (ctx.tables.get("omp_teams"), ctx.tables.get("omp_team_members"))
-    return _per_tables(ctx, "omp_management_shift", tables, lambda: _management_shift(ctx))
-
-
-def _management_shift(ctx) -> np.ndarray:
-    out = np.zeros((ctx.n_cnodes, ctx.n_locations))
-    m = _team_members(ctx)
-    if m is None:
-        return out
-    value = _positive(m.enter - m.fork) + _positive(m.join - m.exit)
-    np.add.at(out, (m.cnode, m.loc), value)
-    fork_cnode = np.asarray(ctx.calltree.parent, np.int64)[m.cnode]
-    teams = ctx.table("omp_teams")
-    if "fork_cnode" in teams:
-        recorded = np.asarray(teams["fork_cnode"], np.int64)[m.row]
-        fork_cnode = np.where(recorded >= 0, recorded, fork_cnode)
-    is_master = (m.loc == m.master) & (fork_cnode >= 0)
-    np.add.at(out, (fork_cnode[is_master], m.loc[is_master]), -value[is_master])
-    return out
+    every team member, charged to the parallel region's call path
+    (:func:`patterns.instances.omp_fork_join_instances`)."""
+    fj = omp_fork_join_instances(ctx)
+    return Severity(fj["cnode"], fj["loc"], fj["fork"] if fork_only else fj["fork"] + fj["join"])
 
 
 def barrier_wait(ctx, roles) -> Severity:
-    """Wait at OpenMP barriers: the team's latest ENTER minus the own ENTER.
-
-    Only instances inside a team are considered (a barrier outside any
-    parallel region synchronises nothing), and only barriers whose call path
-    has one of ``roles``, so the wait always lands inside its time category.
-    """
-    bar = ctx.table("omp_barriers")
-    if len(bar) == 0:
-        return Severity.empty()
-    cnode = np.asarray(bar["cnode"], np.int64)
-    team = np.asarray(bar["team"], np.int64)
-    instance = np.asarray(bar["instance"], np.int64)
-    enter = np.asarray(bar["enter"], np.float64)
-    exit_ = np.asarray(bar["exit"], np.float64)
-    valid = (team >= 0) & (cnode >= 0) & (instance >= 0)
-    if not valid.any():
-        return Severity.empty()
-    # the latest ENTER over every member of the instance, including members
-    # of the other role: an instance is one barrier whatever its rows say
-    inst_dense = instance[valid]
-    if int(inst_dense.max()) >= 4 * len(inst_dense):  # sparse ids (not from the replay): number them densely
-        _, inst_dense = np.unique(inst_dense, return_inverse=True)
-    latest = np.full(int(inst_dense.max()) + 1, -np.inf)
-    np.maximum.at(latest, inst_dense, enter[valid])
-    idx = np.flatnonzero(valid)
-    in_roles = cnode_mask(ctx, roles)[cnode[idx]]
-    idx, inst_dense = idx[in_roles], inst_dense[in_roles]
-    wait = _positive(np.minimum(latest[inst_dense], exit_[idx]) - enter[idx])
-    return Severity(cnode[idx], np.asarray(bar["loc"], np.int64)[idx], wait)
+    """Wait at OpenMP barriers whose call path has one of ``roles``
+    (:func:`patterns.instances.omp_barrier_wait_instances`), so the wait always
+    lands inside its time category."""
+    bw = omp_barrier_wait_instances(ctx)
+    return wait_severity(bw, cnode_mask(ctx, roles)[bw["cnode"]])
 
 
 def lock_contention(ctx, roles) -> Severity:
-    """Time an acquiring call waited for the previous holder to release the lock.
-
-    wait = (release time of the previous acquisition of that lock) - ENTER of
-    the acquiring call, if positive; charged to the acquiring call's path when
-    its callee has one of ``roles`` (critical constructs or lock API calls).
-    """
-    locks = ctx.table("locks")
-    if len(locks) == 0:
-        return Severity.empty()
-    cnode = np.asarray(locks["cnode"], np.int64)
-    ok = cnode >= 0
-    ok[ok] = cnode_mask(ctx, roles)[cnode[ok]]
-    idx = np.flatnonzero(ok)
-    prev = np.asarray(locks["prev_release_time"], np.float64)[idx]
-    acquired = np.asarray(locks["acquire_time"], np.float64)[idx]
-    enter = np.asarray(locks["call_enter"], np.float64)[idx]
-    wait = _positive(np.minimum(prev, acquired) - enter)
-    return Severity(cnode[idx], np.asarray(locks["loc"], np.int64)[idx], wait)
+    """Lock contention of acquiring calls whose callee has one of ``roles``
+    (critical constructs or lock API calls;
+    :func:`patterns.instances.omp_lock_contention_instances`)."""
+    lc = omp_lock_contention_instances(ctx)
+    return wait_severity(lc, cnode_mask(ctx, roles)[lc["cnode"]])
 
 
 def _ancestor_flags(parent: np.ndarray, flag: np.ndarray) -> np.ndarray:
@@ -343,11 +207,7 @@ def idle_threads(ctx, limited_only: bool = False) -> np.ndarray:
 # --------------------------------------------------------------------------
 # Patterns
 # --------------------------------------------------------------------------
-class _OmpPattern(Pattern):
-    unit = "sec"
-
-
-class _RoleTime(_OmpPattern):
+class _RoleTime(Pattern):
     """Exclusive time of call paths whose callee has one of ``roles``."""
 
     roles: tuple = ()
@@ -356,21 +216,23 @@ class _RoleTime(_OmpPattern):
         return time_in_roles(ctx, self.roles)
 
 
-class OmpTime(_OmpPattern):
+class OmpTime(Pattern):
     name = "omp_time"
     parent = "execution"
     display_name = "OMP"
+    unit = "sec"
     description = (
-        "Time spent inside the OpenMP runtime: flush directives, every kind of OpenMP synchronization "
-        "(barriers, critical sections and atomics, lock API calls, ordered regions) and the management "
-        "of thread teams at parallel regions.  Work done inside worksharing constructs and the parallel "
-        "region's own code is computation and is not counted here."
+        "Time spent inside the OpenMP runtime: flush directives, every kind of OpenMP synchronization (barriers, "
+        "critical sections and atomics, lock API calls, ordered regions) and the management of thread teams at "
+        "parallel regions.  Work done inside worksharing constructs and the parallel region's own code is "
+        "computation and is not counted here."
     )
     diagnosis = (
-        "Expand the metric to see which class of OpenMP activity dominates; a large share means the "
-        "threads spend their time coordinating rather than computing."
+        "Expand the metric to see which class of OpenMP activity dominates; a large share means the threads spend "
+        "their time coordinating rather than computing."
     )
     requires = ("omp_teams", "omp_team_members")
+    depends = ()
 
     def compute(self, ctx):
         return time_in_roles(ctx, OMP_TIME_ROLES) + management(ctx).to_dense(ctx.n_cnodes, ctx.n_locations)
@@ -380,48 +242,57 @@ class OmpFlush(_RoleTime):
     name = "omp_flush"
     parent = "omp_time"
     display_name = "Flush"
-    roles = FLUSH_ROLES
-    description = "Time spent in OpenMP flush directives, which make a thread's view of shared memory consistent."
-    diagnosis = (
-        "Frequent or expensive flushes usually come from hand-written synchronization; check whether they "
-        "are needed for correctness or whether a barrier, atomic or lock already implies them."
+    unit = "sec"
+    description = (
+        "Time spent in OpenMP flush directives, which make a thread's view of shared memory consistent."
     )
+    diagnosis = (
+        "Frequent or expensive flushes usually come from hand-written synchronization; check whether they are needed "
+        "for correctness or whether a barrier, atomic or lock already implies them."
+    )
+    requires = ()
+    depends = ()
+    roles = FLUSH_ROLES
 
 
-class OmpManagement(_OmpPattern):
+class OmpManagement(Pattern):
     name = "omp_management"
     parent = "omp_time"
     display_name = "Management"
+    unit = "sec"
     description = (
-        "Time the threads of a team lose while the team is set up and torn down: for each thread, from the "
-        "master's FORK until the thread enters the parallel region, and from the thread's exit of the region "
-        "until the master's JOIN.  Charged to the parallel region's call path."
+        "Time the threads of a team lose while the team is set up and torn down: for each thread, from the master's "
+        "FORK until the thread enters the parallel region, and from the thread's exit of the region until the "
+        "master's JOIN.  Charged to the parallel region's call path."
     )
     diagnosis = (
-        "Team management cost grows with the number of threads and with how often parallel regions start. "
-        "If it is large compared with the work in the region, merge neighbouring parallel regions, move the "
-        "parallel region outward, or use fewer threads for short regions (num_threads or if clauses)."
+        "Team management cost grows with the number of threads and with how often parallel regions start. If it is "
+        "large compared with the work in the region, merge neighbouring parallel regions, move the parallel region "
+        "outward, or use fewer threads for short regions (num_threads or if clauses)."
     )
     requires = ("omp_teams", "omp_team_members")
+    depends = ()
 
     def compute(self, ctx):
         return management(ctx)
 
 
-class OmpFork(_OmpPattern):
+class OmpFork(Pattern):
     name = "omp_fork"
     parent = "omp_management"
     display_name = "Fork"
+    unit = "sec"
     description = (
-        "The team set-up part of thread management: for each thread, the time from the master's FORK until "
-        "the thread enters the parallel region."
+        "The team set-up part of thread management: for each thread, the time from the master's FORK until the "
+        "thread enters the parallel region."
     )
     diagnosis = (
-        "High fork time on the workers but not on the master points at thread start-up or wake-up cost in "
-        "the OpenMP runtime (check the wait policy and thread binding); a region started very often is "
-        "better merged with its neighbours."
+        "High fork time on the workers but not on the master points at thread start-up or wake-up cost in the OpenMP "
+        "runtime (check the wait policy and thread binding); a region started very often is better merged with its "
+        "neighbours."
     )
     requires = ("omp_teams", "omp_team_members")
+    depends = ()
 
     def compute(self, ctx):
         return management(ctx, fork_only=True)
@@ -431,58 +302,70 @@ class OmpSynchronization(_RoleTime):
     name = "omp_synchronization"
     parent = "omp_time"
     display_name = "Synchronization"
-    roles = SYNC_ROLES
+    unit = "sec"
     description = (
-        "Time spent in OpenMP synchronization: barriers, critical sections and atomics, lock API calls and "
-        "ordered regions, waiting included."
+        "Time spent in OpenMP synchronization: barriers, critical sections and atomics, lock API calls and ordered "
+        "regions, waiting included."
     )
     diagnosis = (
-        "Expand to see whether barriers (load imbalance) or mutual exclusion (contention) dominate, then "
-        "look at the call paths and threads with the largest values."
+        "Expand to see whether barriers (load imbalance) or mutual exclusion (contention) dominate, then look at the "
+        "call paths and threads with the largest values."
     )
+    requires = ()
+    depends = ()
+    roles = SYNC_ROLES
 
 
 class OmpBarrier(_RoleTime):
     name = "omp_barrier"
     parent = "omp_synchronization"
     display_name = "Barrier"
-    roles = BARRIER_ROLES
+    unit = "sec"
     description = (
-        "Time spent in OpenMP barriers, both the explicit ones written in the code and the implicit ones at "
-        "the end of parallel regions and worksharing constructs."
+        "Time spent in OpenMP barriers, both the explicit ones written in the code and the implicit ones at the end "
+        "of parallel regions and worksharing constructs."
     )
     diagnosis = (
-        "Barrier time is mostly waiting for the slowest thread; see the wait children and balance the work "
-        "that precedes the barrier."
+        "Barrier time is mostly waiting for the slowest thread; see the wait children and balance the work that "
+        "precedes the barrier."
     )
+    requires = ()
+    depends = ()
+    roles = BARRIER_ROLES
 
 
 class OmpExplicitBarrier(_RoleTime):
     name = "omp_ebarrier"
     parent = "omp_barrier"
     display_name = "Explicit"
-    roles = EBARRIER_ROLES
-    description = "Time spent in explicit (user-written) OpenMP barrier directives, waiting and barrier overhead."
-    diagnosis = (
-        "Check whether each costly barrier is needed for correctness; a critical section, atomic or lock "
-        "may order the accesses more cheaply.  Otherwise balance the work done before it."
+    unit = "sec"
+    description = (
+        "Time spent in explicit (user-written) OpenMP barrier directives, waiting and barrier overhead."
     )
+    diagnosis = (
+        "Check whether each costly barrier is needed for correctness; a critical section, atomic or lock may order "
+        "the accesses more cheaply.  Otherwise balance the work done before it."
+    )
+    requires = ()
+    depends = ()
+    roles = EBARRIER_ROLES
 
 
-class OmpExplicitBarrierWait(_OmpPattern):
+class OmpExplicitBarrierWait(Pattern):
     name = "omp_ebarrier_wait"
     parent = "omp_ebarrier"
     display_name = "Wait at Barrier"
+    unit = "sec"
     description = (
-        "Time a thread waits in an explicit OpenMP barrier for the last thread of its team to arrive: the "
-        "latest ENTER of the barrier over the team minus the thread's own ENTER."
+        "Time a thread waits in an explicit OpenMP barrier for the last thread of its team to arrive: the latest "
+        "ENTER of the barrier over the team minus the thread's own ENTER."
     )
     diagnosis = (
-        "Waiting at a barrier is load imbalance in the work before it.  The threads with the least waiting "
-        "time are the slow ones: move work from them to the threads that wait longest, or use a dynamic "
-        "schedule."
+        "Waiting at a barrier is load imbalance in the work before it.  The threads with the least waiting time are "
+        "the slow ones: move work from them to the threads that wait longest, or use a dynamic schedule."
     )
     requires = ("omp_barriers",)
+    depends = ()
 
     def compute(self, ctx):
         return barrier_wait(ctx, EBARRIER_ROLES)
@@ -492,31 +375,36 @@ class OmpImplicitBarrier(_RoleTime):
     name = "omp_ibarrier"
     parent = "omp_barrier"
     display_name = "Implicit"
-    roles = IBARRIER_ROLES
+    unit = "sec"
     description = (
-        "Time spent in the implicit OpenMP barriers at the end of parallel regions and of worksharing "
-        "constructs without nowait, waiting and barrier overhead."
+        "Time spent in the implicit OpenMP barriers at the end of parallel regions and of worksharing constructs "
+        "without nowait, waiting and barrier overhead."
     )
     diagnosis = (
-        "If threads wait unevenly, try another schedule clause for the loop before it; where the following "
-        "code does not depend on the loop's results, a nowait clause removes the barrier."
+        "If threads wait unevenly, try another schedule clause for the loop before it; where the following code does "
+        "not depend on the loop's results, a nowait clause removes the barrier."
     )
+    requires = ()
+    depends = ()
+    roles = IBARRIER_ROLES
 
 
-class OmpImplicitBarrierWait(_OmpPattern):
+class OmpImplicitBarrierWait(Pattern):
     name = "omp_ibarrier_wait"
     parent = "omp_ibarrier"
     display_name = "Wait at Barrier"
+    unit = "sec"
     description = (
-        "Time a thread waits in an implicit OpenMP barrier for the last thread of its team to arrive: the "
-        "latest ENTER of the barrier over the team minus the thread's own ENTER."
+        "Time a thread waits in an implicit OpenMP barrier for the last thread of its team to arrive: the latest "
+        "ENTER of the barrier over the team minus the thread's own ENTER."
     )
     diagnosis = (
-        "This is load imbalance in the worksharing construct or parallel region that ends at the barrier. "
-        "Compare the threads: the ones that wait least carry the most work; a dynamic or guided schedule, "
-        "or a different decomposition, evens them out."
+        "This is load imbalance in the worksharing construct or parallel region that ends at the barrier. Compare "
+        "the threads: the ones that wait least carry the most work; a dynamic or guided schedule, or a different "
+        "decomposition, evens them out."
     )
     requires = ("omp_barriers",)
+    depends = ()
 
     def compute(self, ctx):
         return barrier_wait(ctx, IBARRIER_ROLES)
@@ -526,32 +414,36 @@ class OmpCritical(_RoleTime):
     name = "omp_critical"
     parent = "omp_synchronization"
     display_name = "Critical"
-    roles = CRITICAL_ROLES
+    unit = "sec"
     description = (
-        "Time spent entering and leaving OpenMP critical sections and in atomic constructs, including the "
-        "wait for another thread to leave the section; the protected block itself is not counted."
+        "Time spent entering and leaving OpenMP critical sections and in atomic constructs, including the wait for "
+        "another thread to leave the section; the protected block itself is not counted."
     )
     diagnosis = (
-        "Find the most expensive critical sections and atomics and check whether they are needed, whether "
-        "they can protect less code, or whether per-thread copies with a final reduction avoid them."
+        "Find the most expensive critical sections and atomics and check whether they are needed, whether they can "
+        "protect less code, or whether per-thread copies with a final reduction avoid them."
     )
+    requires = ()
+    depends = ()
+    roles = CRITICAL_ROLES
 
 
-class OmpLockContentionCritical(_OmpPattern):
+class OmpLockContentionCritical(Pattern):
     name = "omp_lock_contention_critical"
     parent = "omp_critical"
     display_name = "Critical Contention"
+    unit = "sec"
     description = (
-        "Time a thread waits at the entry of a critical section while another thread is inside it: the "
-        "release time of the section's previous holder minus the ENTER of the waiting thread's critical "
-        "construct."
+        "Time a thread waits at the entry of a critical section while another thread is inside it: the release time "
+        "of the section's previous holder minus the ENTER of the waiting thread's critical construct."
     )
     diagnosis = (
-        "Contention means threads arrive at the section at nearly the same time.  Shorten the protected "
-        "block, split one unnamed critical into named ones for unrelated data, or restructure so that "
-        "threads reach the section at different times."
+        "Contention means threads arrive at the section at nearly the same time.  Shorten the protected block, split "
+        "one unnamed critical into named ones for unrelated data, or restructure so that threads reach the section "
+        "at different times."
     )
     requires = ("locks",)
+    depends = ()
 
     def compute(self, ctx):
         return lock_contention(ctx, CRITICAL_ROLES)
@@ -561,30 +453,35 @@ class OmpLockApi(_RoleTime):
     name = "omp_lock_api"
     parent = "omp_synchronization"
     display_name = "Lock API"
-    roles = LOCK_API_ROLES
+    unit = "sec"
     description = (
-        "Time spent in OpenMP lock routines (omp_set_lock, omp_unset_lock, omp_test_lock, their nestable "
-        "variants, and lock initialisation and destruction), waiting for a lock included."
+        "Time spent in OpenMP lock routines (omp_set_lock, omp_unset_lock, omp_test_lock, their nestable variants, "
+        "and lock initialisation and destruction), waiting for a lock included."
     )
     diagnosis = (
-        "Locate the most expensive lock operations and check whether the locks can be finer grained, held "
-        "for a shorter time, or replaced by atomics or lock-free data structures."
+        "Locate the most expensive lock operations and check whether the locks can be finer grained, held for a "
+        "shorter time, or replaced by atomics or lock-free data structures."
     )
+    requires = ()
+    depends = ()
+    roles = LOCK_API_ROLES
 
 
-class OmpLockContentionApi(_OmpPattern):
+class OmpLockContentionApi(Pattern):
     name = "omp_lock_contention_api"
     parent = "omp_lock_api"
     display_name = "Lock API Contention"
+    unit = "sec"
     description = (
-        "Time a thread waits in an OpenMP lock routine while another thread holds the lock: the release "
-        "time of the lock's previous holder minus the ENTER of the waiting call."
+        "Time a thread waits in an OpenMP lock routine while another thread holds the lock: the release time of the "
+        "lock's previous holder minus the ENTER of the waiting call."
     )
     diagnosis = (
-        "Threads ask for the same lock at nearly the same time.  Hold the lock for less time, split it "
-        "into several locks for independent data, or let threads reach it at different times."
+        "Threads ask for the same lock at nearly the same time.  Hold the lock for less time, split it into several "
+        "locks for independent data, or let threads reach it at different times."
     )
     requires = ("locks",)
+    depends = ()
 
     def compute(self, ctx):
         return lock_contention(ctx, LOCK_API_ROLES)
@@ -594,53 +491,60 @@ class OmpOrdered(_RoleTime):
     name = "omp_ordered"
     parent = "omp_synchronization"
     display_name = "Ordered"
-    roles = ORDERED_ROLES
+    unit = "sec"
     description = (
-        "Time spent entering OpenMP ordered regions, mostly waiting until the preceding loop iterations "
-        "have passed through the region; the ordered block itself is not counted."
+        "Time spent entering OpenMP ordered regions, mostly waiting until the preceding loop iterations have passed "
+        "through the region; the ordered block itself is not counted."
     )
     diagnosis = (
-        "Ordered regions serialise the loop.  Check whether the ordering is needed, keep the ordered block "
-        "small, or use a chunked schedule so that consecutive iterations sit on the same thread."
+        "Ordered regions serialise the loop.  Check whether the ordering is needed, keep the ordered block small, or "
+        "use a chunked schedule so that consecutive iterations sit on the same thread."
     )
+    requires = ()
+    depends = ()
+    roles = ORDERED_ROLES
 
 
-class OmpIdleThreads(_OmpPattern):
+class OmpIdleThreads(Pattern):
     name = "omp_idle_threads"
     parent = "time"
     display_name = "Idle Threads"
+    unit = "sec"
     description = (
-        "Time the CPUs reserved for OpenMP worker threads stay unused: while the process runs serially "
-        "outside parallel regions each worker is charged the master's time, and inside a parallel region "
-        "each thread is charged the time it does less than the master (limited parallelism).  Because "
-        "this time is not measured on the worker threads, it is added to the total time."
+        "Time the CPUs reserved for OpenMP worker threads stay unused: while the process runs serially outside "
+        "parallel regions each worker is charged the master's time, and inside a parallel region each thread is "
+        "charged the time it does less than the master (limited parallelism).  Because this time is not measured on "
+        "the worker threads, it is added to the total time."
     )
     diagnosis = (
-        "By Amdahl's law the serial part limits what more threads can gain.  Parallelise the serial call "
-        "paths with the largest values, or, on dedicated nodes where idle threads still occupy cores, run "
-        "with fewer threads for better use of the allocation."
+        "By Amdahl's law the serial part limits what more threads can gain.  Parallelise the serial call paths with "
+        "the largest values, or, on dedicated nodes where idle threads still occupy cores, run with fewer threads "
+        "for better use of the allocation."
     )
     requires = ("omp_teams", "omp_team_members")
+    depends = ()
 
     def compute(self, ctx):
         return idle_threads(ctx)
 
 
-class OmpLimitedParallelism(_OmpPattern):
+class OmpLimitedParallelism(Pattern):
     name = "omp_limited_parallelism"
     parent = "omp_idle_threads"
     display_name = "Limited Parallelism"
+    unit = "sec"
     description = (
-        "Idle time of threads inside parallel regions: at each outermost parallel region, the master's "
-        "inclusive time there minus the thread's own, for threads that are absent from the team or finish "
-        "their share early.  Differences below 0.1 ns are ignored."
+        "Idle time of threads inside parallel regions: at each outermost parallel region, the master's inclusive "
+        "time there minus the thread's own, for threads that are absent from the team or finish their share early.  "
+        "Differences below 0.1 ns are ignored."
     )
     diagnosis = (
-        "The region runs with fewer threads than the process has, or gives some threads little to do: "
-        "too few loop iterations, a num_threads or if clause, or work done by the master alone.  Give the "
-        "region more parallel work or run it with fewer threads."
+        "The region runs with fewer threads than the process has, or gives some threads little to do: too few loop "
+        "iterations, a num_threads or if clause, or work done by the master alone.  Give the region more parallel "
+        "work or run it with fewer threads."
     )
     requires = ("omp_teams", "omp_team_members")
+    depends = ()
 
     def compute(self, ctx):
         return idle_threads(ctx, limited_only=True)

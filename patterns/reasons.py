@@ -31,6 +31,7 @@ import numpy as np
 from tracefmt.layout import Role
 
 from .api import Pattern, Severity
+from .instances import omp_lock_contention_instances, wait_severity
 
 __all__ = [
     "OmpUnevenSectionDistribution",
@@ -104,10 +105,6 @@ def _explained(wait_row: np.ndarray, cause_row: np.ndarray, ctx, members_only: n
     return out
 
 
-class _Reason(Pattern):
-    unit = "sec"
-
-
 def _dense(ctx) -> np.ndarray:
     return np.zeros((ctx.n_cnodes, ctx.n_locations))
 
@@ -153,36 +150,40 @@ def _section_reasons(ctx, want_not_enough: bool) -> np.ndarray:
     return out
 
 
-class OmpUnevenSectionDistribution(_Reason):
+class OmpUnevenSectionDistribution(Pattern):
     name = "omp_uneven_section_distribution"
     parent = "omp_ibarrier_wait"
     display_name = "Uneven Section Distribution"
+    unit = "sec"
     description = (
-        "Waiting at the implicit barrier of a sections construct in which every thread executed at least one "
-        "section but some executed more than others: the number of sections is not a multiple of the team size."
+        "Waiting at the implicit barrier of a sections construct in which every thread executed at least one section "
+        "but some executed more than others: the number of sections is not a multiple of the team size."
     )
     diagnosis = (
-        "Make the number of sections a multiple of the number of threads (merge or split sections), or run "
-        "the construct with as many threads as it has sections."
+        "Make the number of sections a multiple of the number of threads (merge or split sections), or run the "
+        "construct with as many threads as it has sections."
     )
+    requires = ()
     depends = ("omp_ibarrier_wait",)
 
     def compute(self, ctx):
         return _section_reasons(ctx, want_not_enough=False)
 
 
-class OmpNotEnoughSections(_Reason):
+class OmpNotEnoughSections(Pattern):
     name = "omp_not_enough_sections"
     parent = "omp_ibarrier_wait"
     display_name = "Not Enough Sections"
+    unit = "sec"
     description = (
-        "Waiting at the implicit barrier of a sections construct in which some threads executed no section at "
-        "all: the construct has fewer sections than the team has threads."
+        "Waiting at the implicit barrier of a sections construct in which some threads executed no section at all: "
+        "the construct has fewer sections than the team has threads."
     )
     diagnosis = (
-        "Threads without a section only wait.  Give the construct more (smaller) sections, use a parallel "
-        "loop or tasks instead, or run it with fewer threads (num_threads clause)."
+        "Threads without a section only wait.  Give the construct more (smaller) sections, use a parallel loop or "
+        "tasks instead, or run it with fewer threads (num_threads clause)."
     )
+    requires = ()
     depends = ("omp_ibarrier_wait",)
 
     def compute(self, ctx):
@@ -192,18 +193,20 @@ class OmpNotEnoughSections(_Reason):
 # --------------------------------------------------------------------------
 # single, master, nowait loops
 # --------------------------------------------------------------------------
-class OmpSingleSerialization(_Reason):
+class OmpSingleSerialization(Pattern):
     name = "omp_single_serialization"
     parent = "omp_ibarrier_wait"
     display_name = "Serialization in Single"
+    unit = "sec"
     description = (
         "Waiting at the implicit barrier of a single construct while another thread executes the single block: "
         "min(wait, single-block time of the whole team - own single-block time)."
     )
     diagnosis = (
-        "The other threads idle while one works.  Parallelise the block's work, move it out of the parallel "
-        "region's critical path, or add nowait if the following code does not need its result."
+        "The other threads idle while one works.  Parallelise the block's work, move it out of the parallel region's "
+        "critical path, or add nowait if the following code does not need its result."
     )
+    requires = ()
     depends = ("omp_ibarrier_wait",)
 
     def compute(self, ctx):
@@ -228,19 +231,21 @@ class OmpSingleSerialization(_Reason):
         return out
 
 
-class OmpNowaitLoopImbalance(_Reason):
+class OmpNowaitLoopImbalance(Pattern):
     name = "omp_nowait_loop_imbalance"
     parent = "omp_ibarrier_wait"
     display_name = "Imbalance in Nowait Loop"
+    unit = "sec"
     description = (
-        "Waiting at the implicit barrier that directly follows a worksharing loop without its own barrier "
-        "(nowait): min(wait, longest loop time in the team - own loop time).  The loop's imbalance shows up at "
-        "the next barrier, typically the end of the parallel region."
+        "Waiting at the implicit barrier that directly follows a worksharing loop without its own barrier (nowait): "
+        "min(wait, longest loop time in the team - own loop time).  The loop's imbalance shows up at the next "
+        "barrier, typically the end of the parallel region."
     )
     diagnosis = (
-        "The nowait loop's iterations take different times on different threads.  Use a dynamic or guided "
-        "schedule for that loop, or balance its iterations; nowait only moved the wait to a later barrier."
+        "The nowait loop's iterations take different times on different threads.  Use a dynamic or guided schedule "
+        "for that loop, or balance its iterations; nowait only moved the wait to a later barrier."
     )
+    requires = ()
     depends = ("omp_ibarrier_wait",)
 
     def compute(self, ctx):
@@ -278,18 +283,20 @@ class OmpNowaitLoopImbalance(_Reason):
         return out
 
 
-class OmpMasterSerialization(_Reason):
+class OmpMasterSerialization(Pattern):
     name = "omp_master_serialization"
     parent = "omp_ebarrier_wait"
     display_name = "Serialization in Master"
+    unit = "sec"
     description = (
-        "Waiting at an explicit barrier while the master thread executes master regions between the previous "
-        "barrier and this one: min(wait, master-region time of the master - own master-region time)."
+        "Waiting at an explicit barrier while the master thread executes master regions between the previous barrier "
+        "and this one: min(wait, master-region time of the master - own master-region time)."
     )
     diagnosis = (
-        "Only the master works while the team waits.  Parallelise the master region's work, give the other "
-        "threads independent work before the barrier, or drop the barrier if nothing depends on it."
+        "Only the master works while the team waits.  Parallelise the master region's work, give the other threads "
+        "independent work before the barrier, or drop the barrier if nothing depends on it."
     )
+    requires = ()
     depends = ("omp_ebarrier_wait",)
 
     def compute(self, ctx):
@@ -329,72 +336,76 @@ def _serialized(ctx, construct: int, body_role: int, loop: int) -> bool:
     return False
 
 
-class OmpOrderedSerialization(_Reason):
+def _serialization(ctx, construct_role: int, body_role: int, parent_pattern: str) -> np.ndarray:
+    """``parent_pattern``'s value at the constructs of ``construct_role`` directly inside a worksharing loop
+    that their blocks (``body_role``) serialize (:func:`_serialized`), zero elsewhere."""
+    out = _dense(ctx)
+    roles = _roles(ctx)
+    parent = np.asarray(ctx.calltree.parent, np.int64)
+    for c in np.flatnonzero(roles == construct_role):
+        loop = int(parent[int(c)])
+        if loop >= 0 and roles[loop] == Role.OMP_LOOP and _serialized(ctx, int(c), body_role, loop):
+            out[int(c)] = ctx.results[parent_pattern][int(c)]
+    return out
+
+
+class OmpOrderedSerialization(Pattern):
     name = "omp_ordered_serialization"
     parent = "omp_ordered"
     display_name = "Ordered Serialization"
+    unit = "sec"
     description = (
-        "Time in ordered constructs of loops whose ordered blocks, summed over the team, take at least half of "
-        "the loop's wall time: the loop runs one iteration at a time."
+        "Time in ordered constructs of loops whose ordered blocks, summed over the team, take at least half of the "
+        "loop's wall time: the loop runs one iteration at a time."
     )
     diagnosis = (
-        "Move work out of the ordered block (compute in parallel, only write out in order), or drop the "
-        "parallel loop: serialized it costs overhead and gains nothing."
+        "Move work out of the ordered block (compute in parallel, only write out in order), or drop the parallel "
+        "loop: serialized it costs overhead and gains nothing."
     )
-
-    def compute(self, ctx):
-        out = _dense(ctx)
-        roles = _roles(ctx)
-        parent = np.asarray(ctx.calltree.parent, np.int64)
-        for o in np.flatnonzero(roles == Role.OMP_ORDERED):
-            loop = int(parent[int(o)])
-            if loop >= 0 and roles[loop] == Role.OMP_LOOP and _serialized(ctx, int(o), Role.OMP_ORDERED_BODY, loop):
-                out[int(o)] = ctx.results["omp_ordered"][int(o)]
-        return out
-
+    requires = ()
     depends = ("omp_ordered",)
 
+    def compute(self, ctx):
+        return _serialization(ctx, Role.OMP_ORDERED, Role.OMP_ORDERED_BODY, self.parent)
 
-class OmpCriticalSerialization(_Reason):
+
+class OmpCriticalSerialization(Pattern):
     name = "omp_critical_serialization"
     parent = "omp_lock_contention_critical"
     display_name = "Critical Serialization"
+    unit = "sec"
     description = (
-        "Contention at a critical section directly inside a worksharing loop whose critical blocks, summed over "
-        "the team, take at least half of the loop's wall time: the loop's work is serialized by the section."
+        "Contention at a critical section directly inside a worksharing loop whose critical blocks, summed over the "
+        "team, take at least half of the loop's wall time: the loop's work is serialized by the section."
     )
     diagnosis = (
-        "Nearly all of the loop's work is protected.  Compute into private variables and protect only the "
-        "final update (or use a reduction clause or atomics)."
+        "Nearly all of the loop's work is protected.  Compute into private variables and protect only the final "
+        "update (or use a reduction clause or atomics)."
     )
+    requires = ()
     depends = ("omp_lock_contention_critical",)
 
     def compute(self, ctx):
-        out = _dense(ctx)
-        roles = _roles(ctx)
-        parent = np.asarray(ctx.calltree.parent, np.int64)
-        for c in np.flatnonzero(roles == Role.OMP_CRITICAL):
-            loop = int(parent[int(c)])
-            if loop >= 0 and roles[loop] == Role.OMP_LOOP and _serialized(ctx, int(c), Role.OMP_CRITICAL_BODY, loop):
-                out[int(c)] = ctx.results["omp_lock_contention_critical"][int(c)]
-        return out
+        return _serialization(ctx, Role.OMP_CRITICAL, Role.OMP_CRITICAL_BODY, self.parent)
 
 
 # --------------------------------------------------------------------------
 # atomics and locks
 # --------------------------------------------------------------------------
-class OmpFrequentAtomics(_Reason):
+class OmpFrequentAtomics(Pattern):
     name = "omp_frequent_atomics"
     parent = "omp_critical"
     display_name = "Frequent Atomics"
+    unit = "sec"
     description = (
         "Time in atomic constructs performed by the OpenMP runtime at call paths where a thread executes at "
         f"least {FREQUENT_ATOMIC_RATE:g} of them per second of the enclosing region's time."
     )
     diagnosis = (
-        "Many tiny synchronized updates: accumulate into a private variable and update the shared one once "
-        "per thread (or use a reduction clause)."
+        "Many tiny synchronized updates: accumulate into a private variable and update the shared one once per "
+        "thread (or use a reduction clause)."
     )
+    requires = ()
     depends = ("omp_critical",)
 
     def compute(self, ctx):
@@ -413,10 +424,9 @@ class OmpFrequentAtomics(_Reason):
 
 
 def _lock_waits(ctx, want: str) -> Severity:
-    """Lock-API contention per acquisition, kept for locks used by all threads or by a pair."""
+    """Lock-API contention (:func:`patterns.instances.omp_lock_contention_instances`) on the locks
+    that all threads of a process, or exactly a pair of them, acquire through the lock API."""
     locks = ctx.table("locks")
-    if len(locks) == 0:
-        return Severity.empty()
     cnode = np.asarray(locks["cnode"], np.int64)
     ok = cnode >= 0
     ok[ok] = _roles(ctx)[cnode[ok]] == Role.OMP_LOCK_API
@@ -433,46 +443,45 @@ def _lock_waits(ctx, want: str) -> Severity:
             continue  # with two threads "all" and "a pair" are the same thing
         if (want == "all" and users == n) or (want == "pairs" and users == 2):
             keep |= rows
-    idx = np.flatnonzero(keep)
-    prev = np.asarray(locks["prev_release_time"], np.float64)[idx]
-    acquired = np.asarray(locks["acquire_time"], np.float64)[idx]
-    enter = np.asarray(locks["call_enter"], np.float64)[idx]
-    wait = np.minimum(prev, acquired) - enter
-    wait = np.where(np.isfinite(wait) & (wait > 0), wait, 0.0)
-    return Severity(cnode[idx], loc[idx], wait)
+    lc = omp_lock_contention_instances(ctx)
+    return wait_severity(lc, keep[lc["row"]])
 
 
-class OmpLockContentionAllThreads(_Reason):
+class OmpLockContentionAllThreads(Pattern):
     name = "omp_lock_contention_all_threads"
     parent = "omp_lock_contention_api"
     display_name = "Contention by All Threads"
+    unit = "sec"
     description = (
-        "Lock-API contention on locks that every thread of the process (three or more) acquires: one lock "
-        "serializes the whole team."
+        "Lock-API contention on locks that every thread of the process (three or more) acquires: one lock serializes "
+        "the whole team."
     )
     diagnosis = (
-        "A single global lock is the bottleneck.  Split the protected data and use one lock per part, or "
-        "let threads work on private copies and combine them once."
+        "A single global lock is the bottleneck.  Split the protected data and use one lock per part, or let threads "
+        "work on private copies and combine them once."
     )
     requires = ("locks",)
+    depends = ()
 
     def compute(self, ctx):
         return _lock_waits(ctx, "all")
 
 
-class OmpLockContentionPairs(_Reason):
+class OmpLockContentionPairs(Pattern):
     name = "omp_lock_contention_pairs"
     parent = "omp_lock_contention_api"
     display_name = "Contention by Pairs"
+    unit = "sec"
     description = (
         "Lock-API contention on locks that exactly two threads of a process with three or more threads acquire: "
         "neighbours compete for shared data, the rest of the team does not."
     )
     diagnosis = (
-        "Pairs of threads share a lock (neighbour exchange, shared boundary).  Stagger their accesses, or give "
-        "each side its own copy of the shared data."
+        "Pairs of threads share a lock (neighbour exchange, shared boundary).  Stagger their accesses, or give each "
+        "side its own copy of the shared data."
     )
     requires = ("locks",)
+    depends = ()
 
     def compute(self, ctx):
         return _lock_waits(ctx, "pairs")
@@ -495,8 +504,8 @@ FALSE_SHARING_FACTOR = 4.0
 class OmpFalseSharing(Pattern):
     name = "omp_false_sharing"
     parent = None
-    unit = "occ"
     display_name = "False Sharing (excess cache misses)"
+    unit = "occ"
     description = (
         "Cache misses in parallel regions beyond what the same code misses when run serially: at every call "
         "path inside a parallel region with two or more threads, misses - base * accesses, where the thread's "
@@ -506,10 +515,12 @@ class OmpFalseSharing(Pattern):
         "recorded with EXPERT_METRICS."
     )
     diagnosis = (
-        "Threads write to different data on the same cache line, so the line moves between cores on every "
-        "write.  Pad or align per-thread data to a cache line (64 bytes), or accumulate in a private variable "
-        "and write the shared one once."
+        "Threads write to different data on the same cache line, so the line moves between cores on every write.  "
+        "Pad or align per-thread data to a cache line (64 bytes), or accumulate in a private variable and write the "
+        "shared one once."
     )
+    requires = ()
+    depends = ()
 
     def compute(self, ctx):
         out = _dense(ctx)

@@ -88,3 +88,31 @@ def test_metric_tree_is_inclusive_on_random_hybrid_traces():
                 assert (child <= parent + 1e-9).all(), (p.name, p.parent)
             else:
                 assert child.sum() <= parent.sum() + 1e-9, (p.name, p.parent)
+
+
+def test_a_master_that_forked_outside_every_call_gives_no_span_back():
+    """One management_shift for time and idle threads: the fork/join spans go to the parallel region and
+    are taken back only from a call path that counted them (here there is none: the FORK is outside every
+    call, so the replay adds a synthetic root that must not go negative)."""
+    from patterns.generic import management_shift
+
+    b = tracefmt.TraceBuilder()
+    m, w = b.location(rank=0, thread=0), b.location(rank=0, thread=1)
+    P = "!$omp parallel @p.c:3"
+    b.fork(m, 1.0, 1, 2)
+    b.enter(m, 1.5, P, team=1); b.enter(w, 2.0, P, team=1)
+    b.exit(m, 5.0, P); b.exit(w, 5.5, P)
+    b.join(m, 6.0, 1, 2)
+    b.enter(m, 7.0, "main"); b.exit(m, 8.0, "main")
+    ctx = replay(b.build())
+    assert ctx.synthetic_root
+    shift = management_shift(ctx)
+    par = ctx.calltree.region.tolist().index(ctx.region_name.index(P))
+    # master: fork 0.5 + join 1.0; worker: fork 1.0 + join 0.5; nothing negative anywhere
+    assert shift[par].tolist() == pytest.approx([1.5, 1.5])
+    assert (shift >= 0).all() and shift.sum() == pytest.approx(3.0)
+    cube = analyze(b.build(), patterns=["time", "omp_idle_threads"], plugins=False)
+    assert val(cube, "time", f"<program>/{P}", m) == pytest.approx(3.5 + 1.5)
+    assert val(cube, "time", f"<program>/{P}", w) == pytest.approx(3.5 + 1.5)
+    assert val(cube, "time", "<program>", m) == 0.0
+    assert val(cube, "omp_idle_threads", "<program>/main", w) == pytest.approx(1.0)  # the master's serial time

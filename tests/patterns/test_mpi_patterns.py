@@ -261,3 +261,49 @@ def test_mpi_time_categories():
     assert val(cube, "mpi") == pytest.approx(0.5 + 6.0 + 1.0 + 3.0 + 0.25)
     assert val(cube, "time") == pytest.approx(40.0) and val(cube, "execution") == pytest.approx(40.0)
     assert val(cube, "visits", "main/MPI_Allreduce") == 2
+
+
+# --------------------------------------------------------------------------
+# the public instance tables behind the wait states
+# --------------------------------------------------------------------------
+def test_late_sender_instances_name_each_waiting_receive():
+    from analyzer.replay import replay
+    from patterns import late_receiver_instances, late_sender_instances
+
+    b = tracefmt.TraceBuilder()
+    r0, r1 = ranks(b, 2)
+    p2p(b, r0, "MPI_Send", 1.0, 1.1, "send", 1, tag=1, nbytes=64)
+    p2p(b, r0, "MPI_Send", 5.0, 5.1, "send", 1, tag=2, nbytes=0)
+    # tag 2 first: waits 5 - 2 = 3 for a message sent after the one received next (wrong order, same source)
+    p2p(b, r1, "MPI_Recv", 2.0, 5.2, "recv", 0, tag=2, nbytes=0)
+    p2p(b, r1, "MPI_Recv", 6.0, 6.2, "recv", 0, tag=1, nbytes=64)  # sent long ago: no wait
+    for loc in (r0, r1):
+        b.exit(loc, 100.0, "main")
+    ctx = replay(b.build())
+    ls = late_sender_instances(ctx)
+    assert len(ls) == 1
+    assert ls["wait"][0] == pytest.approx(3.0) and ls["enter"][0] == 2.0 and ls["loc"][0] == r1
+    assert ctx.calltree.path(int(ls["cnode"][0]), ctx.region_name) == "main/MPI_Recv"
+    assert ctx.tables["messages"]["tag"][ls["message"][0]] == 2
+    assert (ls["bytes"][0], ls["source"][0], ls["wrong_order"][0], ls["same_source"][0]) == (0, 0, True, True)
+    assert len(late_receiver_instances(ctx)) == 0
+
+
+def test_collective_instances_point_at_their_rows():
+    from analyzer.replay import replay
+    from patterns import mpi_barrier_wait_instances, mpi_late_broadcast_instances
+
+    b = tracefmt.TraceBuilder()
+    locs = ranks(b, 3)
+    coll(b, locs, "MPI_Barrier", [0.0, 1.0, 3.0], [3.5, 3.2, 3.4], sent=0, recvd=0)  # waits 3, 2
+    coll(b, locs, "MPI_Bcast", [20.0, 21.0, 22.0], [22.5] * 3, root=2, sent=[0, 0, 16], recvd=8)  # waits 2, 1
+    for loc in locs:
+        b.exit(loc, 100.0, "main")
+    ctx = replay(b.build())
+    T = ctx.tables["collectives"]
+    bw = mpi_barrier_wait_instances(ctx)
+    assert dict(zip(bw["loc"].tolist(), bw["wait"].tolist())) == pytest.approx({0: 3.0, 1: 2.0})
+    assert T["enter"][bw["row"]].tolist() == bw["enter"].tolist() and len(set(bw["instance"].tolist())) == 1
+    lb = mpi_late_broadcast_instances(ctx)
+    assert dict(zip(lb["loc"].tolist(), lb["wait"].tolist())) == pytest.approx({0: 2.0, 1: 1.0})
+    assert {ctx.region_name[r] for r in T["region"][lb["row"]]} == {"MPI_Bcast"}

@@ -236,6 +236,24 @@ def test_implicit_barrier_wait_sums_instances_per_call_path():
     np.testing.assert_allclose(run(omp.OmpImplicitBarrierWait, ctx), expect(ctx, want), atol=1e-12)
 
 
+def test_barrier_wait_instances_one_row_per_waiting_member():
+    from patterns import omp_barrier_wait_instances
+
+    ctx = ctx_a(barriers_a())
+    bw = omp_barrier_wait_instances(ctx)
+    rows = sorted(zip(bw["instance"].tolist(), bw["loc"].tolist(), bw["cnode"].tolist(), bw["implicit"].tolist()))
+    assert rows == [(0, 0, 13, True), (0, 2, 13, True), (1, 0, 5, False), (1, 1, 5, False), (2, 3, 4, True),
+                    (3, 0, 13, True), (3, 1, 13, True), (5, 3, 5, False)]  # instance 4 is outside any team
+    want = {(0, 0): 4.4 - 4.0, (0, 2): 4.4 - 4.2, (1, 0): 0.3, (1, 1): 0.2, (2, 3): 0.3, (3, 0): 0.1,
+            (3, 1): 0.05, (5, 3): 9.2 - 9.0}
+    got = {(i, loc): w for i, loc, w in zip(bw["instance"].tolist(), bw["loc"].tolist(), bw["wait"].tolist())}
+    assert got == pytest.approx(want)
+    bar = ctx.tables["omp_barriers"]
+    assert bar["instance"][bw["row"]].tolist() == bw["instance"].tolist()
+    assert bw["enter"].tolist() == bar["enter"][bw["row"]].tolist()
+    assert omp_barrier_wait_instances(ctx) is bw  # computed once per context
+
+
 def locks_a():
     rows = [
         # critical "A" in process 0 (call path 6): hand-over loc0 -> loc1 -> loc2
@@ -271,6 +289,32 @@ def test_lock_contention_routes_by_acquiring_construct():
     api = {(8, 2): 3.4 - 3.1, (8, 1): 3.3 - 3.2}
     np.testing.assert_allclose(run(omp.OmpLockContentionCritical, ctx), expect(ctx, crit), atol=1e-12)
     np.testing.assert_allclose(run(omp.OmpLockContentionApi, ctx), expect(ctx, api), atol=1e-12)
+
+
+def test_lock_contention_instances_cover_every_acquiring_call():
+    from patterns import omp_lock_contention_instances
+
+    ctx = ctx_a(locks_a())
+    lc = omp_lock_contention_instances(ctx)
+    # rows 1 (critical), 4 and 5 (lock API, 5 clamped to its acquisition), 6 (atomic), 7 (ordered: in the
+    # table, in no contention pattern); row 2 did not wait, row 8 has no call path
+    assert lc["row"].tolist() == [1, 4, 5, 6, 7]
+    assert lc["wait"].tolist() == pytest.approx([2.5 - 2.1, 3.4 - 3.1, 3.3 - 3.2, 4.2 - 4.0, 5.5 - 5.0])
+    assert lc["cnode"].tolist() == [6, 8, 8, 12, 10] and lc["loc"].tolist() == [1, 2, 1, 1, 0]
+    assert lc["lock"].tolist() == [0, 1, 1, 2, 3] and set(lc["process"].tolist()) == {0}
+
+
+def test_fork_join_instances_without_a_recorded_fork_call_path():
+    from patterns import omp_fork_join_instances
+
+    tables = teams_a()
+    assert "fork_cnode" not in tables["omp_teams"]  # hand-made: the master forked in the region's parent
+    fj = omp_fork_join_instances(ctx_a(tables))
+    assert fj["loc"].tolist() == [0, 1, 2, 3, 4] and fj["cnode"].tolist() == [2] * 5
+    assert fj["fork"].tolist() == pytest.approx([0.1, 0.3, 0.2, 0.0, 0.0])
+    assert fj["join"].tolist() == pytest.approx([0.1, 0.2, 0.0, 0.0, 0.5])
+    assert fj["master"].tolist() == [True, False, False, True, False]
+    assert fj["fork_cnode"].tolist() == [0, -1, -1, 0, -1]
 
 
 def test_patterns_without_rows_are_zero():
