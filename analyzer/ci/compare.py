@@ -45,7 +45,7 @@ def load_result(src) -> Summary:
             return summary_from_json(src, "<json>")
         path = os.fspath(src)
         data = read_result(path, expected="a .cubex or .json result")
-        return summary_from_json(data, path) if isinstance(data, dict) else summarize(data, source=path)
+        return summarize(data, source=path) if isinstance(data, Cube) else summary_from_json(data, path)
     except CubeError as e:
         raise ResultError(str(e)) from None
 

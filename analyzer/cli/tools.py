@@ -2,7 +2,9 @@
 
 Every command exits 2 with a one-line ``<prog>: error: ...`` message on bad
 input (missing or unreadable file, unknown metric, malformed threshold),
-never with a traceback.
+never with a traceback.  A command is the options it takes and what it does
+with them; :func:`_command` makes the entry point that parses the command
+line, runs it and turns the command's input errors into that message.
 """
 
 from __future__ import annotations
@@ -12,8 +14,6 @@ import functools
 import json
 import os
 import sys
-
-from analyzer.ci.compare import ResultError
 
 
 def quiet_on_closed_pipe(main):
@@ -33,9 +33,39 @@ def quiet_on_closed_pipe(main):
     return wrapped
 
 
+class UsageError(Exception):
+    """Bad input that a command finds itself (an option's value, an output that cannot be written)."""
+
+
 def _fail(prog: str, message: str) -> int:
     print(f"{prog}: error: {message}", file=sys.stderr)
     return 2
+
+
+def _command(prog: str, arguments, run, errors, epilog: str | None = None, on_error=None):
+    """The entry point ``main(argv=None) -> int`` of a command; its description is ``run``'s docstring.
+
+    It parses ``argv`` with the options ``arguments(parser)`` adds and returns
+    ``run(args)``.  An exception of the types ``errors()`` names (imported
+    when the command runs) or a :class:`UsageError` is reported in one line
+    and gives exit status 2, after ``on_error(args, message)`` if given.
+    """
+    description = " ".join(run.__doc__.split())
+
+    @quiet_on_closed_pipe
+    def main(argv=None) -> int:
+        ap = argparse.ArgumentParser(prog=prog, description=description, epilog=epilog)
+        arguments(ap)
+        a = ap.parse_args(argv)
+        try:
+            return run(a)
+        except (UsageError, *errors()) as e:
+            if on_error is not None:
+                on_error(a, str(e))
+            return _fail(prog, str(e))
+
+    main.__doc__ = f"{prog}: {description}"
+    return main
 
 
 def _write(path: str, text: str) -> None:
@@ -45,17 +75,25 @@ def _write(path: str, text: str) -> None:
         f.write(text)
 
 
-# --------------------------------------------------------------------------
-@quiet_on_closed_pipe
-def diff_main(argv=None) -> int:
-    from analyzer.ci import compare
-    from analyzer.cube import write_cubex
+def _write_output(path: str, write) -> None:
+    """``write(path)`` for a command's main output; a file system error becomes a :class:`UsageError`."""
+    try:
+        write(path)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot write: {e.strerror}") from None
 
-    ap = argparse.ArgumentParser(
-        prog="expert-diff",
-        description="Changes between two analysis results (.cubex from expert-analyze or Scalasca, or "
-        "expert-analyze JSON summaries): per metric, and for changed metrics per call path and location.",
-    )
+
+def _result_errors() -> tuple:
+    from analyzer.ci.compare import ResultError
+    from analyzer.cube import CubeError
+
+    return ResultError, CubeError
+
+
+# --------------------------------------------------------------------------
+# expert-diff
+# --------------------------------------------------------------------------
+def _diff_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("base", help="the reference result")
     ap.add_argument("new", help="the result to compare with it")
     ap.add_argument("-o", "--output", metavar="DIFF.cubex", help="write new - base as a cube (needs cube inputs)")
@@ -64,22 +102,22 @@ def diff_main(argv=None) -> int:
                     help="ignore changes not larger than this (a number in the metrics' own units, e.g. 0.001)")
     ap.add_argument("--top", type=int, default=10, help="call paths / locations shown per changed metric")
     ap.add_argument("--all", action="store_true", help="list unchanged metrics too")
-    a = ap.parse_args(argv)
-    try:
-        from analyzer.ci.check import parse_quantity
 
-        fq = parse_quantity(a.floor)
-        if fq.kind in ("percent", "sd"):
-            raise ResultError(f"--floor {a.floor!r}: must be an absolute amount")
-        d = compare.diff(a.base, a.new, floor=fq.value)
-        if a.output:
-            cube = compare.diff_cube(d.base, d.new)
-            try:
-                write_cubex(cube, a.output)
-            except OSError as e:
-                raise ResultError(f"{a.output}: cannot write: {e.strerror}") from None
-    except ResultError as e:
-        return _fail(ap.prog, str(e))
+
+def _diff(a) -> int:
+    """Changes between two analysis results (.cubex from expert-analyze or Scalasca, or expert-analyze JSON
+    summaries): per metric, and for changed metrics per call path and location."""
+    from analyzer.ci import compare
+    from analyzer.ci.check import parse_quantity
+    from analyzer.cube import write_cubex
+
+    fq = parse_quantity(a.floor)
+    if fq.kind in ("percent", "sd"):
+        raise UsageError(f"--floor {a.floor!r}: must be an absolute amount")
+    d = compare.diff(a.base, a.new, floor=fq.value)
+    if a.output:
+        cube = compare.diff_cube(d.base, d.new)
+        _write_output(a.output, lambda path: write_cubex(cube, path))
     if a.json:
         text = json.dumps(d.to_dict(), indent=1)
         if a.json == "-":
@@ -94,16 +132,9 @@ def diff_main(argv=None) -> int:
 
 
 # --------------------------------------------------------------------------
-@quiet_on_closed_pipe
-def check_main(argv=None) -> int:
-    from analyzer.ci import check as chk
-
-    ap = argparse.ArgumentParser(
-        prog="expert-check",
-        description="Gate a run on stored baselines. Exit 0: all checks pass; 1: a regression; 2: bad input.",
-        epilog="Examples: --max-increase mpi_latesender=10%  --max-increase time=5%,2sd  "
-        "--max-value omp_lock_contention_critical=0.5s  --abs-floor 1ms",
-    )
+# expert-check
+# --------------------------------------------------------------------------
+def _check_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("new", help="result of the run to check (.cubex or JSON summary)")
     ap.add_argument("--baseline", "-b", action="append", nargs="+", default=[], metavar="BASE",
                     help="baseline result(s); several runs give a mean and a spread (repeatable)")
@@ -119,21 +150,19 @@ def check_main(argv=None) -> int:
     ap.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
     ap.add_argument("--markdown", metavar="FILE", help="write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)")
     ap.add_argument("-q", "--quiet", action="store_true", help="print failures only")
-    a = ap.parse_args(argv)
+
+
+def _check(a) -> int:
+    """Gate a run on stored baselines. Exit 0: all checks pass; 1: a regression; 2: bad input."""
+    from analyzer.ci import check as chk
+
     baselines = [b for group in a.baseline for b in group]
-    try:
-        thresholds = [chk.parse_threshold("increase", t) for t in a.max_increase]
-        thresholds += [chk.parse_threshold("value", t) for t in a.max_value]
-        floors = [chk.parse_floor(f) for f in a.abs_floor]
-        if not thresholds:
-            raise ResultError("no thresholds given (use --max-increase and/or --max-value)")
-        rep = chk.check(a.new, baselines, thresholds, floors, per_callpath=a.per_callpath)
-    except ResultError as e:
-        if a.junit:
-            _write(a.junit, chk.junit_error(str(e)))
-        if a.markdown:
-            _write(a.markdown, f"### expert-check: ⚠️ could not run\n\n{e}\n")
-        return _fail(ap.prog, str(e))
+    thresholds = [chk.parse_threshold("increase", t) for t in a.max_increase]
+    thresholds += [chk.parse_threshold("value", t) for t in a.max_value]
+    floors = [chk.parse_floor(f) for f in a.abs_floor]
+    if not thresholds:
+        raise UsageError("no thresholds given (use --max-increase and/or --max-value)")
+    rep = chk.check(a.new, baselines, thresholds, floors, per_callpath=a.per_callpath)
     text = chk.format_text(rep)
     if a.quiet:
         text = "\n".join(l for l in text.splitlines() if not l.startswith("PASS  "))
@@ -145,47 +174,49 @@ def check_main(argv=None) -> int:
     return rep.exit_code
 
 
-# --------------------------------------------------------------------------
-@quiet_on_closed_pipe
-def report_main(argv=None) -> int:
-    from analyzer.cube import CubeError
-    from analyzer.report import html as report_html
-    from analyzer.report.html import ReportError
+def _check_could_not_run(a, message: str) -> None:
+    """A bad input is still a CI result: an errored JUnit test case and a Markdown note."""
+    from analyzer.ci import check as chk
 
-    ap = argparse.ArgumentParser(
-        prog="expert-report",
-        description="Write one self-contained HTML file with the three coupled trees (properties, call tree, "
-        "locations) of an analysis result; it opens offline in any browser.",
-    )
+    if a.junit:
+        _write(a.junit, chk.junit_error(message))
+    if a.markdown:
+        _write(a.markdown, f"### expert-check: ⚠️ could not run\n\n{message}\n")
+
+
+# --------------------------------------------------------------------------
+# expert-report
+# --------------------------------------------------------------------------
+def _report_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("result", help=".cubex (ours or Scalasca's) or a trace (.elg, analyzed first)")
     ap.add_argument("-o", "--output", default=None, help="HTML file to write (default: RESULT with .html)")
     ap.add_argument("--title", default=None)
-    a = ap.parse_args(argv)
+
+
+def _report(a) -> int:
+    """Write one self-contained HTML file with the three coupled trees (properties, call tree, locations) of an
+    analysis result; it opens offline in any browser."""
+    from analyzer.report import html as report_html
+
     out = a.output or os.path.splitext(a.result)[0] + ".html"
-    try:
-        cube = report_html.load_cube(a.result)
-        html = report_html.render(cube, title=a.title or os.path.basename(a.result))
-        try:
-            _write(out, html)
-        except OSError as e:
-            raise ResultError(f"{out}: cannot write: {e.strerror}") from None
-    except (ResultError, ReportError, CubeError) as e:
-        return _fail(ap.prog, str(e))
+    cube = report_html.load_cube(a.result)
+    html = report_html.render(cube, title=a.title or os.path.basename(a.result))
+    _write_output(out, lambda path: _write(path, html))
     print(f"report written to {out}")
     return 0
 
 
-# --------------------------------------------------------------------------
-@quiet_on_closed_pipe
-def profile_main(argv=None) -> int:
-    from analyzer.profile import ompp as prof
-    from analyzer.profile.ompp import ProfileError
+def _report_errors() -> tuple:
+    from analyzer.cube import CubeError
+    from analyzer.report.html import ReportError
 
-    ap = argparse.ArgumentParser(
-        prog="expert-profile",
-        description="ompP-style profile of a trace: per region and thread execT, execC, bodyT, enterT, exitT "
-        "and MPI columns; the overhead analysis per parallel region; optional PNG charts.",
-    )
+    return ReportError, CubeError
+
+
+# --------------------------------------------------------------------------
+# expert-profile
+# --------------------------------------------------------------------------
+def _profile_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("trace", help="trace file (.elg)")
     ap.add_argument("--volume", choices=("naive", "minimal"), default="naive",
                     help="accounting of collective data volume (ompP's Fig. 4 settings)")
@@ -193,18 +224,38 @@ def profile_main(argv=None) -> int:
                     help="only these regions in the region profile (repeatable)")
     ap.add_argument("--charts", metavar="DIR", help="write overhead pies per process and radar charts as PNG here")
     ap.add_argument("--json", metavar="FILE", help="write the profile as JSON")
-    a = ap.parse_args(argv)
-    try:
-        p = prof.profile_trace(a.trace, volume=a.volume)
-        print(prof.format_profile(p, regions=a.region or None))
-        if a.json:
-            _write(a.json, json.dumps(p.to_dict(), indent=1))
-        if a.charts:
-            files = prof.write_charts(p, a.charts)
-            print("\ncharts: " + ", ".join(files))
-    except ProfileError as e:
-        return _fail(ap.prog, str(e))
+
+
+def _profile(a) -> int:
+    """ompP-style profile of a trace: per region and thread execT, execC, bodyT, enterT, exitT and MPI columns;
+    the overhead analysis per parallel region; optional PNG charts."""
+    from analyzer.profile import ompp as prof
+
+    p = prof.profile_trace(a.trace, volume=a.volume)
+    print(prof.format_profile(p, regions=a.region or None))
+    if a.json:
+        _write(a.json, json.dumps(p.to_dict(), indent=1))
+    if a.charts:
+        files = prof.write_charts(p, a.charts)
+        print("\ncharts: " + ", ".join(files))
     return 0
+
+
+def _profile_errors() -> tuple:
+    from analyzer.profile.ompp import ProfileError
+
+    return (ProfileError,)
+
+
+# --------------------------------------------------------------------------
+# The entry points (pyproject.toml, [project.scripts])
+# --------------------------------------------------------------------------
+diff_main = _command("expert-diff", _diff_arguments, _diff, _result_errors)
+check_main = _command("expert-check", _check_arguments, _check, _result_errors, on_error=_check_could_not_run,
+                      epilog="Examples: --max-increase mpi_latesender=10%  --max-increase time=5%,2sd  "
+                      "--max-value omp_lock_contention_critical=0.5s  --abs-floor 1ms")
+report_main = _command("expert-report", _report_arguments, _report, _report_errors)
+profile_main = _command("expert-profile", _profile_arguments, _profile, _profile_errors)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -72,7 +72,7 @@ def open_cube(path, head: bytes | None = None) -> Cube:
         raise ResultFileError(f"{path}: not a readable {what}: {e}") from None
 
 
-def read_json_summary(path) -> dict:
+def read_json_summary(path):
     """The JSON document in ``path`` (a summary from ``expert-analyze --json``); its shape is not checked."""
     path = os.fspath(path)
     try:
@@ -84,8 +84,8 @@ def read_json_summary(path) -> dict:
         raise ResultFileError(f"{path}: cannot read: {e.strerror}") from None
 
 
-def read_result(path, expected: str = "a .cubex or .json result") -> Cube | dict:
-    """A :class:`Cube` from a cube file or the document of a JSON summary, by the file's content."""
+def read_result(path, expected: str = "a .cubex or .json result"):
+    """A :class:`Cube` from a cube file, else the JSON document of a summary (unchecked), by the file's content."""
     head = peek(path, expected)
     if not head:
         raise ResultFileError(f"{os.fspath(path)}: empty file")

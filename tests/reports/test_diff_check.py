@@ -96,6 +96,27 @@ def test_diff_bad_input(tmp_path, capsys):
     assert "invalid JSON" in capsys.readouterr().err
 
 
+def test_diff_reads_results_by_content(files, tmp_path, capsys):
+    """HDF5, gzip-compressed and JSON results are told apart by their bytes, not their names."""
+    import gzip
+
+    from analyzer.cube import write_hdf5
+
+    h5 = tmp_path / "worse.result"
+    write_hdf5(read_cubex(files["worse"]), str(h5))
+    gz = tmp_path / "base.result"
+    gz.write_bytes(gzip.compress(Path(files["base"]).read_bytes()))
+    d = compare.diff(str(gz), str(h5))
+    assert [m.name for m in d.changed] == ["time", "mpi", "mpi_latesender"]
+    arr = tmp_path / "list.json"
+    arr.write_text("[1, 2]")
+    assert diff_main([str(arr), files["base"]]) == 2
+    err = capsys.readouterr().err
+    assert "not a JSON summary" in err and "Traceback" not in err
+    assert diff_main([files["base"], files["base"], "-o", str(tmp_path / "d.dat")]) == 2
+    assert "must end in .cubex" in capsys.readouterr().err
+
+
 def test_diff_cube_needs_cubes(files, tmp_path, capsys):
     j = tmp_path / "s.json"
     write_json(read_cubex(files["base"]), str(j))
