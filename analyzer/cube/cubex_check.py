@@ -161,18 +161,15 @@ def _check_anchor(root: ET.Element) -> list[str]:
                 rest = [t for t in tags[2:] if t not in ("descr", "attr")]
                 if rest != sorted(rest, key=lambda t: t != "locationgroup"):
                     v.append(f"systemtreenode Id {el.get('Id')}: a locationgroup follows a child systemtreenode")
-            elif el.tag == "locationgroup":
-                group_ids.append(int(el.get("Id")))
+            elif el.tag in ("locationgroup", "location"):  # a process or a thread
+                group = el.tag == "locationgroup"
+                (group_ids if group else locids).append(int(el.get("Id")))
+                want = "process" if group else "thread"
                 tags = [c.tag for c in el]
-                if tags[:3] != ["name", "rank", "type"] or (el.findtext("type") or "") != "process":
-                    v.append(f"locationgroup Id {el.get('Id')}: expected name, rank, type=process")
-                if not el.findall("location"):
+                if tags[:3] != ["name", "rank", "type"] or (el.findtext("type") or "") != want:
+                    v.append(f"{el.tag} Id {el.get('Id')}: expected name, rank, type={want}")
+                if group and not el.findall("location"):
                     v.append(f"locationgroup Id {el.get('Id')}: no location")
-            elif el.tag == "location":
-                locids.append(int(el.get("Id")))
-                tags = [c.tag for c in el]
-                if tags[:3] != ["name", "rank", "type"] or (el.findtext("type") or "") != "thread":
-                    v.append(f"location Id {el.get('Id')}: expected name, rank, type=thread")
         if sorted(locids) != list(range(len(locids))):
             v.append("location Ids are not dense 0..L-1")
         if stn_ids != list(range(len(stn_ids))) or group_ids != list(range(len(group_ids))):

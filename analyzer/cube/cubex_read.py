@@ -77,11 +77,7 @@ def read_cubex(path) -> Cube:
         raise CubeFormatError(f"{path}: no anchor.xml member (members: {sorted(members)[:10]}); not a CUBE4 file")
     a = members["anchor.xml"]
     anchor = raw[a.offset : a.offset + a.size]
-    if anchor[:2] == b"\x1f\x8b":
-        try:
-            anchor = gzip.decompress(anchor)
-        except (OSError, EOFError, zlib.error) as e:
-            raise CubeFormatError(f"{path}: anchor.xml: compressed but cannot be decompressed: {e}") from None
+    anchor = _gunzip(anchor, f"{path}: anchor.xml: compressed but cannot be decompressed")
     _, parsed = _parse_document(anchor, f"{path}: anchor.xml", problems)
     values = {}
     n_c, n_l = len(parsed.cnode_parent), len(parsed.locations)
@@ -166,13 +162,20 @@ def _open_bytes(path: Path) -> tuple[bytes, list[str]]:
         raw = path.read_bytes()
     except OSError as e:
         raise CubeFormatError(f"{path}: cannot read: {e.strerror or e}") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as e:
-            raise CubeFormatError(f"{path}: gzip-compressed file cannot be decompressed: {e}") from None
+    data = _gunzip(raw, f"{path}: gzip-compressed file cannot be decompressed")
+    if data is not raw:
         problems.append(f"{path}: the archive is gzip-compressed; cubelib/CubeGUI cannot open such a file")
-    return raw, problems
+    return data, problems
+
+
+def _gunzip(data: bytes, failure: str) -> bytes:
+    """``data``, decompressed if it is gzip-compressed; ``failure`` starts the message if it cannot be."""
+    if data[:2] != b"\x1f\x8b":
+        return data
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as e:
+        raise CubeFormatError(f"{failure}: {e}") from None
 
 
 def _parse_document(data: bytes, where: str, problems: list[str]) -> tuple[ET.Element, _Anchor]:

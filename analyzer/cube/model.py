@@ -20,7 +20,13 @@ the JSON summary: :mod:`analyzer.cube.json_summary`; HDF5:
 :mod:`analyzer.cube.hdf5`), all available from :mod:`analyzer.cube`, e.g.
 ``write_cubex(cube, path)``.  Readers return :class:`Cube` objects too, so a
 file written by Scalasca or Score-P can be queried the same way as our own.
-``docs/cube.md`` describes the file formats.
+``docs/cube.md`` describes the file formats.  Comparing cubes by identity is
+:mod:`analyzer.cube.compare`.
+
+Size: one cohesive thing, the data model: the dimension records, the
+validation that makes every cube consistent, and the queries and views
+(totals, call paths, inclusive values, graphs, data frame) that all code
+uses instead of the raw arrays.  It imports nothing else of the analyzer.
 """
 
 from __future__ import annotations

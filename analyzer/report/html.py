@@ -32,10 +32,10 @@ def load_cube(path: str):
     head = peek(path, expected="a .cubex result or a trace")
     if head.startswith(b"\x89ELG") or path.endswith(".elg"):
         try:
-            import analyzer
+            from analyzer.analyze import analyze
 
-            return analyzer.analyze(path)
-        except AttributeError:
+            return analyze(path)
+        except ImportError:
             raise ReportError(f"{path}: analyzing traces is not available; run expert-analyze first") from None
         except Exception as e:
             raise ReportError(f"{path}: cannot analyze: {e}") from None
