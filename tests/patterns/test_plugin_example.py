@@ -118,6 +118,26 @@ def test_short_message_wait_formula(plugin_on_path):
     np.testing.assert_allclose(got, want, atol=1e-12)
 
 
+def test_the_example_is_a_filter_over_the_public_late_sender_instances(plugin_on_path):
+    """A plugin author imports from ``patterns`` only, and refines Late Sender through its instance table."""
+    import ast
+
+    src = (SAMPLE / "src" / "expert_patterns_example" / "__init__.py").read_text()
+    imported = {n.module for n in ast.walk(ast.parse(src)) if isinstance(n, ast.ImportFrom)}
+    imported |= {a.name for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Import) for a in n.names}
+    assert imported == {"__future__", "patterns"}
+    assert "late_sender_instances" in src
+
+    from expert_patterns_example import ShortMessagesWait
+    from patterns import late_sender_instances
+
+    # the same hand-made rows as above: the plugin keeps the Late Sender instances below 4096 bytes
+    ctx = messages_ctx([msg(1, 1, 1, 1.0, 2.0, 1.5, 8), msg(3, 1, 1, 4.0, 5.0, 4.7, 4096)])
+    assert late_sender_instances(ctx)["wait"].tolist() == pytest.approx([0.5, 0.7])
+    got = ShortMessagesWait().compute(ctx).to_dense(ctx.n_cnodes, ctx.n_locations)
+    assert got[1, 1] == pytest.approx(0.5) and got.sum() == pytest.approx(0.5)
+
+
 # --------------------------------------------------------------------------
 # discovery
 # --------------------------------------------------------------------------

@@ -5,22 +5,17 @@ not for bytes to arrive, so this wait cannot be cut by faster networks or
 larger buffers, only by reordering or aggregating communication.  The
 pattern splits that part out of Late Sender.
 
-It follows the Late Sender rule of Scalasca's SCOUT so that its values are
-a subset of ``mpi_latesender`` (its parent) cell by cell:
-
-* wait = min(ENTER of the send call, EXIT of the receiving call) - ENTER of
-  the receiving call, if positive, on the receiving call's call path;
-* MPI_Test* calls never wait;
-* a call that completes several messages (MPI_Waitall, MPI_Waitsome) counts
-  only its largest wait once; here it counts when that largest wait belongs
-  to a short message.
+It is a filter over the public Late Sender instances
+(``patterns.late_sender_instances``: one row per waiting receive, with the
+call path, location, wait and message size), so it follows the built-in
+``mpi_latesender`` rule exactly and its values are a part of its parent's
+cell by cell: ``MPI_Test*`` calls never wait, and an ``MPI_Waitall`` counts
+only its largest wait, here when that wait is a short message's.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-from patterns.api import Pattern, Severity
+from patterns import Pattern, late_sender_instances, wait_severity
 
 __all__ = ["ShortMessagesWait"]
 
@@ -40,33 +35,12 @@ class ShortMessagesWait(Pattern):
         "receives earlier with non-blocking calls, or sending earlier on the producer side reduce them; "
         "a faster network barely helps."
     )
-    requires = ("messages",)
+    requires = ("messages",)  # late_sender_instances reads the messages table
+    depends = ()
 
     #: messages with fewer bytes than this are short (subclass to change it)
     max_bytes = 4096
 
     def compute(self, ctx):
-        m = ctx.table("messages")
-        if len(m) == 0:
-            return Severity.empty()
-        recv_region = np.asarray(m["recv_region"], np.int64)
-        names = np.asarray(ctx.region_name, dtype=object)
-        is_test = np.zeros(len(m), bool)
-        known = recv_region >= 0
-        is_test[known] = [str(n).startswith("MPI_Test") for n in names[recv_region[known]]]
-        cnode = np.asarray(m["recv_cnode"], np.int64)
-        ok = known & ~is_test & (cnode >= 0)
-
-        enter = np.asarray(m["recv_enter"], np.float64)
-        wait = np.minimum(np.asarray(m["send_enter"], np.float64), np.asarray(m["recv_exit"], np.float64)) - enter
-        wait = np.where(ok & (wait > 0), wait, 0.0)
-
-        # the largest wait of each receiving call (ties: any one of them)
-        call = np.asarray(m["recv_call"], np.int64)
-        order = np.lexsort((-wait, call))
-        first = np.ones(order.shape[0], bool)
-        first[1:] = call[order][1:] != call[order][:-1]
-        winner = order[first]
-        short = np.asarray(m["bytes"], np.int64)[winner] < self.max_bytes
-        winner = winner[short & (wait[winner] > 0)]
-        return Severity(cnode[winner], np.asarray(m["recv_loc"], np.int64)[winner], wait[winner])
+        ls = late_sender_instances(ctx)
+        return wait_severity(ls, ls["bytes"] < self.max_bytes)
