@@ -5,8 +5,9 @@ location descriptions); each file format has a module of its own that reads
 and/or writes a :class:`Cube`: CUBE4 ``.cubex`` writing (:mod:`.cubex_write`),
 checking (:mod:`.cubex_check`) and CUBE4/CUBE3 reading (:mod:`.cubex_read`), over
 the tar container helpers of :mod:`.tar`; the JSON summary (:mod:`.json_summary`)
-and HDF5 (:mod:`.hdf5`).  The model imports none of them; this package joins
-them under one name.
+and HDF5 (:mod:`.hdf5`).  The model imports none of them.  :mod:`.files` reads
+any result file by its content, :mod:`.compare` is the one comparator of
+results (matched by names, not ids).  This package joins them under one name.
 """
 
 from .model import Cube, CubeError, CubeFormatError, LocationInfo, MetricInfo, RegionInfo, region_strings

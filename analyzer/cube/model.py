@@ -32,7 +32,7 @@ uses instead of the raw arrays.  It imports nothing else of the analyzer.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 import numpy as np
