@@ -6,7 +6,9 @@ Time follows Scalasca 1.4 (SCOUT's TIME plus cube3_remap):
   OpenMP fork and join spans moved onto the parallel region's call path: on
   every team member ENTER(parallel) - FORK and JOIN - EXIT(parallel) are
   added there, and on the master the same amount is taken from the call path
-  it forked from (where the replay had counted it);
+  it forked from (where the replay had counted it; nothing when it forked
+  outside every call).  :func:`management_shift` is that move, the one
+  the OpenMP idle-threads heuristic uses too;
 * plus ``omp_idle_threads`` (worker threads outside parallel regions) when
   that pattern is computed in the same run.
 

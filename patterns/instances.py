@@ -57,8 +57,8 @@ OpenMP:
   otherwise an explicit one).  ``min(latest enter of the team, own exit) - own enter``; barriers outside
   any team are left out.
 * :func:`omp_lock_contention_instances` (``requires = ("locks",)``): ``row`` of ``ctx.table("locks")``,
-  ``process``, ``lock``.  The acquiring call (critical construct, atomic or lock routine; its role tells
-  which) waits ``min(release of the previous holder, own acquisition) - own enter``.
+  ``process``, ``lock``.  The acquiring call (critical construct, atomic, lock routine or ordered
+  construct; its call path's role tells which) waits ``min(release of the previous holder, own acquisition) - own enter``.
 * :func:`omp_fork_join_instances` (``requires = ("omp_teams", "omp_team_members")``): one row per team
   member (all of them, ``wait`` column absent): ``member`` (row of ``omp_team_members``), ``team`` (row
   of ``omp_teams``), ``cnode`` the parallel region's call path, ``loc``, ``fork`` = ENTER(parallel) -
@@ -385,9 +385,8 @@ def _omp_barrier_wait(ctx) -> Table:
     enter = np.asarray(bar["enter"], np.float64)
     valid = (np.asarray(bar["team"], np.int64) >= 0) & (cnode >= 0) & (instance >= 0)
     idx = np.flatnonzero(valid)
-    if len(idx) == 0:
-        idx, dense, latest = idx, idx, np.zeros(0)
-    else:
+    dense, latest = idx, np.zeros(0)  # no valid row
+    if len(idx):
         # the latest ENTER over every member of the instance, whatever the role of its call path
         dense = instance[valid]
         if int(dense.max()) >= 4 * len(dense):  # sparse ids (not from the replay): number them densely

@@ -2,8 +2,9 @@
 
 EXPERT (and our ``omp_*_wait`` patterns) report load imbalance as "waiting at a
 barrier".  The patterns here look at what the trace shows around that wait and
-split off the part with a known cause.  All of them use only
-:mod:`patterns.api` and the replay context, like a plugin would.
+split off the part with a known cause.  All of them use only what the
+``patterns`` package exports (the API, the context, the instance tables),
+like a plugin would.
 
 Every reason works on aggregates per (call path, location) over the whole run:
 
