@@ -102,8 +102,7 @@ class MpiCommunication(Pattern):
     depends = ("execution",)
 
     def compute(self, ctx):
-        m = _role_mask(ctx, Role.MPI_POINT2POINT, *_COLL_ROLES) | _rma_mask(ctx, sync=False)
-        return _time_where(ctx, m)
+        return _time_where(ctx, _role_mask(ctx, Role.MPI_POINT2POINT, *_COLL_ROLES) | _rma_mask(ctx, sync=False))
 
 
 class MpiPoint2point(Pattern):
