@@ -41,10 +41,10 @@ xt_thread *xt_thread_attach(void)
         return NULL;
     }
     xt_thread *t = calloc(1, sizeof *t);
-    t->cap = (uint32_t)xt_cfg.buffer_events;
-    t->buf = buffer_alloc(((size_t)t->cap + 2) * sizeof(elg_event)); /* +2: flush marker */
+    t->size = t->cap = (uint32_t)xt_cfg.buffer_events;
+    t->buf = buffer_alloc(((size_t)t->size + 2) * sizeof(elg_event)); /* +2: a flush's TRACING pair */
     if (!t->buf) {
-        xt_warn("cannot allocate a %zu-byte trace buffer", (size_t)t->cap * sizeof(elg_event));
+        xt_warn("cannot allocate a %zu-byte trace buffer", (size_t)t->size * sizeof(elg_event));
         abort();
     }
     t->thread_num = (uint32_t)i;
@@ -71,39 +71,79 @@ static int write_all(int fd, const void *p, size_t len)
     return 0;
 }
 
-/* A full buffer goes to an unlinked spool file; the time spent is recorded as region TRACING. */
-void xt_buffer_flush(xt_thread *t)
+/* A full buffer goes to an unlinked spool file; the time spent is recorded as region TRACING.
+ *
+ * Event order.  The record that finds the buffer full was stamped by its caller *before* the flush,
+ * and so may be the records that follow it (its COUNTERs, the frames and ENTER of one event, an MPI
+ * call's SEND at the call's ENTER time).  Writing the TRACING region where the flush happens would
+ * put these earlier times after it.  So the flush only measures its start and end; the ENTER/EXIT of
+ * TRACING are written later, just before the first record stamped at or after the flush's start
+ * (every record stamped before it precedes it in the buffer too, since a thread's own records are
+ * stamped in order).  Until then the fast path's limit (cap) is 0, so each record takes the slow
+ * path and is checked; that lasts only for the few records of the event that was being recorded.
+ * Times are not moved, the TRACING region spans exactly the time of the write, and per-location
+ * time stays non-decreasing.  At the end of the run a pair still waiting is written (settle). */
+static void put(xt_thread *t, uint64_t time, uint8_t type, uint32_t region)
 {
-    uint32_t tracing = xt_region_tracing();
     elg_event *ev = &t->buf[t->n];
     memset(ev, 0, sizeof *ev);
-    ev->time = xt_now();
-    ev->type = ELG_ENTER;
-    ev->a = tracing;
-    ev->b = ev->c = ELG_NO_ID;
-    ev->d = ELG_NO_ID;
-    t->n++;
+    ev->time = time;
+    ev->type = type;
+    ev->a = region;
+    if (type == ELG_ENTER) {
+        ev->b = ev->c = ELG_NO_ID;
+        ev->d = ELG_NO_ID;
+    }
+    __atomic_store_n(&t->n, t->n + 1, __ATOMIC_RELEASE);
+}
+
+/* the pending TRACING pair, at the end of the buffer (the 2 reserved slots make room for it) */
+static void put_pending(xt_thread *t)
+{
+    uint32_t tracing = xt_region_tracing();
+    put(t, t->flush_enter, ELG_ENTER, tracing);
+    put(t, t->flush_exit, ELG_EXIT, tracing);
+    t->flush_pending = 0;
+    t->cap = t->size;
+}
+
+static void flush(xt_thread *t)
+{
+    uint64_t begin = xt_now();
+    /* an older pair still waiting: every record in the buffer was stamped before it began */
+    if (t->flush_pending) put_pending(t);
+    uint32_t n = t->n;
     if (t->spool_fd < 0) {
         char path[1100];
         snprintf(path, sizeof path, "%s/expert-spool-XXXXXX", xt_cfg.tmpdir);
         t->spool_fd = mkstemp(path);
         if (t->spool_fd < 0) {
-            xt_warn("cannot create a spool file in %s (%s): dropping %u events", xt_cfg.tmpdir, strerror(errno), t->n);
+            xt_warn("cannot create a spool file in %s (%s): dropping %u events", xt_cfg.tmpdir, strerror(errno), n);
         } else {
             unlink(path);
         }
     }
+    if (n) t->spool_last_time = t->buf[n - 1].time;
     if (t->spool_fd >= 0) {
-        if (write_all(t->spool_fd, t->buf, (size_t)t->n * sizeof(elg_event)) == 0) t->spooled += t->n;
-        else xt_warn("writing the spool file failed (%s): dropping %u events", strerror(errno), t->n);
+        if (write_all(t->spool_fd, t->buf, (size_t)n * sizeof(elg_event)) == 0) t->spooled += n;
+        else xt_warn("writing the spool file failed (%s): dropping %u events", strerror(errno), n);
     }
     __atomic_store_n(&t->n, 0, __ATOMIC_RELEASE);
-    ev = &t->buf[0];
-    memset(ev, 0, sizeof *ev);
-    ev->time = xt_now();
-    ev->type = ELG_EXIT;
-    ev->a = tracing;
-    __atomic_store_n(&t->n, 1, __ATOMIC_RELEASE);
+    t->flush_enter = begin;
+    t->flush_exit = xt_now();
+    t->flush_pending = 1;
+    t->cap = 0;
+}
+
+void xt_buffer_make_room(xt_thread *t, uint64_t time)
+{
+    if (t->flush_pending && time >= t->flush_enter) put_pending(t);
+    if (t->n >= t->size) flush(t);
+}
+
+void xt_buffer_settle(xt_thread *t)
+{
+    if (t->flush_pending) put_pending(t);
 }
 
 void xt_flush_held_exit(xt_thread *t)

@@ -97,7 +97,7 @@ static inline void cpu_relax(void)
 /* The earliest time this thread may still stamp: its last event (or a held-back construct end). */
 static uint64_t own_floor(const xt_thread *t)
 {
-    uint64_t f = t->n ? t->buf[t->n - 1].time : 0;
+    uint64_t f = xt_last_time(t);
     if (t->held_exit_region != ELG_NO_ID && t->held_exit_time > f) f = t->held_exit_time;
     return f;
 }

@@ -100,7 +100,7 @@ static uint32_t api_region(int which)
 static uint64_t clamp_to(xt_thread *t, uint64_t now, uint64_t limit)
 {
     uint64_t v = limit && limit < now ? limit : now;
-    if (t->n && t->buf[t->n - 1].time > v) v = t->buf[t->n - 1].time;
+    if (xt_last_time(t) > v) v = xt_last_time(t);
     return v;
 }
 

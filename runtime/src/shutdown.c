@@ -17,7 +17,8 @@ static void close_open_regions(xt_thread *t)
         xt_flush_held_exit(t);
         xt_counters_repeat(t, t->held_exit_time);
     }
-    uint64_t last = t->n ? t->buf[t->n - 1].time : xt_now();
+    xt_buffer_settle(t); /* a flush's TRACING pair still waiting for its place goes here */
+    uint64_t last = (t->n || t->spooled) ? xt_last_time(t) : xt_now();
     while (t->depth > 0) {
         int i = t->depth - 1;
         if (i >= XT_STACK_MAX) { /* nesting deeper than we track: cannot name the region */

@@ -61,7 +61,13 @@ typedef struct xt_frame {
 
 typedef struct xt_thread {
     elg_event *buf;
-    uint32_t n, cap; /* cap excludes the 2 slots reserved for the flush marker */
+    uint32_t n;    /* records in buf */
+    uint32_t size; /* records buf holds, not counting the 2 slots reserved for a flush's TRACING pair */
+    uint32_t cap;  /* the fast path's limit: size, or 0 while a flush's TRACING pair waits (buffer.c) */
+    /* the last flush's TRACING region, written before the first record stamped after it began */
+    int flush_pending;
+    uint64_t flush_enter, flush_exit;
+    uint64_t spool_last_time; /* time of the last record in the spool */
     uint32_t thread_num;
     int spool_fd;          /* unlinked temp file holding flushed events, -1 if none */
     uint64_t spooled;      /* number of events in the spool */
@@ -92,7 +98,11 @@ extern XT_HIDDEN atomic_int xt_recording; /* 0 before init, after finalize and w
 XT_HIDDEN xt_thread *xt_thread_attach(void);
 XT_HIDDEN int xt_thread_count(void);
 XT_HIDDEN xt_thread *xt_thread_get(int i);
-XT_HIDDEN void xt_buffer_flush(xt_thread *t);
+/* the slow path of xt_record: room for one record stamped `time` (flush a full buffer; place a
+ * pending TRACING pair before this record if the record was stamped after the flush began) */
+XT_HIDDEN void xt_buffer_make_room(xt_thread *t, uint64_t time);
+/* write a pending TRACING pair now (at the end of the run: nothing stamped later will follow) */
+XT_HIDDEN void xt_buffer_settle(xt_thread *t);
 XT_HIDDEN void xt_flush_held_exit(xt_thread *t);
 
 static inline xt_thread *xt_self(void)
@@ -102,12 +112,19 @@ static inline xt_thread *xt_self(void)
     return t;
 }
 
+/* The time of the thread's last record (0 if it has none): the floor for anything it stamps later. */
+static inline uint64_t xt_last_time(const xt_thread *t)
+{
+    return t->n ? t->buf[t->n - 1].time : t->spool_last_time;
+}
+
 /* Append one record.  The record is complete before n moves, so a signal handler
- * on this thread never sees a half-written event. */
+ * on this thread never sees a half-written event.  Records are appended in the order of the calls;
+ * a flush never reorders them (see xt_buffer_make_room). */
 static inline void xt_record(xt_thread *t, uint64_t time, uint8_t type, uint8_t flags, uint32_t a, uint32_t b,
                              uint32_t c, uint64_t d, uint64_t e)
 {
-    if (XT_UNLIKELY(t->n >= t->cap)) xt_buffer_flush(t);
+    if (XT_UNLIKELY(t->n >= t->cap)) xt_buffer_make_room(t, time);
     elg_event *ev = &t->buf[t->n];
     ev->time = time;
     ev->type = type;
