@@ -1,10 +1,10 @@
 """Numba kernels of the trace library; plain typed arrays in, plain values out.
 
 Each kernel has a slow, obviously correct counterpart it is tested against:
-``first_nesting_error`` the validator's per-event Python walk,
-``decode_records`` the reader's vectorised numpy decoder.  Callers use a
-kernel only where it pays off (long event streams), so reading or checking
-a short trace never imports numba.
+``nesting_status`` (through ``first_nesting_error``) the validator's
+per-event Python walk, ``decode_records`` the reader's vectorised numpy
+decoder.  Callers use a kernel only where it pays off (long event streams),
+so reading or checking a short trace never imports numba.
 """
 
 from __future__ import annotations
@@ -12,14 +12,17 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .nesting import EXIT_EMPTY_STACK, EXIT_MISMATCH, OK, UNCLOSED
+
 
 @njit(cache=True, nogil=True)
-def first_nesting_error(types, regions, enter_code, exit_codes):
-    """Index of the first event that breaks ENTER/EXIT nesting, or -1.
+def nesting_status(types, regions, enter_code, exit_codes):
+    """``(status, event)``: the first break of ENTER/EXIT nesting, as a :mod:`tracefmt.nesting` code.
 
     `types`/`regions` are one location's event types and `a` fields.  An
-    event whose type is in `exit_codes` must name the innermost open region.
-    Returns len(types) when everything matches but regions stay open at the end.
+    event whose type is in `exit_codes` must name the innermost open region
+    (EXIT_EMPTY_STACK / EXIT_MISMATCH at that event); regions still open at
+    the end give UNCLOSED with ``event = len(types)``; OK with -1.
     """
     n = types.shape[0]
     stack = np.empty(n, np.uint32)
@@ -32,13 +35,24 @@ def first_nesting_error(types, regions, enter_code, exit_codes):
         else:
             for x in exit_codes:
                 if t == x:
-                    if depth == 0 or stack[depth - 1] != regions[i]:
-                        return i
+                    if depth == 0:
+                        return EXIT_EMPTY_STACK, i
+                    if stack[depth - 1] != regions[i]:
+                        return EXIT_MISMATCH, i
                     depth -= 1
                     break
     if depth != 0:
-        return n
-    return -1
+        return UNCLOSED, n
+    return OK, -1
+
+
+def first_nesting_error(types, regions, enter_code, exit_codes) -> int:
+    """Index of the first event that breaks ENTER/EXIT nesting, -1 if none, len(types) if regions stay open.
+
+    The validator's yes/no gate (it words every problem in its Python walk):
+    :func:`nesting_status` without the status.
+    """
+    return int(nesting_status(types, regions, enter_code, exit_codes)[1])
 
 
 #: 64-bit words per 40-byte event record

@@ -566,32 +566,47 @@ class Trace:
     # ------------------------------------------------------------------ events
     def n_events(self, location: int) -> int:
         """Number of events of a location, from the block headers (nothing decoded)."""
-        self._check_location(location)
+        self.check_location(location)
         return sum(b.count for b in self._blocks_of.get(location, ()))
 
-    def _check_location(self, location: int) -> None:
+    def check_location(self, location: int) -> None:
+        """Raise ``KeyError`` (naming the trace's locations) unless ``location`` is defined.
+
+        :meth:`events` and :meth:`n_events` check this themselves; a caller of
+        :meth:`decode_into` checks it first.
+        """
         if location not in self.defs.locations:
             raise KeyError(f"{self.path}: no location {location} (locations: {self.location_ids.tolist()})")
 
     def events(self, location: int) -> Events:
         """Decode all events of one location (its EVENTS blocks concatenated in file order)."""
-        self._check_location(location)
+        self.check_location(location)
         blocks = self._blocks_of.get(location, [])
         n = sum(b.count for b in blocks)
         if n == 0:
             return Events.empty(location)
-        return Events(location, **self._decode_into(location, _new_columns(n)))
+        return Events(location, **self.decode_into(location, _new_columns(n)))
 
-    def _new_column_buffer(self, n: int) -> dict[str, np.ndarray]:
-        """Uninitialised columns for `n` events, to be filled again and again by :meth:`_decode_into`."""
+    def new_column_buffer(self, n: int) -> dict[str, np.ndarray]:
+        """Uninitialised columns for ``n`` events, to be filled again and again by :meth:`decode_into`.
+
+        Laid out like the columns of :meth:`events` (one allocation, fresh
+        pages faulted in cheaply; see ``_new_columns``).  Size it for the
+        largest location it will hold (:meth:`n_events`).
+        """
         return _new_columns(n)
 
-    def _decode_into(self, location: int, buffer: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def decode_into(self, location: int, buffer: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Decode one location into the start of caller-owned columns and return views of its length.
 
-        Private: the analyzer reuses one buffer for all its locations, so its
-        pages are faulted in once, not once per location (docs/performance.md);
-        the views are overwritten by the next call with the same buffer.
+        This exists for the replay's buffer reuse (``analyzer.replay``): it
+        decodes every location of its share into one buffer from
+        :meth:`new_column_buffer`, so the buffer's pages are faulted in once,
+        not once per location (docs/performance.md).  The returned views
+        (the keyword arguments of :class:`Events`) are overwritten by the
+        next call with the same buffer; :meth:`events` returns independent
+        arrays.  ``location`` must be defined (:meth:`check_location`); a
+        ``ValueError`` names it when the buffer is too small.
         """
         blocks = self._blocks_of.get(location, [])
         n = sum(b.count for b in blocks)

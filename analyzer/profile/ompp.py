@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tracefmt import nesting
+from tracefmt.columns import event_columns
 from tracefmt.layout import NO_ID, EventType, Paradigm, Role
 
 from . import kernel as K
@@ -41,14 +43,16 @@ class ProfileError(Exception):
     """A trace cannot be profiled (missing, unreadable, broken nesting) or a request is bad.  The CLI exits 2."""
 
 
-COLUMNS = ("execT", "execC", "bodyT", "enterT", "exitT", "mpiT", "inV", "outV", "recvC", "sendC", "collC")
+COLUMNS = K.COLUMNS
 _I = {c: i for i, c in enumerate(COLUMNS)}
-OVERHEADS = ("Synch", "Imbal", "Limpar", "Mgmt", "MPI")
+OVERHEADS = K.OVERHEADS
 PROGRAM = "(program)"
 
-_BODY_OF = {Role.OMP_CRITICAL_BODY: Role.OMP_CRITICAL, Role.OMP_SINGLE_BODY: Role.OMP_SINGLE,
-            Role.OMP_ORDERED_BODY: Role.OMP_ORDERED}
-_HAS_BODY = {Role.OMP_CRITICAL, Role.OMP_SINGLE, Role.OMP_ORDERED, Role.OMP_PARALLEL}
+#: the construct a ``*_BODY`` region is the body of
+BODY_OF = {Role.OMP_CRITICAL_BODY: Role.OMP_CRITICAL, Role.OMP_SINGLE_BODY: Role.OMP_SINGLE,
+           Role.OMP_ORDERED_BODY: Role.OMP_ORDERED}
+#: constructs with body columns (bodyT, enterT, exitT)
+HAS_BODY = {Role.OMP_CRITICAL, Role.OMP_SINGLE, Role.OMP_ORDERED, Role.OMP_PARALLEL}
 
 
 # --------------------------------------------------------------------------
@@ -165,7 +169,8 @@ class Profile:
         }
 
 
-def _kind(region) -> str:
+def region_kind(region) -> str:
+    """The kind a region row shows: the OpenMP construct, USER_REGION, FUNCTION or the paradigm."""
     role = Role(region.role) if region.role in Role._value2member_map_ else None
     if region.paradigm == Paradigm.OPENMP and role is not None:
         return role.name.replace("OMP_", "")
@@ -174,7 +179,7 @@ def _kind(region) -> str:
     return Paradigm(region.paradigm).name if region.paradigm in Paradigm._value2member_map_ else "UNKNOWN"
 
 
-def _overhead_class(role, name: str, parent_role) -> str | None:
+def overhead_class(role, name: str, parent_role) -> str | None:
     """ompP's class of the *whole* time of a region instance, or None (classified by parts or work)."""
     if role == Role.OMP_BARRIER:
         return "Synch"
@@ -212,42 +217,36 @@ def _where(defs, r) -> str:
     return f"{fname}{lines}"
 
 
-_CLS_CODE = {None: K.CLS_NONE, "Synch": 1, "Imbal": 2, "Limpar": 3, "Mgmt": 4}
+def _region_table(regions) -> tuple[K.RegionTable, list[str]]:
+    """The kernel's per-region-id arrays, and the names of the overhead rows they index.
 
-
-class _RegionTables:
-    """Per-region-id arrays the kernel indexes (ids need not be dense)."""
-
-    def __init__(self, regions):
-        n = max(regions, default=-1) + 1
-        self.valid = np.zeros(n, np.bool_)
-        self.role = np.full(n, -1, np.int64)
-        self.is_mpi = np.zeros(n, np.bool_)
-        self.is_parallel = np.zeros(n, np.bool_)
-        self.has_body = np.zeros(n, np.bool_)
-        self.body_of = np.full(n, -1, np.int64)
-        self.is_crit_ord = np.zeros(n, np.bool_)
-        self.cls = np.zeros(n, np.int64)
-        self.ovh = np.full(n, -1, np.int64)
-        # overhead rows are keyed by name: parallel regions' names, then PROGRAM (shared if a region is so named)
-        self.ovh_names: list[str] = []
-        index: dict[str, int] = {}
-        for rid, r in regions.items():
-            self.valid[rid] = True
-            self.role[rid] = r.role
-            self.is_mpi[rid] = r.paradigm == Paradigm.MPI
-            self.is_parallel[rid] = r.role == Role.OMP_PARALLEL
-            self.has_body[rid] = r.role in _HAS_BODY
-            self.body_of[rid] = int(_BODY_OF[r.role]) if r.role in _BODY_OF else -1
-            self.is_crit_ord[rid] = r.role in (Role.OMP_CRITICAL, Role.OMP_ORDERED)
-            if r.role == Role.OMP_IMPLICIT_BARRIER:
-                self.cls[rid] = K.CLS_IMPLICIT_BARRIER
-            else:
-                self.cls[rid] = _CLS_CODE[_overhead_class(r.role, r.name, None)]
-            if r.role == Role.OMP_PARALLEL:
-                self.ovh[rid] = index.setdefault(r.name, len(index))
-        self.program = index.setdefault(PROGRAM, len(index))
-        self.ovh_names = list(index)
+    Overhead rows are keyed by name: parallel regions' names, then PROGRAM
+    (shared if a region is so named).
+    """
+    n = max(regions, default=-1) + 1
+    valid, is_mpi, is_parallel = np.zeros(n, np.bool_), np.zeros(n, np.bool_), np.zeros(n, np.bool_)
+    has_body, is_crit_ord = np.zeros(n, np.bool_), np.zeros(n, np.bool_)
+    role, body_of, cls, ovh = np.full(n, -1, np.int64), np.full(n, -1, np.int64), np.zeros(n, np.int64), \
+        np.full(n, -1, np.int64)
+    index: dict[str, int] = {}
+    for rid, r in regions.items():
+        valid[rid] = True
+        role[rid] = r.role
+        is_mpi[rid] = r.paradigm == Paradigm.MPI
+        is_parallel[rid] = r.role == Role.OMP_PARALLEL
+        has_body[rid] = r.role in HAS_BODY
+        body_of[rid] = int(BODY_OF[r.role]) if r.role in BODY_OF else -1
+        is_crit_ord[rid] = r.role in (Role.OMP_CRITICAL, Role.OMP_ORDERED)
+        if r.role == Role.OMP_IMPLICIT_BARRIER:
+            cls[rid] = K.CLS_IMPLICIT_BARRIER
+        else:
+            c = overhead_class(r.role, r.name, None)
+            cls[rid] = K.CLS_NONE if c is None else 1 + OVERHEADS.index(c)
+        if r.role == Role.OMP_PARALLEL:
+            ovh[rid] = index.setdefault(r.name, len(index))
+    program = index.setdefault(PROGRAM, len(index))
+    table = K.RegionTable(valid, role, is_mpi, is_parallel, has_body, body_of, is_crit_ord, cls, ovh, program)
+    return table, list(index)
 
 
 def _collective_volumes(ev, rank: int, defs, regions, volume: str):
@@ -280,6 +279,15 @@ def _collective_volumes(ev, rank: int, defs, regions, volume: str):
     sent[idx] = s_out
     recvd[idx] = r_out
     return sent, recvd
+
+
+def _nesting_message(got: K.ProfileStatus, ev, regions) -> str:
+    """The words for the kernel's nesting problem (``tracefmt.nesting``; regions it names by id, open ones by name)."""
+    i = got.event
+    return nesting.message(got.status, event=i, time=got.time,
+                           event_type=int(ev.type[i]) if i >= 0 else EventType.EXIT,
+                           region=str(int(ev.a[i])) if i >= 0 else "",
+                           open_region=repr(regions[got.region].name) if got.region >= 0 else "")
 
 
 def _team_table(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
@@ -333,8 +341,8 @@ def profile_trace(trace, volume: str = "naive") -> Profile:
     for l in locs:
         threads_of_rank[loc_rank[l]] = threads_of_rank.get(loc_rank[l], 0) + 1
 
-    rt = _RegionTables(regions)
-    n_reg, n_names = len(rt.valid), len(rt.ovh_names)
+    rt, ovh_names = _region_table(regions)
+    n_reg, n_names = len(rt.valid), len(ovh_names)
     seq = np.zeros(2, np.int64)  # first-touch counters: regions, overhead rows
     reg_stamp = np.full(n_reg, -1, np.int64)
     tables: dict[tuple[int, int], np.ndarray] = {}  # (rank, thread) -> [region, COLUMNS]
@@ -351,8 +359,8 @@ def profile_trace(trace, volume: str = "naive") -> Profile:
     def touch_program(rank: int) -> np.ndarray:
         acc, stamp = rank_ovh(rank)
         if stamp[rt.program] < 0:
-            stamp[rt.program] = seq[1]
-            seq[1] += 1
+            stamp[rt.program] = seq[K.SEQ_OVERHEAD_ROWS]
+            seq[K.SEQ_OVERHEAD_ROWS] += 1
         return acc[rt.program]
 
     for l in locs:
@@ -363,40 +371,30 @@ def profile_trace(trace, volume: str = "naive") -> Profile:
             tables[key] = np.zeros((n_reg, len(COLUMNS)))
             table_order.append(key)
         acc, stamp = rank_ovh(rank)
-        sent, recvd = _collective_volumes(ev, rank, defs, regions, volume)
-        status, info, info_t, info2, time_in_parallel = K.profile_location(
-            ev.time, ev.type, ev.a, ev.c, ev.d, sent, recvd,
-            *fork.get(rank, no_team), *join.get(rank, no_team),
-            rt.valid, rt.role, rt.is_mpi, rt.is_parallel, rt.has_body, rt.body_of, rt.is_crit_ord,
-            rt.cls, rt.ovh, rt.program, tables[key], reg_stamp, acc, stamp, seq)
-        where = f"{source}: location {l} (rank {rank} thread {thread})"
-        if status == K.EXIT_WITHOUT_ENTER:
-            raise ProfileError(f"{where}: exit at {info_t:.9f} s (event {info}) without an open region")
-        if status == K.NEVER_LEFT:
-            raise ProfileError(f"{where}: region {regions[info].name!r} entered at {info_t:.9f} s is never left")
-        if status == K.COLLEXIT_MISMATCH:
-            raise ProfileError(f"{where}: collective exit at {info_t:.9f} s (event {info}) names region "
-                              f"{int(ev.a[info])} but region {regions[int(info2)].name!r} is open")
-        if status == K.UNKNOWN_REGION:
-            raise ProfileError(f"{where}: enter at {info_t:.9f} s (event {info}) names region {int(ev.a[info])}, "
-                              f"which the definitions do not define")
+        volumes = K.EventVolumes(*_collective_volumes(ev, rank, defs, regions, volume))
+        teams = K.TeamTimes(*fork.get(rank, no_team), *join.get(rank, no_team))
+        got = K.profile_location(event_columns(ev), volumes, teams, rt,
+                                 K.Accumulators(tables[key], reg_stamp, acc, stamp, seq))
+        if got.status != nesting.OK:
+            raise ProfileError(f"{source}: location {l} (rank {rank} thread {thread}): "
+                               f"{_nesting_message(got, ev, regions)}")
         if thread != 0:
             # a worker thread outside every parallel region idles: limited parallelism
-            touch_program(rank)[3] += max(duration - time_in_parallel, 0.0)
+            touch_program(rank)[K.OVH_LIMPAR] += max(duration - got.time_in_parallel, 0.0)
 
     for rank, n in threads_of_rank.items():
-        touch_program(rank)[0] = duration * n
+        touch_program(rank)[K.OVH_TOTAL] = duration * n
 
     # rebuild the dictionaries in first-touch order: the report lists rows in that order
     rows: dict[int, RegionRow] = {}
     for rid in sorted(np.flatnonzero(reg_stamp >= 0).tolist(), key=lambda r: reg_stamp[r]):
         r = regions[rid]
-        row = RegionRow(rid, r.name, _where(defs, r), _kind(r), r.role in _HAS_BODY)
+        row = RegionRow(rid, r.name, _where(defs, r), region_kind(r), r.role in HAS_BODY)
         for key in table_order:
             if tables[key][rid, _I["execC"]] > 0:
                 row.per_loc[key] = tables[key][rid].copy()
         rows[rid] = row
-    touched = [(int(stamp[k]), rt.ovh_names[k], rank, ovh_acc[rank][k])
+    touched = [(int(stamp[k]), ovh_names[k], rank, ovh_acc[rank][k])
                for rank, stamp in ovh_stamp.items() for k in np.flatnonzero(stamp >= 0).tolist()]
     overheads = {(name, rank): v.copy() for _s, name, rank, v in sorted(touched, key=lambda x: x[0])}
 

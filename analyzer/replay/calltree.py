@@ -2,7 +2,7 @@
 
 While locations are walked the tree lives in :class:`CallTreeBuilder` (ids in
 creation order, node 0 a virtual super-root).  :meth:`CallTreeBuilder.freeze`
-renumbers it into the contract of :class:`analyzer.context.CallTree`: dense
+renumbers it into the contract of :class:`patterns.context.CallTree`: dense
 ids in depth-first pre-order, children ordered by their first visit (the
 earliest ENTER time over all locations, ties by creation), one root; a
 synthetic root region is used only when the trace has several roots.
@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from patterns.context import CallTree
+
+from .kernels.bundles import TreeState
 
 __all__ = ["CallTree", "CallTreeBuilder", "SYNTHETIC_ROOT_NAME"]
 
@@ -29,10 +31,17 @@ class CallTreeBuilder:
         self.first_visit = np.full(capacity, np.inf, np.float64)
         self.n_nodes = 1  # node 0: virtual super-root
 
-    def update(self, parent, region, first_child, next_sibling, first_visit, n_nodes):
-        self.parent, self.region = parent, region
-        self.first_child, self.next_sibling, self.first_visit = first_child, next_sibling, first_visit
-        self.n_nodes = int(n_nodes)
+    def state(self) -> TreeState:
+        """The tree as the replay kernel takes it."""
+        return TreeState(self.parent, self.region, self.first_child, self.next_sibling, self.first_visit,
+                         self.n_nodes)
+
+    def update(self, state: TreeState) -> None:
+        """Take the tree a kernel returned (its arrays may be new)."""
+        self.parent, self.region = state.parent, state.region
+        self.first_child, self.next_sibling, self.first_visit = state.first_child, state.next_sibling, \
+            state.first_visit
+        self.n_nodes = int(state.n_nodes)
 
     def freeze(self, synthetic_root_region: int) -> tuple[CallTree, np.ndarray, bool]:
         """Return ``(tree, new_id_of_builder_node, synthesized)``.

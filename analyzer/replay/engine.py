@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tracefmt import nesting
+from tracefmt.columns import event_columns
 from tracefmt.errors import TraceFormatError
 from tracefmt.layout import LockKind, MetricDtype, MetricMode
 from tracefmt.reader import Events
@@ -39,6 +41,7 @@ from patterns.context import AnalysisContext
 from patterns.tables import TABLE_NAMES
 from .extract import fragments
 from .kernels import location as K
+from .kernels.bundles import KnownTeams
 from .kernels.counters import counter_increments
 from .kernels.summary import call_summary
 from .matching import build_collectives, build_locks, build_messages, build_omp, concat, remap_cnodes
@@ -77,17 +80,18 @@ def _location_meta(trace):
     return loc_ids, n_loc, proc, thread
 
 
-def _walk_error(status, info, loc, names, ea, path):
-    i = int(info)
-    what = {
-        K.ERR_EXIT_EMPTY_STACK: "EXIT without a matching ENTER",
-        K.ERR_EXIT_MISMATCH: "EXIT does not leave the innermost open region",
-        K.ERR_BAD_REGION: "ENTER names an undefined region",
-        K.ERR_UNKNOWN_TEAM: "a worker enters a parallel region of a team that no thread of its process forked",
-    }[status]
-    rid = int(ea[i])
-    rname = names[rid] if rid < len(names) and names[rid] else f"region id {rid}"
-    return ReplayError(f"event {i}: {what} ({rname})", path=path, location=int(loc))
+def _region_label(rid: int, names) -> str:
+    """A region as error messages show it: its quoted name, or its id where it has none."""
+    return repr(names[rid]) if 0 <= rid < len(names) and names[rid] else str(rid)
+
+
+def _walk_error(status, event, open_region, loc, names, ev, path):
+    """The ReplayError for a nesting problem the kernel found at ``event`` (worded by ``tracefmt.nesting``)."""
+    i = int(event)
+    text = nesting.message(status, event=i, time=float(ev.time[i]), event_type=int(ev.type[i]),
+                           region=_region_label(int(ev.a[i]), names),
+                           open_region=_region_label(int(open_region), names))
+    return ReplayError(text, path=path, location=int(loc))
 
 
 @dataclass
@@ -178,22 +182,22 @@ class _EventSource:
     sized for the share's largest location is faulted in once.  Each
     location's events are valid only until the next one is decoded, which
     suits the walk: it keeps only what the kernels return.  Readers without
-    the private decode-into method get fresh events per location.
+    ``decode_into`` (``tracefmt.Trace.decode_into``) get fresh events per location.
     """
 
     def __init__(self, trace, locs):
         self._trace = trace
         self._buffer = None
-        if hasattr(trace, "_decode_into"):
+        if hasattr(trace, "decode_into"):
             largest = max((int(trace.n_events(l)) for l in locs), default=0)
             if largest:
-                self._buffer = trace._new_column_buffer(largest)
+                self._buffer = trace.new_column_buffer(largest)
 
     def __call__(self, loc: int):
         if self._buffer is None:
             return self._trace.events(loc)
-        self._trace._check_location(loc)
-        return Events(loc, **self._trace._decode_into(loc, self._buffer))
+        self._trace.check_location(loc)
+        return Events(loc, **self._trace.decode_into(loc, self._buffer))
 
 
 def _walk_process(events, proc, pending, role, names, path, share, progress, counters):
@@ -202,46 +206,37 @@ def _walk_process(events, proc, pending, role, names, path, share, progress, cou
     teams = _Teams()
     while pending:
         deferred = []
+        first_defer = None  # the error if no location of this round can be walked
         for loc in pending:
             ev = events(loc)
-            keys, nodes, refs = teams.arrays()
-            status, info, tree_state, calls, rows = K.replay_location(
-                *_event_columns(ev), loc, role, tree.parent, tree.region, tree.first_child, tree.next_sibling,
-                tree.first_visit, tree.n_nodes, keys, nodes, refs)
-            if status == K.DEFER:  # its team's master has not been walked yet
+            cols = event_columns(ev)
+            res = K.replay_location(cols, loc, role, tree.state(), teams.arrays())
+            if res.status == nesting.DEFER:  # its team's master has not been walked yet
+                if first_defer is None:
+                    first_defer = _walk_error(nesting.UNKNOWN_TEAM, res.info, -1, loc, names, ev, path)
                 deferred.append(loc)
                 continue
-            tree.update(*tree_state)
-            if status not in (K.OK, K.UNCLOSED):
-                raise _walk_error(status, info, loc, names, ev.a, path)
+            tree.update(res.tree)
+            if res.status not in (nesting.OK, nesting.UNCLOSED):
+                raise _walk_error(res.status, res.info, res.open_region, loc, names, ev, path)
             problems = []
-            if status == K.UNCLOSED:
-                problems.append(f"location {loc}: {int(info)} region(s) still open at the end; "
+            if res.status == nesting.UNCLOSED:
+                problems.append(f"location {loc}: {int(res.info)} region(s) still open at the end; "
                                 f"closed at its last event")
-            fr = fragments(loc, proc, rows)
-            summary = call_summary(*calls, tree.n_nodes)
+            fr = fragments(loc, proc, res.rows)
+            summary = call_summary(res.calls, tree.n_nodes)
             if len(counters[0]):  # exclusive counter increments of the visited nodes
-                cols = _event_columns(ev)
-                incr = counter_increments(cols[0], cols[2], cols[5], calls[0], calls[3], counters[1], counters[2],
-                                          tree.n_nodes)
-                summary = (*summary, incr[summary[0]])
+                incr = counter_increments(cols, res.calls, counters[1], counters[2], tree.n_nodes)
+                summary = (*summary, incr[summary.nodes])
             share.done[loc] = (summary, fr, problems)
             # publish this location's forks so its team's workers can be walked
             teams.add(loc, fr["forks"])
             if progress is not None:
                 progress(len(ev))
-            del ev, calls, rows
+            del ev, cols, res
         if len(deferred) == len(pending):
-            raise ReplayError("a worker enters a parallel region of a team that no thread of its process "
-                              "forked", path=path, location=deferred[0])
+            raise first_defer
         pending = deferred
-
-
-def _event_columns(ev):
-    """The columns the kernel reads, in its argument order and types (no copy when they already fit)."""
-    c = np.ascontiguousarray
-    return (c(ev.type, np.uint8), c(ev.flags, np.uint8), c(ev.a, np.uint32), c(ev.b, np.uint32),
-            c(ev.c, np.uint32), c(ev.d, np.uint64), c(ev.e, np.uint64), c(ev.time, np.float64))
 
 
 class _Teams:
@@ -252,7 +247,7 @@ class _Teams:
 
     def __init__(self):
         self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self._arrays = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64))
+        self._arrays = KnownTeams(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64))
 
     def add(self, loc: int, forks: dict) -> None:
         n = len(forks["team_id"])
@@ -262,7 +257,7 @@ class _Teams:
         self._parts.append((forks["team_id"], forks["fork_node"], refs))
         self._arrays = None
 
-    def arrays(self):
+    def arrays(self) -> KnownTeams:
         """Sorted team ids with their fork nodes and references, as the kernel wants them."""
         if self._arrays is None:
             keys = np.concatenate([p[0] for p in self._parts]).astype(np.int64)
@@ -272,7 +267,7 @@ class _Teams:
             keys, nodes, refs = keys[o], nodes[o], refs[o]
             last = np.ones(len(keys), bool)  # the latest fork of each id wins
             last[:-1] = keys[1:] != keys[:-1]
-            self._arrays = (keys[last], nodes[last], refs[last])
+            self._arrays = KnownTeams(keys[last], nodes[last], refs[last])
         return self._arrays
 
 

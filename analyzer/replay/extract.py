@@ -1,11 +1,11 @@
 """Per-location table fragments: name the rows the fused kernel cut out.
 
 ``kernels.location.replay_location`` returns each kind of row as an int64
-and a float64 matrix (``[column, row]``); :func:`fragments` turns them into
-dicts of named columns (views, no copy) and adds the location's constant
-columns.  The fragments hold builder call-tree ids; ``analyzer.matching``
-joins the fragments of all locations into the tables of
-``analyzer/tables.py``.  Only these fragments survive a location, so memory
+and a float64 matrix (``[column, row]``, a ``kernels.bundles.RowMatrices``);
+:func:`fragments` turns them into dicts of named columns (views, no copy)
+and adds the location's constant columns.  The fragments hold builder
+call-tree ids; ``analyzer.replay.matching`` joins the fragments of all
+locations into the tables of ``patterns/tables.py``.  Only these fragments survive a location, so memory
 stays bounded by the largest location plus the rows.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 
 from .kernels import location as K
 
-#: fragment kinds in the order the kernel returns them, with their column names
+#: fragment kinds (the fields of ``kernels.bundles.Rows``), with their column names
 KINDS = (
     ("sends", K.SEND_I, K.SEND_F),
     ("recvs", K.RECV_I, K.RECV_F),
@@ -33,9 +33,10 @@ LOC_COLUMN = {"sends": "send_loc", "recvs": "recv_loc", "collectives": "loc", "f
 
 
 def fragments(loc: int, rank: int, rows) -> dict[str, dict[str, np.ndarray]]:
-    """Named columns of one location's rows (``rows`` as returned by the kernel)."""
+    """Named columns of one location's rows (``rows``: the kernel's ``kernels.bundles.Rows``)."""
     out = {}
-    for (kind, int_names, float_names), (ints, floats) in zip(KINDS, rows):
+    for kind, int_names, float_names in KINDS:
+        ints, floats = getattr(rows, kind)
         n = ints.shape[1]
         cols = {name: ints[k] for k, name in enumerate(int_names)}
         cols.update({name: floats[k] for k, name in enumerate(float_names)})

@@ -1,7 +1,7 @@
 """The replay decodes every location into one reused set of columns: same results as fresh events.
 
-The reuse goes through the reader's private ``_decode_into``; the public
-``Trace.events`` must keep returning independent arrays.
+The reuse goes through the reader's ``Trace.decode_into`` (public for this
+reuse); ``Trace.events`` must keep returning independent arrays.
 """
 
 from __future__ import annotations
@@ -37,11 +37,11 @@ def test_decode_into_a_shared_buffer_matches_events(column_memory):
     assert _sizes_differ(trace)  # otherwise stale tails of a bigger location could not show
     locs = [int(l) for l in trace.location_ids]
     largest = max(trace.n_events(l) for l in locs)
-    buffer = trace._new_column_buffer(largest)
+    buffer = trace.new_column_buffer(largest)
     kept = {l: trace.events(l) for l in locs}
     # big, small, big again: each decode must see exactly its own events
     for l in sorted(locs, key=trace.n_events, reverse=True) + locs:
-        cols = trace._decode_into(l, buffer)
+        cols = trace.decode_into(l, buffer)
         for name in COLUMNS:
             assert np.array_equal(cols[name], getattr(kept[l], name)), (l, name)
             assert np.shares_memory(cols[name], buffer[name])
@@ -56,19 +56,19 @@ def test_decode_into_a_shared_buffer_matches_events(column_memory):
 def test_decode_into_a_too_small_buffer_names_the_location():
     trace = random_trace(1)
     loc = max((int(l) for l in trace.location_ids), key=trace.n_events)
-    buffer = trace._new_column_buffer(trace.n_events(loc) - 1)
+    buffer = trace.new_column_buffer(trace.n_events(loc) - 1)
     with pytest.raises(ValueError, match=f"location {loc} "):
-        trace._decode_into(loc, buffer)
+        trace.decode_into(loc, buffer)
 
 
 class _FreshEventsOnly:
-    """A trace without the private decode-into method: the replay must fall back to events()."""
+    """A trace without ``decode_into`` (another reader): the replay must fall back to events()."""
 
     def __init__(self, trace):
         self._t = trace
 
     def __getattr__(self, name):
-        if name in ("_decode_into", "_new_column_buffer"):
+        if name in ("decode_into", "new_column_buffer"):
             raise AttributeError(name)
         return getattr(self._t, name)
 

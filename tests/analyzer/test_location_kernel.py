@@ -17,7 +17,10 @@ from analyzer.replay.calltree import CallTreeBuilder
 from analyzer.replay.extract import KINDS
 from analyzer.replay.kernels import idtable
 from analyzer.replay.kernels import location as K
+from analyzer.replay.kernels.bundles import KnownTeams
 from kernel_references import location_rows_reference
+from tracefmt import nesting
+from tracefmt.columns import EventColumns
 from tracefmt.layout import NO_ID, EventType as E, Role
 
 # region id -> role of the regions the random streams use
@@ -89,12 +92,10 @@ def run_kernel(events, loc=5):
         cols, (np.uint8, np.uint32, np.uint32, np.uint32, np.uint64, np.uint64, np.uint8, np.float64)))
     role = np.array(ROLES, np.uint8)
     tree = CallTreeBuilder(capacity=4)  # small: the kernel must make room itself
-    none_i, none_n = np.zeros(0, np.int64), np.zeros(0, np.int32)
-    status, info, tree_state, calls, rows = K.replay_location(
-        etype, flags, a, b, c, d, e, time, loc, role, tree.parent, tree.region, tree.first_child,
-        tree.next_sibling, tree.first_visit, tree.n_nodes, none_i, none_n, none_i)
-    tree.update(*tree_state)
-    return status, info, tree, calls, rows
+    no_teams = KnownTeams(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64))
+    res = K.replay_location(EventColumns(etype, flags, a, b, c, d, e, time), loc, role, tree.state(), no_teams)
+    tree.update(res.tree)
+    return res.status, res.info, tree, res.calls, res.rows
 
 
 def _path(tree, node):
@@ -115,9 +116,10 @@ def _norm(v):
 def test_rows_match_the_reference(seed):
     events = random_stream(seed)
     status, info, tree, calls, rows = run_kernel(events)
-    assert status == K.OK if seed % 3 else status in (K.OK, K.UNCLOSED)
+    assert status == nesting.OK if seed % 3 else status in (nesting.OK, nesting.UNCLOSED)
     ref = location_rows_reference(events, dict(enumerate(ROLES)), 5)
-    for (kind, int_names, float_names), (ints, floats) in zip(KINDS, rows):
+    for kind, int_names, float_names in KINDS:
+        ints, floats = getattr(rows, kind)
         got = []
         for j in range(ints.shape[1]):
             row = {}
@@ -142,27 +144,64 @@ def test_call_paths_and_times_of_a_small_stream():
               (E.ENTER, FUNC2, 0, NO_ID, NO_ID, 0, 0, 5.0), (E.EXIT, FUNC2, 0, 0, 0, 0, 0, 6.0),
               (E.EXIT, FUNC, 0, 0, 0, 0, 0, 10.0)]
     status, _, tree, (node, enter, exit_, parent), rows = run_kernel(events)
-    assert status == K.OK
+    assert status == nesting.OK
     assert [_path(tree, int(n)) for n in node] == [(FUNC,), (FUNC, FUNC2), (FUNC, FUNC2)]
     assert enter.tolist() == [0.0, 1.0, 5.0] and exit_.tolist() == [10.0, 4.0, 6.0]
     assert parent.tolist() == [-1, 0, 0]
-    s_i, s_f = rows[0]
-    assert s_i.shape[1] == 1 and s_f[K.SEND_F.index("send_enter"), 0] == 1.0
+    s_i, s_f = rows.sends
+    assert s_i.shape[1] == 1 and s_f[K.SF.send_enter, 0] == 1.0 and s_i[K.SI.tag, 0] == 7
 
 
 def test_a_worker_of_an_unknown_team_defers_without_touching_the_tree():
     events = [(E.ENTER, FUNC, 0, NO_ID, NO_ID, 0, 0, 0.0), (E.ENTER, PAR, 0, 3, 1, 0, 0, 1.0),
               (E.EXIT, PAR, 0, 0, 0, 0, 0, 2.0), (E.EXIT, FUNC, 0, 0, 0, 0, 0, 3.0)]
     status, info, tree, _, _ = run_kernel(events)
-    assert status == K.DEFER and info == 1
+    assert status == nesting.DEFER and info == 1
     assert tree.n_nodes == 1  # only the super-root
 
 
 def test_errors_name_the_event():
     bad_exit = [(E.ENTER, FUNC, 0, NO_ID, NO_ID, 0, 0, 0.0), (E.EXIT, FUNC2, 0, 0, 0, 0, 0, 1.0)]
-    assert run_kernel(bad_exit)[:2] == (K.ERR_EXIT_MISMATCH, 1)
-    assert run_kernel([(E.EXIT, FUNC, 0, 0, 0, 0, 0, 1.0)])[:2] == (K.ERR_EXIT_EMPTY_STACK, 0)
-    assert run_kernel([(E.ENTER, 99, 0, NO_ID, NO_ID, 0, 0, 0.0)])[:2] == (K.ERR_BAD_REGION, 0)
+    assert run_kernel(bad_exit)[:2] == (nesting.EXIT_MISMATCH, 1)
+    assert run_kernel([(E.EXIT, FUNC, 0, 0, 0, 0, 0, 1.0)])[:2] == (nesting.EXIT_EMPTY_STACK, 0)
+    assert run_kernel([(E.ENTER, 99, 0, NO_ID, NO_ID, 0, 0, 0.0)])[:2] == (nesting.UNDEFINED_REGION, 0)
+
+
+@pytest.mark.parametrize("events, code", [
+    ([(E.ENTER, FUNC, 0, NO_ID, NO_ID, 0, 0, 0.0), (E.EXIT, FUNC2, 0, 0, 0, 0, 0, 1.0)], nesting.EXIT_MISMATCH),
+    ([(E.ENTER, FUNC, 0, NO_ID, NO_ID, 0, 0, 0.0), (E.EXIT, FUNC, 0, 0, 0, 0, 0, 1.0),
+      (E.MPI_COLLEXIT, COLL, 0, 0, 0, 0, 0, 2.0)], nesting.EXIT_EMPTY_STACK),
+    ([(E.ENTER, FUNC, 0, NO_ID, NO_ID, 0, 0, 0.0), (E.ENTER, FUNC2, 0, NO_ID, NO_ID, 0, 0, 1.0)], nesting.UNCLOSED),
+    ([(E.ENTER, FUNC, 0, NO_ID, NO_ID, 0, 0, 0.0), (E.EXIT, FUNC, 0, 0, 0, 0, 0, 1.0)], nesting.OK),
+])
+def test_the_validator_kernel_reports_the_same_code(events, code):
+    from tracefmt.kernels import nesting_status
+
+    types = np.array([e[0] for e in events], np.uint8)
+    regions = np.array([e[1] for e in events], np.uint32)
+    exits = np.array([E.EXIT, E.MPI_COLLEXIT, E.OMP_COLLEXIT], np.uint8)
+    assert run_kernel(events)[0] == code
+    assert nesting_status(types, regions, np.uint8(E.ENTER), exits)[0] == code
+
+
+def test_every_problem_code_has_words():
+    for code in (nesting.EXIT_EMPTY_STACK, nesting.EXIT_MISMATCH, nesting.UNDEFINED_REGION, nesting.UNKNOWN_TEAM,
+                 nesting.UNCLOSED):
+        assert nesting.message(code, event=3, time=1.5, region="'f'", open_region="'main'")
+    assert nesting.message(nesting.EXIT_MISMATCH, event=3, time=1.5, event_type=E.MPI_COLLEXIT, region="7",
+                           open_region="'main'") == ("collective exit at 1.500000000 s (event 3) names region 7 "
+                                                     "but region 'main' is open")
+    for code in (nesting.OK, nesting.DEFER):
+        with pytest.raises(ValueError):
+            nesting.message(code)
+
+
+def test_column_indices_follow_the_names():
+    for names, index in ((K.SEND_I, K.SI), (K.SEND_F, K.SF), (K.RECV_I, K.RI), (K.RECV_F, K.RF),
+                         (K.COLL_I, K.CI), (K.COLL_F, K.CF), (K.FORK_I, K.FI), (K.FORK_F, K.FF),
+                         (K.JOIN_I, K.JI), (K.JOIN_F, K.JF), (K.MEMBER_I, K.MI), (K.MEMBER_F, K.MF),
+                         (K.BARRIER_I, K.BI), (K.BARRIER_F, K.BF), (K.LOCK_I, K.LI), (K.LOCK_F, K.LF)):
+        assert index._fields == names and tuple(index) == tuple(range(len(names)))
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from analyzer.replay.kernels.bundles import Calls
 from analyzer.replay.kernels.summary import call_summary
 from kernel_references import call_summary_reference
 
@@ -24,16 +25,16 @@ def test_call_summary_by_hand():
     enter = np.array([0.0, 1.0, 5.0])
     exit_ = np.array([10.0, 4.0, 6.0])
     parent = np.array([-1, 0, 0], np.int32)
-    nodes, v, inc, exc = call_summary(node, enter, exit_, parent, 4)
-    assert nodes.tolist() == [1, 2] and v.tolist() == [1, 2]
-    assert inc.tolist() == [10.0, 4.0] and exc.tolist() == [6.0, 4.0]
+    got = call_summary(Calls(node, enter, exit_, parent), 4)
+    assert got.nodes.tolist() == [1, 2] and got.visits.tolist() == [1, 2]
+    assert got.incl.tolist() == [10.0, 4.0] and got.excl.tolist() == [6.0, 4.0]
 
 
 @pytest.mark.parametrize("seed", range(5))
 def test_call_summary_matches_reference(seed):
     rng = np.random.default_rng(seed)
     node, enter, exit_, parent = _random_calls(rng, 300, 12)
-    got = call_summary(node, enter, exit_, parent, 12)
+    got = call_summary(Calls(node, enter, exit_, parent), 12)
     want = call_summary_reference(node, enter, exit_, parent)
     assert got[0].tolist() == want[0] and got[1].tolist() == want[1]
     assert got[2].tolist() == want[2] and got[3].tolist() == want[3]  # same summation order: exact
@@ -41,5 +42,5 @@ def test_call_summary_matches_reference(seed):
 
 def test_call_summary_empty():
     z = np.zeros(0)
-    nodes, v, inc, exc = call_summary(np.zeros(0, np.int32), z, z, np.zeros(0, np.int32), 5)
+    nodes, v, inc, exc = call_summary(Calls(np.zeros(0, np.int32), z, z, np.zeros(0, np.int32)), 5)
     assert len(nodes) == len(v) == len(inc) == len(exc) == 0

@@ -1,6 +1,6 @@
 """Slow reference for ``analyzer.profile.profile_trace``: the original one-loop-per-event version.
 
-The numba kernel (``analyzer/kernels/profile.py``) must reproduce it bit for
+The numba kernel (``analyzer/profile/kernel.py``) must reproduce it bit for
 bit, including the order in which regions and overhead rows first appear.
 """
 
@@ -11,9 +11,11 @@ import os
 import numpy as np
 
 from analyzer.profile.ompp import ProfileError
-from analyzer.profile.ompp import (COLUMNS, OVERHEADS, PROGRAM, _BODY_OF, _HAS_BODY, _I, Profile, RegionRow,
-                              _kind, _overhead_class, collective_volume, open_trace)
+from analyzer.profile.ompp import (BODY_OF, COLUMNS, HAS_BODY, OVERHEADS, PROGRAM, Profile, RegionRow,
+                                   collective_volume, open_trace, overhead_class, region_kind)
 from tracefmt.layout import NO_ID, EventType, Paradigm, Role
+
+_I = {c: i for i, c in enumerate(COLUMNS)}
 
 
 def profile_trace_reference(trace, volume: str = "naive") -> Profile:
@@ -62,7 +64,7 @@ def profile_trace_reference(trace, volume: str = "naive") -> Profile:
                 lines = f" ({r.begin_line})"  # the runtime knows where a construct starts, not always where it ends
             else:
                 lines = f" ({r.begin_line}-{r.end_line})"
-            rows[rid] = RegionRow(rid, r.name, f"{fname}{lines}", _kind(r), r.role in _HAS_BODY)
+            rows[rid] = RegionRow(rid, r.name, f"{fname}{lines}", region_kind(r), r.role in HAS_BODY)
         return rows[rid]
 
     def ovh(name: str, rank: int) -> np.ndarray:
@@ -91,7 +93,7 @@ def profile_trace_reference(trace, volume: str = "naive") -> Profile:
                 active[rid] = active.get(rid, 0) + 1
                 if r.paradigm == Paradigm.MPI:
                     mpi_depth += 1
-                if r.role in _BODY_OF and len(stack) >= 2 and regions[stack[-2][0]].role == _BODY_OF[r.role]:
+                if r.role in BODY_OF and len(stack) >= 2 and regions[stack[-2][0]].role == BODY_OF[r.role]:
                     stack[-2][3] = t
                 if r.role == Role.OMP_PARALLEL:
                     par_stack.append(r.name)
@@ -122,7 +124,7 @@ def profile_trace_reference(trace, volume: str = "naive") -> Profile:
                 rr = row(rid)
                 vals = rr.per_loc.setdefault((rank, thread), np.zeros(len(COLUMNS)))
                 vals[_I["execC"]] += 1
-                if r.role in _BODY_OF and stack and regions[stack[-1][0]].role == _BODY_OF[r.role]:
+                if r.role in BODY_OF and stack and regions[stack[-1][0]].role == BODY_OF[r.role]:
                     stack[-1][4] = t
                 parent_role = regions[stack[-1][0]].role if stack else None
                 outermost = active[rid] == 0
@@ -148,7 +150,7 @@ def profile_trace_reference(trace, volume: str = "naive") -> Profile:
                     p[4] += enter_t + exit_t
                     if not par_stack:
                         time_in_parallel += (t - t0) + enter_t + exit_t
-                elif r.role in _HAS_BODY and b0 is not None and b1 is not None:
+                elif r.role in HAS_BODY and b0 is not None and b1 is not None:
                     enter_t, exit_t = b0 - t0, t - b1
                     vals[_I["bodyT"]] += b1 - b0
                     vals[_I["enterT"]] += enter_t
@@ -158,7 +160,7 @@ def profile_trace_reference(trace, volume: str = "naive") -> Profile:
                         for name in ([par_stack[-1]] if par_stack else []) + [PROGRAM]:
                             ovh(name, rank)[1] += enter_t
                             ovh(name, rank)[4] += exit_t
-                cls = _overhead_class(r.role, r.name, parent_role)
+                cls = overhead_class(r.role, r.name, parent_role)
                 if cls is not None:
                     for name in ([par_stack[-1]] if par_stack else []) + [PROGRAM]:
                         ovh(name, rank)[1 + OVERHEADS.index(cls)] += t - t0

@@ -8,7 +8,7 @@ increments of the call's direct children, exactly as exclusive time does.
 A call without both readings of a metric contributes nothing for it (its
 parent then keeps that part as its own).  Runs only for traces that define
 metrics, as a second pass after ``kernels.location``.  Slow reference:
-``analyzer.reference.counter_increments_reference``.
+``tests/analyzer/kernel_references.counter_increments_reference``.
 """
 
 from __future__ import annotations
@@ -27,15 +27,18 @@ COUNTER = int(EventType.COUNTER)
 
 
 @numba.njit(cache=True, nogil=True)
-def counter_increments(etype, ea, ed, call_node, call_parent, metric_slot, slot_is_double, n_nodes):
+def counter_increments(events, calls, metric_slot, slot_is_double, n_nodes):
     """float64 ``[n_nodes, n_slots]``: exclusive increments per builder node.
 
-    ``metric_slot[metric id]`` is the column of that metric, -1 for metrics
-    not followed (sampled ones); ``slot_is_double[slot]`` says the value is
-    stored as the bits of an IEEE double rather than an unsigned integer.
-    ``call_node`` / ``call_parent`` are the location's calls in ENTER order
-    (``kernels.location``).
+    ``events`` (:class:`tracefmt.columns.EventColumns`) and ``calls``
+    (:class:`~.bundles.Calls`, in ENTER order) are one location's, as
+    ``kernels.location`` walked them.  ``metric_slot[metric id]`` is the
+    column of that metric, -1 for metrics not followed (sampled ones);
+    ``slot_is_double[slot]`` says the value is stored as the bits of an
+    IEEE double rather than an unsigned integer.
     """
+    etype, ea, ed = events.type, events.a, events.d
+    call_node, call_parent = calls.node, calls.parent
     n_slots = slot_is_double.shape[0]
     n_calls = call_node.shape[0]
     first = np.zeros((n_calls, n_slots), np.uint64)

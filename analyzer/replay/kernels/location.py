@@ -2,34 +2,40 @@
 
 ``replay_location`` reads one location's events exactly once.  It assigns
 every ENTER a node of the shared call tree (first-child / next-sibling
-arrays, node 0 a virtual super-root, as in ``walk.py``), records every call
-instance, and writes the location's rows of every compound-event table into
-preallocated typed arrays: sends (with the call that completed a
-non-blocking send), receives (with the call that posted them), collective
-exits, forks, joins, team members, barriers and lock acquisitions.  Request
-and lock pairing happens during the same pass.
+arrays, node 0 a virtual super-root), records every call instance, and
+writes the location's rows of every compound-event table into preallocated
+typed arrays: sends (with the call that completed a non-blocking send),
+receives (with the call that posted them), collective exits, forks, joins,
+team members, barriers and lock acquisitions.  Request and lock pairing
+happens during the same pass.  Its inputs and result are the named bundles
+of :mod:`.bundles`; problems are :mod:`tracefmt.nesting` codes.
 
 Rows come back as one int64 matrix and one float64 matrix per kind
 (``[column, row]``, so every column is a contiguous row of the matrix); the
-column names are the tuples below, in matrix order.  ``analyzer.replay``
-turns them into named fragments.  Slow reference: the per-location part of
-``analyzer.reference.location_rows_reference``.
+column names are the tuples below, in matrix order, and ``SI.dest`` (and
+so on for every kind) is the matrix row of a column.  ``analyzer.replay``
+turns them into named fragments.  Slow reference:
+``tests/analyzer/kernel_references.location_rows_reference``.
 
 OpenMP teams are referred to by *team references*: ``(location << 32) | k``
 for the k-th fork on that location.  They do not depend on how the
-locations are split between workers, and ``analyzer.matching.build_omp``
+locations are split between workers, and ``analyzer.replay.matching.build_omp``
 turns them into dense team ids without searching.
 """
 
 from __future__ import annotations
+
+from collections import namedtuple
 
 import numba
 import numpy as np
 
 from tracefmt import layout
 from tracefmt.layout import EventType, Role
+from tracefmt.nesting import DEFER, EXIT_EMPTY_STACK, EXIT_MISMATCH, OK, UNCLOSED, UNDEFINED_REGION
 
 from . import idtable
+from .bundles import Calls, LocationResult, RowMatrices, Rows, TreeState
 
 
 # event codes and roles as plain ints (numba treats module-level ints as compile-time constants)
@@ -50,15 +56,6 @@ ROLE_OMP_PARALLEL = int(Role.OMP_PARALLEL)
 ROLE_OMP_BARRIER = int(Role.OMP_BARRIER)
 ROLE_OMP_IMPLICIT_BARRIER = int(Role.OMP_IMPLICIT_BARRIER)
 NO_ID = int(layout.NO_ID)
-
-# status codes (the first four as in walk.py, so error messages are shared)
-OK = 0
-ERR_EXIT_EMPTY_STACK = 1  # info: event index
-ERR_EXIT_MISMATCH = 2  # info: event index
-ERR_BAD_REGION = 3  # info: event index
-ERR_UNKNOWN_TEAM = 4  # info: event index (not raised: DEFER comes first)
-UNCLOSED = 5  # info: number of calls left open at the end (closed at the last event time)
-DEFER = 6  # info: event index of a worker ENTER whose team is not forked yet; nothing was changed
 
 # ---- row layouts: (int64 columns, float64 columns) per kind ----------------
 # *_call columns are call indices on the location (-1: outside any call); the
@@ -83,23 +80,30 @@ LOCK_I = ("lock", "order", "region", "cnode")
 LOCK_F = ("acquire_time", "release_time", "call_enter", "call_exit")
 
 
+def column_index(kind: str, columns: tuple[str, ...]):
+    """The matrix row of every column by name, as a constant numba folds: ``column_index("x", C).name``."""
+    return namedtuple(kind, columns)(*range(len(columns)))
 
 
-def _call_cols(ints, floats, prefix, enter="enter", exit_="exit"):
-    """Matrix rows of the region, cnode, enter and exit columns filled from one call index per row."""
-    return (ints.index(prefix + "region"), ints.index(prefix + "cnode"), floats.index(prefix + enter),
-            floats.index(prefix + exit_))
+# matrix rows by column name (compile-time constants for the kernel)
+SI, SF = column_index("SendInts", SEND_I), column_index("SendFloats", SEND_F)
+RI, RF = column_index("RecvInts", RECV_I), column_index("RecvFloats", RECV_F)
+CI, CF = column_index("CollInts", COLL_I), column_index("CollFloats", COLL_F)
+FI, FF = column_index("ForkInts", FORK_I), column_index("ForkFloats", FORK_F)
+JI, JF = column_index("JoinInts", JOIN_I), column_index("JoinFloats", JOIN_F)
+MI, MF = column_index("MemberInts", MEMBER_I), column_index("MemberFloats", MEMBER_F)
+BI, BF = column_index("BarrierInts", BARRIER_I), column_index("BarrierFloats", BARRIER_F)
+LI, LF = column_index("LockInts", LOCK_I), column_index("LockFloats", LOCK_F)
 
-
-# compile-time constants for the kernel
-_SEND_CALL = _call_cols(SEND_I, SEND_F, "send_")
-_SENDC_CALL = _call_cols(SEND_I, SEND_F, "sendc_")
-_RECV_CALL = _call_cols(RECV_I, RECV_F, "recv_")
-_RECVP_CALL = _call_cols(RECV_I, RECV_F, "recvp_")
-_COLL_CALL = _call_cols(COLL_I, COLL_F, "")
-_MEMBER_CALL = _call_cols(MEMBER_I, MEMBER_F, "")
-_BARRIER_CALL = _call_cols(BARRIER_I, BARRIER_F, "")
-_LOCK_CALL = _call_cols(LOCK_I, LOCK_F, "", "call_enter", "call_exit")
+# the (region, cnode, enter, exit) columns filled from one call index per row
+_SEND_CALL = (SI.send_region, SI.send_cnode, SF.send_enter, SF.send_exit)
+_SENDC_CALL = (SI.sendc_region, SI.sendc_cnode, SF.sendc_enter, SF.sendc_exit)
+_RECV_CALL = (RI.recv_region, RI.recv_cnode, RF.recv_enter, RF.recv_exit)
+_RECVP_CALL = (RI.recvp_region, RI.recvp_cnode, RF.recvp_enter, RF.recvp_exit)
+_COLL_CALL = (CI.region, CI.cnode, CF.enter, CF.exit)
+_MEMBER_CALL = (MI.region, MI.cnode, MF.enter, MF.exit)
+_BARRIER_CALL = (BI.region, BI.cnode, BF.enter, BF.exit)
+_LOCK_CALL = (LI.region, LI.cnode, LF.call_enter, LF.call_exit)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -121,6 +125,12 @@ def _reserve_f8(a, n_used, cap):
 def _first_rows(m, k):
     """The first ``k`` rows (columns of the matrix) of a ``[column, row]`` matrix, contiguous."""
     return m if k == m.shape[1] else m[:, :k].copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def _no_rows():
+    empty = RowMatrices(np.zeros((0, 0), np.int64), np.zeros((0, 0), np.float64))
+    return Rows(empty, empty, empty, empty, empty, empty, empty, empty)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -150,23 +160,21 @@ def _fill_call_cols(calls, node, enter, exit_, region, ints, floats, ci_region, 
 
 
 @numba.njit(cache=True, nogil=True)
-def replay_location(
-    etype, flags, ea, eb, ec, ed, ee, time,  # the location's events
-    loc,  # its global location id
-    region_role,  # uint8 by region id
-    parent, region, first_child, next_sibling, first_visit, n_nodes,  # shared tree state
-    team_keys, team_nodes, team_refs,  # sorted team ids forked so far in this process -> fork node, team ref
-):
+def replay_location(events, loc, region_role, tree, teams):
     """Walk one location and cut out its table rows (see the module docstring).
 
-    Returns ``(status, info, tree, calls, rows)``: ``tree`` is ``(parent,
-    region, first_child, next_sibling, first_visit, n_nodes)`` (arrays may
-    have been reallocated); ``calls`` is ``(node, enter, exit, parent)`` per
-    call instance in ENTER order; ``rows`` holds ``(ints, floats)`` for sends,
-    receives, collectives, forks, joins, members, barriers, locks, in that
-    order.  With status DEFER nothing else is meaningful and the tree is
-    unchanged.
+    ``events``: its :class:`tracefmt.columns.EventColumns`; ``loc``: its global
+    location id; ``region_role``: uint8 role by region id; ``tree``: the
+    :class:`~.bundles.TreeState` grown so far; ``teams``: the
+    :class:`~.bundles.KnownTeams` of its process.  Returns a
+    :class:`~.bundles.LocationResult`, whose tree arrays may have been
+    reallocated.
     """
+    etype, flags, time = events.type, events.flags, events.time
+    ea, eb, ec, ed, ee = events.a, events.b, events.c, events.d, events.e
+    parent, region, first_child, next_sibling = tree.parent, tree.region, tree.first_child, tree.next_sibling
+    first_visit, n_nodes = tree.first_visit, tree.n_nodes
+    team_keys, team_nodes, team_refs = teams.team_id, teams.fork_node, teams.team_ref
     n = etype.shape[0]
     n_regions = region_role.shape[0]
     # ---- pass 1: sizes, and whether every worker's team is already known
@@ -181,10 +189,8 @@ def replay_location(
                 if role == ROLE_OMP_PARALLEL and ec[i] != NO_ID:
                     n_member += 1
                     if ed[i] != 0 and ed[i] != NO_ID and _find_team(team_keys, team_nodes, np.int64(ec[i])) < 0:
-                        empty = (np.zeros((0, 0), np.int64), np.zeros((0, 0), np.float64))
-                        return (DEFER, i, (parent, region, first_child, next_sibling, first_visit, n_nodes),
-                                (np.zeros(0, np.int32), np.zeros(0), np.zeros(0), np.zeros(0, np.int32)),
-                                (empty, empty, empty, empty, empty, empty, empty, empty))
+                        no_calls = Calls(np.zeros(0, np.int32), np.zeros(0), np.zeros(0), np.zeros(0, np.int32))
+                        return LocationResult(DEFER, i, -1, tree, no_calls, _no_rows())
                 elif role == ROLE_OMP_BARRIER or role == ROLE_OMP_IMPLICIT_BARRIER:
                     n_barrier += 1
         elif t == MPI_SEND:
@@ -263,6 +269,9 @@ def replay_location(
     send_keys, send_rows, send_state = idtable.new_table(n_send)
     post_keys, post_rows, post_state = idtable.new_table(n_post)
     ks = kr = kp = kc = kf = kj = km = kb = kl = 0
+    status = OK
+    info = 0
+    open_region = np.int64(-1)  # at an EXIT_MISMATCH
 
     for i in range(n):
         t = etype[i]
@@ -270,10 +279,9 @@ def replay_location(
         if t == ENTER:
             r = np.int64(ea[i])
             if r >= n_regions:
-                return (ERR_BAD_REGION, i, (parent, region, first_child, next_sibling, first_visit, n_nodes),
-                        (call_node, call_enter, call_exit, call_parent),
-                        ((s_i, s_f), (r_i, r_f), (c_i, c_f), (f_i, f_f), (j_i, j_f), (m_i, m_f), (b_i, b_f),
-                         (l_i, l_f)))
+                status = UNDEFINED_REGION
+                info = i
+                break
             team = np.int64(-1)
             team_ref = np.int64(-1)
             team_level = np.int64(-1)
@@ -298,24 +306,24 @@ def replay_location(
                     # the master: its own most recent fork of that team, else one from its process
                     team_ref = -1
                     for k in range(kf - 1, -1, -1):
-                        if f_i[0, k] == team:
+                        if f_i[FI.team_id, k] == team:
                             team_ref = (np.int64(loc) << 32) | k
                             break
                     if team_ref < 0:
                         team_ref = _find_team(team_keys, team_refs, team)
                     tnum = 0
-                m_i[0, km] = team
-                m_i[1, km] = team_ref
-                m_i[2, km] = tnum
+                m_i[MI.team_id, km] = team
+                m_i[MI.team_ref, km] = team_ref
+                m_i[MI.thread_num, km] = tnum
                 m_call[km] = c
                 km += 1
             elif (role == ROLE_OMP_BARRIER or role == ROLE_OMP_IMPLICIT_BARRIER) and team >= 0:
-                b_i[0, kb] = team
-                b_i[1, kb] = team_ref
-                b_i[2, kb] = level_barriers[team_level]  # k-th barrier of this thread in the team
+                b_i[BI.team_id, kb] = team
+                b_i[BI.team_ref, kb] = team_ref
+                b_i[BI.seq, kb] = level_barriers[team_level]  # k-th barrier of this thread in the team
                 level_barriers[team_level] += 1
-                b_i[5, kb] = 1 if role == ROLE_OMP_IMPLICIT_BARRIER else 0
-                b_i[6, kb] = c
+                b_i[BI.implicit, kb] = 1 if role == ROLE_OMP_IMPLICIT_BARRIER else 0
+                b_i[BI.call, kb] = c
                 b_call[kb] = c
                 kb += 1
             # find or create the child (pnode, r)
@@ -349,32 +357,35 @@ def replay_location(
             stack[depth] = c
             depth += 1
         elif t == EXIT or t == MPI_COLLEXIT or t == OMP_COLLEXIT:
-            if depth == 0 or np.int64(region[call_node[top]]) != np.int64(ea[i]):
-                return (ERR_EXIT_EMPTY_STACK if depth == 0 else ERR_EXIT_MISMATCH, i,
-                        (parent, region, first_child, next_sibling, first_visit, n_nodes),
-                        (call_node, call_enter, call_exit, call_parent),
-                        ((s_i, s_f), (r_i, r_f), (c_i, c_f), (f_i, f_f), (j_i, j_f), (m_i, m_f), (b_i, b_f),
-                         (l_i, l_f)))
+            if depth == 0:
+                status = EXIT_EMPTY_STACK
+                info = i
+                break
+            if np.int64(region[call_node[top]]) != np.int64(ea[i]):
+                status = EXIT_MISMATCH
+                info = i
+                open_region = np.int64(region[call_node[top]])
+                break
             depth -= 1
             call_exit[top] = time[i]
             if t == MPI_COLLEXIT:
-                c_i[0, kc] = -1 if eb[i] == NO_ID else np.int64(eb[i])
-                c_i[1, kc] = -1 if ec[i] == NO_ID else np.int64(ec[i])
-                c_i[2, kc] = np.int64(ed[i])
-                c_i[3, kc] = np.int64(ee[i])
-                c_i[4, kc] = i
+                c_i[CI.comm, kc] = -1 if eb[i] == NO_ID else np.int64(eb[i])
+                c_i[CI.root, kc] = -1 if ec[i] == NO_ID else np.int64(ec[i])
+                c_i[CI.sent, kc] = np.int64(ed[i])
+                c_i[CI.recvd, kc] = np.int64(ee[i])
+                c_i[CI.pos, kc] = i
                 c_call[kc] = top
                 kc += 1
         elif t == MPI_SEND:
             req = ee[i]
-            s_i[0, ks] = -1 if ea[i] == NO_ID else np.int64(ea[i])
-            s_i[1, ks] = -1 if eb[i] == NO_ID else np.int64(eb[i])
-            s_i[2, ks] = np.int64(ec[i])
-            s_i[3, ks] = np.int64(ed[i])
-            s_i[4, ks] = np.int64(req)
-            s_i[5, ks] = flags[i]
-            s_i[6, ks] = i
-            s_f[0, ks] = time[i]
+            s_i[SI.dest, ks] = -1 if ea[i] == NO_ID else np.int64(ea[i])
+            s_i[SI.comm, ks] = -1 if eb[i] == NO_ID else np.int64(eb[i])
+            s_i[SI.tag, ks] = np.int64(ec[i])
+            s_i[SI.bytes, ks] = np.int64(ed[i])
+            s_i[SI.send_request, ks] = np.int64(req)
+            s_i[SI.send_flags, ks] = flags[i]
+            s_i[SI.send_pos, ks] = i
+            s_f[SF.send_time, ks] = time[i]
             s_call[ks] = top
             if req != 0:
                 sc_call[ks] = -1  # until a completion is seen
@@ -396,52 +407,52 @@ def replay_location(
             kp += 1
         elif t == MPI_RECV:
             req = ee[i]
-            r_i[0, kr] = -1 if ea[i] == NO_ID else np.int64(ea[i])
-            r_i[1, kr] = -1 if eb[i] == NO_ID else np.int64(eb[i])
-            r_i[2, kr] = np.int64(ec[i])
-            r_i[3, kr] = np.int64(ed[i])
-            r_i[4, kr] = np.int64(req)
-            r_i[5, kr] = flags[i]
-            r_i[6, kr] = kr
-            r_i[7, kr] = (np.int64(loc) << 32) | max(top, 0)
-            r_f[0, kr] = time[i]
+            r_i[RI.source, kr] = -1 if ea[i] == NO_ID else np.int64(ea[i])
+            r_i[RI.comm, kr] = -1 if eb[i] == NO_ID else np.int64(eb[i])
+            r_i[RI.tag, kr] = np.int64(ec[i])
+            r_i[RI.recv_bytes, kr] = np.int64(ed[i])
+            r_i[RI.recv_request, kr] = np.int64(req)
+            r_i[RI.recv_flags, kr] = flags[i]
+            r_i[RI.recv_seq, kr] = kr
+            r_i[RI.recv_call, kr] = (np.int64(loc) << 32) | max(top, 0)
+            r_f[RF.recv_time, kr] = time[i]
             r_call[kr] = top
             post = idtable.take(post_keys, post_rows, post_state, req) if req != 0 else -1
             if post >= 0:
-                r_i[8, kr] = p_pos[post]
-                r_f[1, kr] = p_time[post]
+                r_i[RI.post_pos, kr] = p_pos[post]
+                r_f[RF.post_time, kr] = p_time[post]
                 rp_call[kr] = p_call[post]
             else:
-                r_i[8, kr] = i
-                r_f[1, kr] = time[i]
+                r_i[RI.post_pos, kr] = i
+                r_f[RF.post_time, kr] = time[i]
                 rp_call[kr] = top
             kr += 1
         elif t == OMP_FORK:
-            f_i[0, kf] = np.int64(ea[i])
-            f_i[1, kf] = np.int64(ec[i])
-            f_i[2, kf] = call_node[top] if top >= 0 else 0  # 0: the super-root, outside any call
-            f_i[3, kf] = level_team[depth - 1] if depth > 0 else -1
-            f_i[4, kf] = level_team_ref[depth - 1] if depth > 0 else -1
-            f_f[0, kf] = time[i]
+            f_i[FI.team_id, kf] = np.int64(ea[i])
+            f_i[FI.size, kf] = np.int64(ec[i])
+            f_i[FI.fork_node, kf] = call_node[top] if top >= 0 else 0  # 0: the super-root, outside any call
+            f_i[FI.parent_team_id, kf] = level_team[depth - 1] if depth > 0 else -1
+            f_i[FI.parent_ref, kf] = level_team_ref[depth - 1] if depth > 0 else -1
+            f_f[FF.fork_time, kf] = time[i]
             kf += 1
         elif t == OMP_JOIN:
             team = np.int64(ea[i])
-            j_i[0, kj] = team
+            j_i[JI.team_id, kj] = team
             ref = np.int64(-1)
             for k in range(kf - 1, -1, -1):
-                if f_i[0, k] == team:
+                if f_i[FI.team_id, k] == team:
                     ref = (np.int64(loc) << 32) | k
                     break
             if ref < 0:
                 ref = _find_team(team_keys, team_refs, team)
-            j_i[1, kj] = ref
-            j_f[0, kj] = time[i]
+            j_i[JI.team_ref, kj] = ref
+            j_f[JF.join_time, kj] = time[i]
             kj += 1
         elif t == OMP_ACQUIRE_LOCK:
-            l_i[0, kl] = np.int64(np.int32(ea[i]))
-            l_i[1, kl] = np.int64(ed[i])
-            l_f[0, kl] = time[i]
-            l_f[1, kl] = np.nan
+            l_i[LI.lock, kl] = np.int64(np.int32(ea[i]))
+            l_i[LI.order, kl] = np.int64(ed[i])
+            l_f[LF.acquire_time, kl] = time[i]
+            l_f[LF.release_time, kl] = np.nan
             l_call[kl] = top
             held_row[n_held] = kl
             n_held += 1
@@ -450,15 +461,17 @@ def replay_location(
             # releases the innermost open acquisition of the same lock
             lock = np.int64(np.int32(ea[i]))
             for h in range(n_held - 1, -1, -1):
-                if l_i[0, held_row[h]] == lock:
-                    l_f[1, held_row[h]] = time[i]
+                if l_i[LI.lock, held_row[h]] == lock:
+                    l_f[LF.release_time, held_row[h]] = time[i]
                     for g in range(h, n_held - 1):
                         held_row[g] = held_row[g + 1]
                     n_held -= 1
                     break
 
-    status = OK
-    info = 0
+    if status != OK:  # the caller raises: no rows, and the calls only as far as they got
+        return LocationResult(status, info, open_region,
+                              TreeState(parent, region, first_child, next_sibling, first_visit, n_nodes),
+                              Calls(call_node, call_enter, call_exit, call_parent), _no_rows())
     if depth > 0:
         # a truncated location: close what is still open at its last timestamp
         status = UNCLOSED
@@ -480,15 +493,16 @@ def replay_location(
     _fill_call_cols(m_call, cn, ce, cx, region, m_i, m_f, *_MEMBER_CALL)
     _fill_call_cols(b_call, cn, ce, cx, region, b_i, b_f, *_BARRIER_CALL)
     _fill_call_cols(l_call, cn, ce, cx, region, l_i, l_f, *_LOCK_CALL)
-    sends = (s_i, s_f)
+    sends = RowMatrices(s_i, s_f)
     if ks and not s_keep.all():
-        sends = (s_i[:, s_keep].copy(), s_f[:, s_keep].copy())
+        sends = RowMatrices(s_i[:, s_keep].copy(), s_f[:, s_keep].copy())
+    rows = Rows(sends, RowMatrices(r_i, r_f), RowMatrices(c_i, c_f), RowMatrices(f_i, f_f), RowMatrices(j_i, j_f),
+                RowMatrices(m_i, m_f), RowMatrices(b_i, b_f), RowMatrices(l_i, l_f))
     # hand back the tree with modest spare room, not the reservation
     cap = max(256, 2 * n_nodes)
     if parent.shape[0] > 2 * cap:
-        tree = (parent[:cap].copy(), region[:cap].copy(), first_child[:cap].copy(), next_sibling[:cap].copy(),
-                first_visit[:cap].copy(), n_nodes)
+        grown = TreeState(parent[:cap].copy(), region[:cap].copy(), first_child[:cap].copy(),
+                          next_sibling[:cap].copy(), first_visit[:cap].copy(), n_nodes)
     else:
-        tree = (parent, region, first_child, next_sibling, first_visit, n_nodes)
-    return (status, info, tree, (call_node, call_enter, call_exit, call_parent),
-            (sends, (r_i, r_f), (c_i, c_f), (f_i, f_f), (j_i, j_f), (m_i, m_f), (b_i, b_f), (l_i, l_f)))
+        grown = TreeState(parent, region, first_child, next_sibling, first_visit, n_nodes)
+    return LocationResult(status, info, open_region, grown, Calls(call_node, call_enter, call_exit, call_parent), rows)

@@ -2,7 +2,7 @@
 
 ``call_summary`` turns a location's call instances into visits, inclusive
 and exclusive time per call-tree node.  Slow reference:
-``analyzer.reference.call_summary_reference``.
+``tests/analyzer/kernel_references.call_summary_reference``.
 """
 
 from __future__ import annotations
@@ -10,16 +10,19 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .bundles import CallSummary
+
 
 @numba.njit(cache=True, nogil=True)
-def call_summary(call_node, call_enter, call_exit, call_parent, n_nodes):
-    """``(nodes, visits, incl, excl)`` over the nodes visited, ascending by node id.
+def call_summary(calls, n_nodes):
+    """A :class:`~.bundles.CallSummary` of the nodes visited by ``calls`` (:class:`~.bundles.Calls`).
 
     Inclusive time sums EXIT - ENTER per node; exclusive time subtracts the
     inclusive time of each call's direct child calls on the same location.
     Sums are taken in call (ENTER) order, the order the former numpy
     version (``bincount``) used, so results are bit-identical.
     """
+    call_node, call_enter, call_exit, call_parent = calls.node, calls.enter, calls.exit, calls.parent
     visits = np.zeros(n_nodes, np.int64)
     incl = np.zeros(n_nodes, np.float64)
     child = np.zeros(n_nodes, np.float64)
@@ -49,4 +52,4 @@ def call_summary(call_node, call_enter, call_exit, call_parent, n_nodes):
             inc[j] = incl[b]
             exc[j] = incl[b] - child[b]
             j += 1
-    return nodes, v, inc, exc
+    return CallSummary(nodes, v, inc, exc)
