@@ -9,8 +9,6 @@ and recursion, and on random hybrid traces.
 from __future__ import annotations
 
 import json
-import pathlib
-import sys
 
 import pytest
 
@@ -21,9 +19,7 @@ from tracefmt.layout import NO_ID, EventType, Paradigm, Role
 
 from profile_reference import profile_trace_reference
 from profile_trace import hybrid_builder
-
-sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "analyzer"))
-from random_hybrid_traces import random_trace  # noqa: E402
+from random_hybrid_traces import random_trace  # tests/helpers (pytest's pythonpath)
 
 
 def assert_same(trace, volume):
