@@ -90,7 +90,7 @@ def decode_records(words, swap, origin, ticks_per_second, at,
     are reversed in place, so the same words hold the byte-reversed fields.
 
     ``time`` gets (ticks - origin) / ticks_per_second, the difference taken
-    in 64-bit integers and read as signed, as ``reader.ticks_to_seconds``
+    in 64-bit integers and read as signed, as ``clock.ticks_to_seconds``
     does (bit-identical results; clock offsets are applied by the caller).
     """
     k = words.shape[0]

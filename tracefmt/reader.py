@@ -18,15 +18,16 @@ import os
 import stat
 import struct
 import sys
-import threading
 import zlib
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import layout
-from .definitions import Clock, Definitions, Offset, RawDefinitions, decode_definitions, resolve
+from .definitions import Clock, Definitions, RawDefinitions, decode_definitions, resolve
 from .errors import TraceFormatError
+from .clock import local_to_global, ticks_to_seconds
+from .column_memory import CHUNK_RECORDS, COLUMNS, RECORD_WORDS, chunk_buffer, new_columns
 from .layout import BlockKind
 
 try:  # ISA-L's CRC-32 (carry-less multiply) is several times faster than zlib's; same checksum
@@ -34,101 +35,13 @@ try:  # ISA-L's CRC-32 (carry-less multiply) is several times faster than zlib's
 except ImportError:  # pragma: no cover - isal is a dependency; zlib is the fallback where it has no wheel
     from zlib import crc32 as _crc32
 
-#: records decoded per step; small enough that the raw bytes of one step stay
-#: in the CPU caches while they are checksummed and split into columns, large
-#: enough that the per-step Python calls vanish (8192 x 40 bytes = 320 KiB)
-_CHUNK_RECORDS = 1 << 13
-_RECORD_WORDS = layout.EVENT_RECORD_SIZE // 8
-
 #: locations with at least this many events are decoded by the numba kernel;
 #: shorter ones by numpy unless the kernel is loaded already, so reading a
 #: small trace never pays for importing numba (about 0.4 s)
 _KERNEL_MIN_RECORDS = 1 << 14
 _KERNEL_MODULE = __name__.rpartition(".")[0] + ".kernels"
 
-#: sizes (bytes of one location's decoded columns) from which they get an
-#: anonymous mapping of their own, populated in one call, and from which that
-#: mapping asks for 2 MiB pages (see _new_columns)
-_POPULATED_COLUMNS_BYTES = 256 << 10
-_HUGE_PAGE_COLUMNS_BYTES = 2 << 20
-_HUGE_PAGE = 2 << 20
-
-#: the decoded columns of one location, laid out widest first in one
-#: allocation so every column is aligned to its item size
-_COLUMNS = (
-    ("time", np.dtype(np.float64)), ("ticks", np.dtype(np.uint64)), ("d", np.dtype(np.uint64)),
-    ("e", np.dtype(np.uint64)), ("a", np.dtype(np.uint32)), ("b", np.dtype(np.uint32)),
-    ("c", np.dtype(np.uint32)), ("type", np.dtype(np.uint8)), ("flags", np.dtype(np.uint8)),
-)
-_BYTES_PER_EVENT = sum(dt.itemsize for _, dt in _COLUMNS)
-
 _KNOWN_FLAGS = layout.FLAG_FINISHED
-
-
-def _new_columns(n: int) -> dict[str, np.ndarray]:
-    """Uninitialised output columns for n events, laid out one after the other.
-
-    Fresh memory is faulted in page by page on first touch, and on this
-    project's VMs that costs more than decoding (docs/performance.md), so
-    locations of some size get an anonymous mapping of their own instead of
-    numpy's allocator: from ``_POPULATED_COLUMNS_BYTES`` on, its pages are
-    faulted in by the one mmap call (no trap per 4 KiB page); from
-    ``_HUGE_PAGE_COLUMNS_BYTES`` on, its whole 2 MiB pieces ask for
-    transparent huge pages instead.  The mapping is returned to the system
-    when the last of the location's columns is dropped.  Small locations, and
-    platforms without anonymous mappings, get plain arrays.
-    """
-    total = n * _BYTES_PER_EVENT
-    buf, pos = _anonymous_mapping(total) if total >= _POPULATED_COLUMNS_BYTES else (None, 0)
-    if buf is None:
-        return {name: np.empty(n, dt) for name, dt in _COLUMNS}
-    cols = {}
-    for name, dt in _COLUMNS:
-        cols[name] = np.frombuffer(buf, dt, n, pos)
-        pos += n * dt.itemsize
-    return cols
-
-
-def _anonymous_mapping(total: int) -> tuple[mmap.mmap | None, int]:
-    """(a private anonymous mapping, the offset where `total` bytes of columns start), or (None, 0)."""
-    if not hasattr(mmap, "MAP_ANONYMOUS"):
-        return None, 0
-    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
-    try:
-        if total < _HUGE_PAGE_COLUMNS_BYTES:
-            return mmap.mmap(-1, total, flags=flags | getattr(mmap, "MAP_POPULATE", 0)), 0
-        buf = mmap.mmap(-1, total + _HUGE_PAGE, flags=flags)
-    except (OSError, ValueError, TypeError):
-        return None, 0
-    # start at a 2 MiB boundary (the address space before it is never touched,
-    # so never resident); the last partial piece keeps small pages, so nothing
-    # beyond the columns becomes resident
-    start = -np.frombuffer(buf, np.uint8, 1).ctypes.data % _HUGE_PAGE
-    whole = total - total % _HUGE_PAGE
-    if hasattr(mmap, "MADV_HUGEPAGE"):
-        try:
-            buf.madvise(mmap.MADV_HUGEPAGE, start, whole)
-        except OSError:  # kernel without transparent huge pages: small pages, still correct
-            pass
-    return buf, start
-
-
-_scratch = threading.local()
-
-
-def _chunk_buffer() -> np.ndarray:
-    """This thread's buffer for the raw records of one step, as (records, 5) 64-bit words.
-
-    Reused for every step and every location, so it stays in the CPU caches
-    and its pages are faulted in once per thread, not once per location; the
-    same bytes are seen as words (kernel), records (numpy path) and bytes
-    (checksum).  One per thread because threads may decode locations of the
-    same trace at the same time.
-    """
-    words = getattr(_scratch, "words", None)
-    if words is None or words.shape[0] != _CHUNK_RECORDS:
-        words = _scratch.words = np.empty((_CHUNK_RECORDS, _RECORD_WORDS), np.uint64)
-    return words
 
 
 def load_decoder() -> None:
@@ -142,7 +55,7 @@ def load_decoder() -> None:
         return
     from .kernels import decode_records
 
-    words = np.zeros((1, _RECORD_WORDS), np.uint64)
+    words = np.zeros((1, RECORD_WORDS), np.uint64)
     out = [np.zeros(1, dt) for dt in (np.uint64, np.float64, np.uint8, np.uint8, np.uint32, np.uint32, np.uint32,
                                       np.uint64, np.uint64)]
     decode_records(words, False, np.uint64(0), 1.0, 0, *out)
@@ -241,45 +154,6 @@ class Events:
         cols = [np.zeros(0, np.float64), np.zeros(0, np.uint64)]
         cols += [np.zeros(0, dt[f].newbyteorder("=")) for f in ("type", "flags", "a", "b", "c", "d", "e")]
         return cls(location, *cols)
-
-
-def local_to_global(local: np.ndarray, offsets: list[Offset]) -> np.ndarray:
-    """Add the clock offset, interpolated linearly between the offset measurements.
-
-    No measurement: unchanged; one: a constant shift; several: piecewise
-    linear through them, the first and last segment extended beyond the
-    ends (with two measurements this is exactly EPIK's correction).
-    """
-    if not offsets:
-        return local
-    if len(offsets) == 1:
-        return local + offsets[0].offset
-    lt = np.array([o.local_time for o in offsets])
-    off = np.array([o.offset for o in offsets])
-    if np.all(lt == lt[0]):  # degenerate: measured at the same instant
-        return local + off.mean()
-    shift = np.interp(local, lt, off)
-    lo, hi = local < lt[0], local > lt[-1]
-    if lo.any():
-        i = int(np.argmax(lt > lt[0]))  # first measurement at a later time
-        slope = (off[i] - off[0]) / (lt[i] - lt[0])
-        shift[lo] = off[0] + slope * (local[lo] - lt[0])
-    if hi.any():
-        j = int(np.nonzero(lt < lt[-1])[0][-1])
-        slope = (off[-1] - off[j]) / (lt[-1] - lt[j])
-        shift[hi] = off[-1] + slope * (local[hi] - lt[-1])
-    return local + shift
-
-
-def ticks_to_seconds(ticks: np.ndarray, clock: Clock, offsets: list[Offset], out=None) -> np.ndarray:
-    """Global seconds of raw ticks: (ticks - origin) / rate, then the offset correction."""
-    # the difference is taken in integers (exact) and reinterpreted as signed, so a
-    # tick before the origin gives a negative time instead of wrapping around
-    delta = np.subtract(ticks, np.uint64(clock.origin)).view(np.int64)
-    local = np.divide(delta, clock.ticks_per_second, out=out)
-    if offsets:
-        local[...] = local_to_global(local, offsets)
-    return local
 
 
 class Trace:
@@ -585,16 +459,16 @@ class Trace:
         n = sum(b.count for b in blocks)
         if n == 0:
             return Events.empty(location)
-        return Events(location, **self.decode_into(location, _new_columns(n)))
+        return Events(location, **self.decode_into(location, new_columns(n)))
 
     def new_column_buffer(self, n: int) -> dict[str, np.ndarray]:
         """Uninitialised columns for ``n`` events, to be filled again and again by :meth:`decode_into`.
 
         Laid out like the columns of :meth:`events` (one allocation, fresh
-        pages faulted in cheaply; see ``_new_columns``).  Size it for the
+        pages faulted in cheaply; see ``new_columns``).  Size it for the
         largest location it will hold (:meth:`n_events`).
         """
-        return _new_columns(n)
+        return new_columns(n)
 
     def decode_into(self, location: int, buffer: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Decode one location into the start of caller-owned columns and return views of its length.
@@ -613,21 +487,21 @@ class Trace:
         if n > len(buffer["time"]):
             raise ValueError(f"column buffer of {len(buffer['time'])} events is too small for location "
                              f"{location} ({n} events)")
-        cols = {name: buffer[name][:n] for name, _ in _COLUMNS}
+        cols = {name: buffer[name][:n] for name, _ in COLUMNS}
         if n == 0:
             return cols
         loc = self.defs.locations[location]
         clock = self.defs.clock(loc.process)
         offsets = self.defs.offsets.get(loc.process, [])
-        words = _chunk_buffer()
+        words = chunk_buffer()
         raw = words.reshape(-1).view(np.uint8)
         use_kernel = n >= _KERNEL_MIN_RECORDS or _KERNEL_MODULE in sys.modules
         decode = _kernel_decoder(self, clock, cols) if use_kernel else None
         at = 0
         for b in blocks:
             crc = 0
-            for s in range(0, b.count, _CHUNK_RECORDS):
-                k = min(_CHUNK_RECORDS, b.count - s)
+            for s in range(0, b.count, CHUNK_RECORDS):
+                k = min(CHUNK_RECORDS, b.count - s)
                 self._read_records(b.payload_offset + s * layout.EVENT_RECORD_SIZE, k, raw, location, b)
                 if self.verify:
                     crc = _crc32(raw[: k * layout.EVENT_RECORD_SIZE], crc)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from random_hybrid_traces import random_trace
 
-import tracefmt.reader as reader
+import tracefmt.column_memory as memory
 from analyzer.replay import replay
 
 COLUMNS = ("time", "ticks", "type", "flags", "a", "b", "c", "d", "e")
@@ -20,11 +20,11 @@ COLUMNS = ("time", "ticks", "type", "flags", "a", "b", "c", "d", "e")
 def column_memory(request, monkeypatch):
     """Each way the reader can allocate columns (small thresholds force the mappings on tiny traces)."""
     if request.param == "populated mapping":
-        monkeypatch.setattr(reader, "_POPULATED_COLUMNS_BYTES", 1)
-        monkeypatch.setattr(reader, "_HUGE_PAGE_COLUMNS_BYTES", 1 << 40)
+        monkeypatch.setattr(memory, "POPULATED_COLUMNS_BYTES", 1)
+        monkeypatch.setattr(memory, "HUGE_PAGE_COLUMNS_BYTES", 1 << 40)
     elif request.param == "huge-page mapping":
-        monkeypatch.setattr(reader, "_POPULATED_COLUMNS_BYTES", 1)
-        monkeypatch.setattr(reader, "_HUGE_PAGE_COLUMNS_BYTES", 1)
+        monkeypatch.setattr(memory, "POPULATED_COLUMNS_BYTES", 1)
+        monkeypatch.setattr(memory, "HUGE_PAGE_COLUMNS_BYTES", 1)
     return request.param
 
 

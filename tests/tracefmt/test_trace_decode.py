@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tracefmt
-from tracefmt import layout, reader
+from tracefmt import column_memory, layout, reader
 from tracefmt.errors import TraceFormatError
 from tracefmt.kernels import decode_records
 from tracefmt.writer import to_bytes, write_trace
@@ -18,7 +18,7 @@ FIELDS = ("type", "flags", "a", "b", "c", "d", "e")
 
 
 def empty_columns(n):
-    return {name: np.zeros(n, dt) for name, dt in reader._COLUMNS}
+    return {name: np.zeros(n, dt) for name, dt in column_memory.COLUMNS}
 
 
 def run_kernel(raw: bytes, swap: bool, origin: int, rate: float):
@@ -128,7 +128,7 @@ OFFSETS = [
 def test_kernel_and_numpy_paths_agree_bit_for_bit(tmp_path, monkeypatch, order, case):
     rng = np.random.default_rng(1000 * order + case)
     # empty, one-event, just under / over a chunk, several chunks in several blocks
-    sizes = [0, 1, reader._CHUNK_RECORDS - 1, reader._CHUNK_RECORDS + 1, 3 * reader._CHUNK_RECORDS + 17]
+    sizes = [0, 1, column_memory.CHUNK_RECORDS - 1, column_memory.CHUNK_RECORDS + 1, 3 * column_memory.CHUNK_RECORDS + 17]
     defs, events = random_trace(rng, order, CLOCKS[case], OFFSETS[case], sizes, blocks_per_location=1 + case)
     path = tmp_path / "t.elg"
     write_blocks(str(path), defs, events, order)
@@ -153,7 +153,7 @@ def test_kernel_and_numpy_paths_agree_bit_for_bit(tmp_path, monkeypatch, order, 
 
 def test_threads_decoding_the_same_trace_at_once_get_their_own_events(tmp_path):
     rng = np.random.default_rng(11)
-    sizes = [2 * reader._CHUNK_RECORDS + 3 * i for i in range(6)]
+    sizes = [2 * column_memory.CHUNK_RECORDS + 3 * i for i in range(6)]
     defs, events = random_trace(rng, layout.BYTE_ORDER_LITTLE, {}, {}, sizes, 2)
     write_blocks(str(tmp_path / "t.elg"), defs, events, layout.BYTE_ORDER_LITTLE)
     with tracefmt.open(str(tmp_path / "t.elg")) as t, ThreadPoolExecutor(3) as pool:
@@ -174,13 +174,13 @@ def test_crc_function_is_zlibs_crc32():
 @pytest.mark.parametrize("kernel", [True, False])
 def test_damage_in_a_later_chunk_of_a_long_block_is_caught(tmp_path, monkeypatch, kernel):
     rng = np.random.default_rng(7)
-    defs, events = random_trace(rng, layout.BYTE_ORDER_LITTLE, {}, {}, [3 * reader._CHUNK_RECORDS + 5, 10], 1)
+    defs, events = random_trace(rng, layout.BYTE_ORDER_LITTLE, {}, {}, [3 * column_memory.CHUNK_RECORDS + 5, 10], 1)
     path = tmp_path / "t.elg"
     write_blocks(str(path), defs, events, layout.BYTE_ORDER_LITTLE)
     with tracefmt.open(str(path)) as t:
         b = t._blocks_of[0][0]
     data = bytearray(path.read_bytes())
-    data[b.payload_offset + 2 * reader._CHUNK_RECORDS * 40 + 77] ^= 0x10  # inside the third chunk
+    data[b.payload_offset + 2 * column_memory.CHUNK_RECORDS * 40 + 77] ^= 0x10  # inside the third chunk
     path.write_bytes(bytes(data))
     monkeypatch.setattr(reader, "_KERNEL_MIN_RECORDS", 0 if kernel else 2**62)
     if not kernel:
@@ -192,14 +192,14 @@ def test_damage_in_a_later_chunk_of_a_long_block_is_caught(tmp_path, monkeypatch
         assert "checksum mismatch" in str(e.value)
         assert len(t.events(1)) == 10  # the other location is intact
     with tracefmt.open(str(path), verify=False) as t:
-        assert len(t.events(0)) == 3 * reader._CHUNK_RECORDS + 5
+        assert len(t.events(0)) == 3 * column_memory.CHUNK_RECORDS + 5
 
 
 # ---------------------------------------------------------------------- column memory
-@pytest.mark.parametrize("threshold", ["_POPULATED_COLUMNS_BYTES", "_HUGE_PAGE_COLUMNS_BYTES"])
+@pytest.mark.parametrize("threshold", ["POPULATED_COLUMNS_BYTES", "HUGE_PAGE_COLUMNS_BYTES"])
 def test_large_locations_get_one_mapping_with_aligned_disjoint_columns(threshold):
-    n = getattr(reader, threshold) // reader._BYTES_PER_EVENT + 1
-    cols = reader._new_columns(n)
+    n = getattr(column_memory, threshold) // column_memory.BYTES_PER_EVENT + 1
+    cols = column_memory.new_columns(n)
     owners = {id(c.base.obj) for c in cols.values()}  # each column views the same mapping
     assert len(owners) == 1 and all(c.flags.writeable and c.flags.c_contiguous for c in cols.values())
     for i, (name, c) in enumerate(cols.items()):
@@ -207,12 +207,12 @@ def test_large_locations_get_one_mapping_with_aligned_disjoint_columns(threshold
         c[...] = i + 1
     for i, (name, c) in enumerate(cols.items()):  # no column overlaps another
         assert np.all(c == i + 1), name
-    small = reader._new_columns(reader._POPULATED_COLUMNS_BYTES // reader._BYTES_PER_EVENT - 1)
+    small = column_memory.new_columns(column_memory.POPULATED_COLUMNS_BYTES // column_memory.BYTES_PER_EVENT - 1)
     assert all(c.base is None for c in small.values())
 
 
 def test_columns_outlive_the_trace_and_each_other(tmp_path):
-    n = reader._HUGE_PAGE_COLUMNS_BYTES // reader._BYTES_PER_EVENT + 100
+    n = column_memory.HUGE_PAGE_COLUMNS_BYTES // column_memory.BYTES_PER_EVENT + 100
     rec = np.zeros(n, layout.EVENT_DTYPE)
     rec["time"] = np.arange(n, dtype=np.uint64) * np.uint64(1000)
     rec["a"] = np.arange(n) % 13
