@@ -206,6 +206,13 @@ class Trace:
             self._file.close()
             self._file = None
 
+    def __del__(self) -> None:
+        # a Trace dropped without close() (scripts, the CLIs) still releases its file and mapping at once
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: nothing left to release
+            pass
+
     def __enter__(self) -> "Trace":
         return self
 
