@@ -23,19 +23,27 @@ file written by Scalasca or Score-P can be queried the same way as our own.
 ``docs/cube.md`` describes the file formats.  Comparing cubes by identity is
 :mod:`analyzer.cube.compare`.
 
-Size: one cohesive thing, the data model: the dimension records, the
-validation that makes every cube consistent, and the queries and views
-(totals, call paths, inclusive values, graphs, data frame) that all code
-uses instead of the raw arrays.  It imports nothing else of the analyzer.
+The dimension records and the cube's errors are in :mod:`.dimensions`.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 import numpy as np
+
+from .dimensions import (
+    AGGREGATIONS,
+    DTYPES,
+    UNITS,
+    CubeError,
+    CubeFormatError,
+    LocationInfo,
+    MetricInfo,
+    RegionInfo,
+    region_strings,
+)
 
 __all__ = [
     "Cube",
@@ -47,155 +55,6 @@ __all__ = [
     "region_strings",
 ]
 
-UNITS = ("sec", "occ", "bytes")
-DTYPES = ("FLOAT", "INTEGER")
-#: how values of a metric combine along the call tree and over locations;
-#: "min"/"max" only occur in files from other tools (CUBE's MINDOUBLE/MAXDOUBLE)
-AGGREGATIONS = ("sum", "min", "max")
-
-
-class CubeError(ValueError):
-    """A cube is inconsistent (bad shapes, ids, names) or cannot be written."""
-
-
-class CubeFormatError(CubeError):
-    """A cube file cannot be read; the message names the file, member and offset."""
-
-
-# --------------------------------------------------------------------------
-# Dimension records
-# --------------------------------------------------------------------------
-@dataclass(frozen=True)
-class MetricInfo:
-    """One performance property (CUBE metric).
-
-    ``name`` is the unique name (CUBE ``uniq_name``, e.g. ``mpi_latesender``),
-    ``parent`` the unique name of the parent property or ``None`` for a root.
-    ``dtype`` is ``"FLOAT"`` (severities, written as CUBE ``DOUBLE``) or
-    ``"INTEGER"`` (counts, written as ``UINT64``).
-    """
-
-    name: str
-    display_name: str = ""
-    parent: str | None = None
-    unit: str = "sec"
-    description: str = ""
-    diagnosis: str = ""
-    dtype: str = "FLOAT"
-    url: str = ""
-    aggregation: str = "sum"
-
-    def __post_init__(self):
-        if self.parent == "":
-            object.__setattr__(self, "parent", None)
-        if not self.display_name:
-            object.__setattr__(self, "display_name", self.name)
-
-
-@dataclass(frozen=True)
-class RegionInfo:
-    """A code region (function, MPI call, OpenMP construct).
-
-    ``paradigm`` and ``role`` are CUBE's strings (see :func:`region_strings`).
-    Lines are -1 when unknown.
-    """
-
-    name: str
-    file: str = ""
-    begin_line: int = -1
-    end_line: int = -1
-    paradigm: str = "unknown"
-    role: str = "unknown"
-    description: str = ""
-
-
-@dataclass(frozen=True)
-class LocationInfo:
-    """One location (a thread of a process) and where it ran.
-
-    ``rank`` is the process (MPI rank), ``thread`` the thread number within
-    the process.  ``name`` and ``process_name`` default to ``thread N`` /
-    ``rank N`` when written.
-    """
-
-    machine: str = "machine"
-    node: str = "node"
-    rank: int = 0
-    thread: int = 0
-    name: str = ""
-    process_name: str = ""
-
-    @property
-    def key(self) -> str:
-        """The location's key in the JSON summary: ``"rank R thread T"``."""
-        return f"rank {self.rank} thread {self.thread}"
-
-    @property
-    def thread_name(self) -> str:
-        return self.name or f"thread {self.thread}"
-
-    @property
-    def group_name(self) -> str:
-        return self.process_name or f"rank {self.rank}"
-
-
-# --------------------------------------------------------------------------
-# tracefmt Paradigm/Role -> CUBE strings
-# --------------------------------------------------------------------------
-# CUBE's role vocabulary is the one Score-P and Scalasca write (and that
-# Scalasca's remapping rules match on): "function", "loop", "point2point",
-# "barrier", "one2all", "implicit barrier", "critical sblock", ...
-_PARADIGM_STRINGS = {0: "unknown", 1: "user", 2: "compiler", 3: "mpi", 4: "openmp", 5: "measurement"}
-_ROLE_STRINGS = {
-    0: "function",  # FUNCTION
-    1: "user",  # USER_REGION (Score-P's name for SCOREP_REGION_USER)
-    2: "loop",  # LOOP
-    10: "point2point",  # MPI_POINT2POINT
-    11: "barrier",  # MPI_COLL_BARRIER
-    12: "one2all",  # MPI_COLL_ONE2ALL
-    13: "all2one",  # MPI_COLL_ALL2ONE
-    14: "all2all",  # MPI_COLL_ALL2ALL
-    15: "other collective",  # MPI_COLL_OTHER (Scan, Exscan)
-    16: "function",  # MPI_INIT_FINALIZE: CUBE has no role for it; classified by name
-    17: "file io",  # MPI_FILE_IO
-    18: "rma",  # MPI_RMA
-    19: "function",  # MPI_OTHER
-    30: "parallel",
-    31: "loop",
-    32: "sections",
-    33: "section",
-    34: "single",
-    35: "single sblock",
-    36: "master",
-    37: "workshare",
-    38: "critical",
-    39: "critical sblock",
-    40: "atomic",
-    41: "barrier",
-    42: "implicit barrier",
-    43: "flush",
-    44: "ordered",
-    45: "ordered sblock",
-    46: "wrapper",  # OMP_LOCK_API: Score-P marks omp_*_lock as wrapper regions
-    47: "task",
-    48: "taskwait",
-    60: "artificial",  # MEASUREMENT_FLUSH
-    61: "artificial",  # MEASUREMENT_PAUSE
-}
-
-
-def region_strings(paradigm: int, role: int) -> tuple[str, str]:
-    """CUBE ``(paradigm, role)`` strings for ``tracefmt.layout.Paradigm`` / ``Role`` codes.
-
-    Unknown codes map to ``"unknown"`` so that a newer trace never breaks
-    writing a cube.
-    """
-    return _PARADIGM_STRINGS.get(int(paradigm), "unknown"), _ROLE_STRINGS.get(int(role), "unknown")
-
-
-# --------------------------------------------------------------------------
-# Values container: a dict whose missing metrics read as zeros
-# --------------------------------------------------------------------------
 class CubeValues(dict):
     """``metric name -> float64 [n_cnodes, n_locations]``.
 
