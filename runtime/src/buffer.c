@@ -34,6 +34,7 @@ static void *buffer_alloc(size_t bytes)
 xt_thread *xt_thread_attach(void)
 {
     xt_init(); /* returns at once once the runtime is initialised */
+    if (xt_proc.untraced) return NULL;
     int i = atomic_fetch_add(&n_threads, 1);
     if (i >= XT_MAX_THREADS) {
         atomic_fetch_sub(&n_threads, 1);

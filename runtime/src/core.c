@@ -82,6 +82,7 @@ void xt_init(void)
 {
     if (initialised) return;
     initialised = 1;
+    if (xt_process_classify()) return; /* not traced: nothing is set up, recording stays off */
     read_config();
     xt_sigsafe_init();
     xt_clock_start();

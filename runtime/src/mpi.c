@@ -92,7 +92,7 @@ static void setup(void)
 /* after a successful PMPI_Init*: set up, then record the init call [t0, now] */
 void xt_mpi_init_done(int idx, xt_thread *t, uint64_t t0)
 {
-    if (xt_proc.mpi_active) return; /* a Fortran binding that went through our C wrapper */
+    if (xt_proc.mpi_active || xt_proc.untraced) return; /* a Fortran binding that went through our C wrapper */
     setup();
     if (t && xt_cfg.record_mpi && atomic_load(&xt_recording)) {
         xt_enter(t, t0, xt_mpi_region(idx), ELG_NO_ID, ELG_NO_ID);

@@ -594,7 +594,7 @@ static int tool_initialize(ompt_function_lookup_t lookup, int initial_device_num
 {
     (void)initial_device_num, (void)tool_data;
     xt_init();
-    if (!xt_cfg.record_omp || atomic_load(&xt_pomp_active)) return 0;
+    if (xt_proc.untraced || !xt_cfg.record_omp || atomic_load(&xt_pomp_active)) return 0;
     ompt_set_callback_t set_callback = (ompt_set_callback_t)lookup("ompt_set_callback");
     if (!set_callback) return 0;
 #define REG(event, fn) set_callback(event, (ompt_callback_t)(fn))

@@ -610,8 +610,20 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
     o.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     o.wb = xt_mem_alloc(OUT_BUFFER);
     if (o.fd < 0 || !o.wb) {
-        xt_warn("cannot write the trace %s: %s", path, strerror(o.fd < 0 ? errno : ENOMEM));
+        xt_warn("cannot write the trace %s: %s (choose a writable path with -o or EXPERT_TRACE_FILE)", path,
+                strerror(o.fd < 0 ? errno : ENOMEM));
         if (o.fd >= 0) close(o.fd);
+        if (fetch) { /* the other ranks are sending their events: receive them, or they wait forever */
+            elg_event *chunk = xt_mem_alloc((size_t)XT_CHUNK_EVENTS * sizeof(elg_event));
+            for (int p = 0; chunk && p < nprocs; p++)
+                for (uint32_t t = 0; t < procs[p].nthreads; t++)
+                    for (uint64_t left = procs[p].nev[t], got; left > 0; left -= got) {
+                        got = fetch(ctx, p, (int)t, chunk, left < XT_CHUNK_EVENTS ? left : XT_CHUNK_EVENTS);
+                        if (!got) break;
+                    }
+            xt_mem_free(chunk);
+        }
+        xt_trace_written(path, 0, 0, finished);
         return -1;
     }
     unsigned char hdr[ELG_FILE_HEADER_SIZE] = {0};
@@ -670,6 +682,7 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
     else if (xt_cfg.verbose)
         xt_warn("wrote %s: %d process(es), %u location(s), %llu events%s", path, nprocs, loc,
                 (unsigned long long)total, finished ? "" : " (incomplete)");
+    xt_trace_written(path, !o.err, total, finished);
     xt_mem_free(o.index.p);
     xt_mem_free(d.b.p);
     strmap_free(&d.strings), strmap_free(&files), strmap_free(&regs), strmap_free(&comm_keys);

@@ -3,6 +3,7 @@
  * Every source file is one subsystem; each uses the others only through the functions and the
  * few global variables declared here (MPI layer: mpi_internal.h on top of this one).
  *   core.c       start-up (xt_init), configuration (xt_cfg), process facts (xt_proc), public C API
+ *   process.c    launcher helpers and fork children (not traced), per-process output paths, warnings
  *   clock.c      time source (rdtsc / CLOCK_MONOTONIC) and its calibration
  *   buffer.c     per-thread event buffers, spool files, reading a thread's events back
  *   defs.c       region definitions (named and by code address), communicators, TRACING/PAUSING
@@ -285,6 +286,10 @@ typedef struct xt_process_info {
     double offset_time[2], offset_value[2]; /* clock offsets to rank 0 at init and finalize (seconds) */
     int n_offsets;
     char mpi_library[64];
+    /* process.c */
+    int untraced;                 /* a helper process of an MPI launcher, or a fork child: records nothing */
+    int descendant;               /* started by the traced program (EXPERT_RUN_PID is another process) */
+    int launch_rank, launch_size; /* as given by an MPI launcher's environment, -1 if none */
 } xt_process_info;
 extern XT_HIDDEN xt_process_info xt_proc;
 
@@ -320,6 +325,16 @@ XT_HIDDEN int xt_write_trace(const char *path, int nprocs, void *const *serializ
                              xt_fetch_fn fetch, void *ctx, int finished);
 XT_HIDDEN void xt_write_local_trace(const char *path, int finished);
 XT_HIDDEN void xt_default_output(char *out, size_t n);
+
+/* which process this is (process.c): xt_process_classify runs first in xt_init and returns 1 for a
+ * process that is not traced; xt_solo_output gives the path of a trace that this process writes
+ * alone (no MPI merge), or returns 0 when it writes none; xt_trace_written is told about each trace
+ * written (warnings; a failed write makes the process exit with XT_EXIT_WRITE_FAILED) */
+#define XT_EXIT_WRITE_FAILED 74 /* EX_IOERR */
+extern XT_HIDDEN atomic_int xt_write_failed;
+XT_HIDDEN int xt_process_classify(void);
+XT_HIDDEN int xt_solo_output(char *out, size_t n, int crashed);
+XT_HIDDEN void xt_trace_written(const char *path, int ok, uint64_t events, int finished);
 
 /* hook set by the MPI layer: called first at exit/crash (returns 1 if it wrote the trace) */
 extern XT_HIDDEN int (*xt_mpi_exit_hook)(int crashed);
