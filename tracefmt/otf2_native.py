@@ -1,0 +1,296 @@
+"""Native OTF2 reader: Score-P's traces decoded by our own code, no per-event Python.
+
+``read(path)`` takes the anchor file (``traces.otf2``) or its directory and
+returns a :class:`tracefmt.foreign.TraceAssembly` with the same definitions
+and event columns as the ``otf2``-package reader (``tracefmt.otf2_in``, kept
+as the reference the tests compare against):
+
+* the anchor file, the global definitions and each location's local
+  definitions (mapping tables, clock offsets) are read by
+  ``tracefmt.otf2_defs``;
+* each location's event file is decoded by one numba pass over its raw chunks
+  (``tracefmt.otf2_kernels.decode_location``) straight into our event columns;
+* the fix-ups that need more than one location (team ids and sizes, lock
+  kinds) run on those columns afterwards.
+
+Locations are read independently, like the blocks of our own format: a
+missing or damaged event file is named in one line of ``problems`` (with the
+byte offset of the damage; the events before it are kept) and every other
+location is read.  Conventions (ranks, threads, roles, collectives, teams,
+requests, skipped records) are those of ``otf2_in``; see docs/interop.md.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections import defaultdict
+
+import numpy as np
+
+from . import otf2_defs as defs_mod
+from .foreign import ForeignLocation, ForeignRegion, TraceAssembly
+from .layout import NO_ID, LockKind, Role
+from .otf2_defs import Otf2Error, read_anchor, read_global_defs, read_local_defs
+from .otf2_in import classify_region, find_anchor
+
+# OTF2 enumerations by name, so that classify_region sees what the otf2 package would give it
+Paradigm = enum.IntEnum("Paradigm", [(n, i) for i, n in enumerate(
+    "UNKNOWN USER COMPILER OPENMP MPI CUDA MEASUREMENT_SYSTEM PTHREAD HMPP OMPSS HARDWARE GASPI UPC SHMEM "
+    "WINTHREAD QTTHREAD ACETHREAD TBBTHREAD OPENACC OPENCL MTAPI SAMPLING NONE HIP KOKKOS OPENMP_TARGET".split())])
+RegionRole = enum.IntEnum("RegionRole", [(n, i) for i, n in enumerate(
+    "UNKNOWN FUNCTION WRAPPER LOOP CODE PARALLEL SECTIONS SECTION WORKSHARE SINGLE SINGLE_SBLOCK MASTER CRITICAL "
+    "CRITICAL_SBLOCK ATOMIC BARRIER IMPLICIT_BARRIER FLUSH ORDERED ORDERED_SBLOCK TASK TASK_CREATE TASK_WAIT "
+    "COLL_ONE2ALL COLL_ALL2ONE COLL_ALL2ALL COLL_OTHER FILE_IO POINT2POINT RMA DATA_TRANSFER ARTIFICIAL "
+    "THREAD_CREATE THREAD_WAIT TASK_UNTIED ALLOCATE DEALLOCATE REALLOCATE FILE_IO_METADATA CANCEL KERNEL".split())])
+LOCATION_TYPES = ("UNKNOWN", "CPU_THREAD", "ACCELERATOR_STREAM", "METRIC")
+CPU_THREAD = 1
+GROUP_COMM_LOCATIONS, GROUP_COMM_GROUP, GROUP_COMM_SELF = 4, 5, 6
+
+def _enum(cls, value: int):
+    try:
+        return cls(value)
+    except ValueError:
+        return cls(0)
+
+
+def _lookup_arrays(keys: np.ndarray, vals: np.ndarray):
+    """(dense, keys, vals) for otf2_kernels._lookup: a dense table where the keys are compact, else sorted pairs."""
+    empty_k, empty_v = np.zeros(0, np.uint64), np.zeros(0, np.int64)
+    if len(keys) == 0:
+        return empty_v, empty_k, empty_v
+    top = int(keys.max())
+    if top < 4 * len(keys) + 1024:  # bounded by the number of definitions, never by a value alone
+        dense = np.full(top + 1, -1, np.int64)
+        dense[keys.astype(np.int64)] = vals
+        return dense, empty_k, empty_v
+    order = np.argsort(keys, kind="stable")
+    return empty_v, keys[order], vals[order]
+
+
+def _compose(gkeys: np.ndarray, gvals: np.ndarray, mapping) -> tuple:
+    """Local id -> our index through a mapping table (OTF2 leaves ids it does not map unchanged)."""
+    if mapping is None:
+        return _lookup_arrays(gkeys, gvals)
+    local, glob = mapping
+    if len(gkeys):
+        order = np.argsort(gkeys)
+        sk, sv = gkeys[order], gvals[order]
+        pos = np.minimum(np.searchsorted(sk, glob), len(sk) - 1)
+        mapped = np.where(sk[pos] == glob, sv[pos], -1)
+    else:
+        mapped = np.full(len(glob), -1, np.int64)
+    keep = ~np.isin(gkeys, local)
+    return _lookup_arrays(np.concatenate([gkeys[keep], local]), np.concatenate([gvals[keep], mapped]))
+
+
+def read(path: str | os.PathLike) -> TraceAssembly:
+    """An OTF2 archive as a TraceAssembly, decoded natively."""
+    anchor_path = find_anchor(os.fspath(path))
+    if not os.path.isfile(anchor_path):
+        raise Otf2Error("no such OTF2 anchor file", path=anchor_path)
+    anchor = read_anchor(anchor_path)
+    gdefs = read_global_defs(anchor.base + ".def", anchor.def_chunk_size)
+    if gdefs.clock is None:
+        raise Otf2Error("the global definitions have no ClockProperties record", path=anchor.base + ".def")
+    from .otf2_events import decode_events  # numba: imported only when there are events to decode
+
+    imp = _Definitions(anchor, gdefs)
+    decode_events(imp)
+    return imp.asm
+
+
+def open_otf2(path: str | os.PathLike):
+    """An OTF2 archive as a :class:`tracefmt` Trace (native decoding)."""
+    return read(path).to_trace()
+
+
+class _Definitions:
+    """Our definitions of an archive (what otf2_in's _Import builds from the otf2 package's objects)."""
+
+    def __init__(self, anchor, gdefs):
+        self.anchor, self.d = anchor, gdefs
+        res, offset, _length = gdefs.clock
+        self.timer_resolution, self.origin = res, offset
+        self.asm = TraceAssembly(source=anchor.path, creator="OTF2", ticks_per_second=float(res))
+        self.skipped: dict[str, int] = defaultdict(int)
+        self._members()
+        self._system()
+        self._regions()
+        self._comms()
+
+    def _members(self) -> None:
+        """Group members as location refs where the otf2 package gives Locations (COMM_GROUP ranks resolved
+        through the latest COMM_LOCATIONS group of the same paradigm defined before them)."""
+        last_comm_locations: dict[int, tuple] = {}
+        self.members: dict[int, tuple] = {}
+        for g in self.d.groups:
+            members = g.members
+            if g.type == GROUP_COMM_GROUP and members:
+                parent = last_comm_locations.get(g.paradigm)
+                if parent is None or max(members) >= len(parent):
+                    self.asm.problems.append(f"{self.anchor.path}: group {g.ref}: members refer to ranks of a "
+                                             f"missing or smaller COMM_LOCATIONS group; ignored")
+                    members = ()
+                else:
+                    members = tuple(parent[m] for m in members)
+            elif g.type == GROUP_COMM_LOCATIONS:
+                last_comm_locations[g.paradigm] = members
+            self.members[g.ref] = members
+
+    def _system(self) -> None:
+        d, a = self.d, self.asm
+        mpi_locs = None
+        for g in d.groups:
+            if g.type == GROUP_COMM_LOCATIONS and g.paradigm == Paradigm.MPI:
+                mpi_locs = self.members[g.ref]
+        self.group_rank: dict[int, int] = {}
+        for r, lref in enumerate(mpi_locs or ()):
+            loc = d.locations.get(lref)
+            if loc is not None:
+                self.group_rank.setdefault(loc.group, r)
+        next_rank = max(self.group_rank.values(), default=-1) + 1
+        for lg in d.location_groups:
+            if lg not in self.group_rank:
+                self.group_rank[lg] = next_rank
+                next_rank += 1
+        by_group = defaultdict(list)
+        for loc in d.locations.values():
+            if loc.type != CPU_THREAD:
+                kind = LOCATION_TYPES[loc.type] if loc.type < len(LOCATION_TYPES) else f"type-{loc.type}"
+                self.skipped[f"{kind} location"] += 1
+            elif loc.group not in self.group_rank:
+                a.problems.append(f"{self.anchor.path}: location {loc.ref} names an undefined location group "
+                                  f"{loc.group}; ignored")
+            else:
+                by_group[loc.group].append(loc)
+        self.rank_thread: dict[int, tuple[int, int]] = {}  # location ref -> (rank, thread)
+        for lg, locs in by_group.items():
+            locs.sort(key=lambda x: x.ref)
+            for t, loc in enumerate(locs):
+                self.rank_thread[loc.ref] = (self.group_rank[lg], t)
+        self.order = sorted(self.rank_thread, key=lambda x: self.rank_thread[x])  # our location id -> ref
+        for i, ref in enumerate(self.order):
+            r, t = self.rank_thread[ref]
+            a.locations[i] = ForeignLocation(r, t, d.string(d.locations[ref].name))
+        for lg, r in self.group_rank.items():
+            g = d.location_groups[lg]
+            a.process_names[r] = d.string(g.name)
+            node = d.nodes.get(g.parent)
+            a.node_of_process[r] = d.string(node[0]) if node is not None else "node"
+            seen = set()
+            while node is not None and node[1] in d.nodes and node[1] not in seen:  # a cycle is damage
+                seen.add(node[1])
+                node = d.nodes[node[1]]
+            if node is not None:
+                a.machine_name = d.string(node[0])
+
+    def _regions(self) -> None:
+        d = self.d
+        refs, ours = [], []
+        self.region_flags = np.zeros(max(len(d.regions), 1), np.uint8)
+        for i, r in enumerate(d.regions):
+            name = d.string(r.name)
+            par, role = classify_region(name, _enum(Paradigm, r.paradigm), _enum(RegionRole, r.role))
+            bl = r.begin_line if r.begin_line else NO_ID
+            el = r.end_line if r.end_line else NO_ID
+            src = d.strings.get(r.source_file) or ""
+            self.asm.regions[i] = ForeignRegion(name, src, bl, el, int(par), int(role))
+            refs.append(r.ref)
+            ours.append(i)
+            flags = 0
+            if role == Role.OMP_PARALLEL:
+                flags |= 1
+            if role in (Role.OMP_BARRIER, Role.OMP_IMPLICIT_BARRIER):
+                flags |= 2
+            if role in (Role.OMP_CRITICAL, Role.OMP_CRITICAL_BODY):
+                flags |= 4
+            self.region_flags[i] = flags
+        self.region_keys, self.region_vals = np.array(refs, np.uint64), np.array(ours, np.int64)
+
+    def _comms(self) -> None:
+        """MPI communicators (ranks in comm order), OpenMP team members (thread numbers)."""
+        d, a = self.d, self.asm
+        groups = {g.ref: g for g in d.groups}
+        self.comm_refs = [c.ref for c in d.comms]
+        n = len(d.comms)
+        self.comm_kind = np.zeros(max(n, 1), np.int8)
+        self.comm_off = np.zeros(max(n, 1), np.int64)
+        self.comm_size = np.zeros(max(n, 1), np.int64)
+        self.comm_names = [d.string(c.name) for c in d.comms]
+        ranks_flat: list[int] = []
+        self.comm_id: dict[int, object] = {}  # index -> our comm id, or {rank: id} for COMM_SELF
+        self.team_members: dict[int, list] = {}  # index -> location refs
+        gid_of: dict[tuple, int] = {}
+        rank_of = {ref: rt[0] for ref, rt in self.rank_thread.items()}
+        for j, c in enumerate(d.comms):
+            g = groups.get(c.group)
+            if g is None:
+                continue
+            if g.paradigm == Paradigm.OPENMP:
+                self.team_members[j] = list(self.members[g.ref])
+                continue
+            if g.paradigm != Paradigm.MPI:
+                continue
+            if g.type == GROUP_COMM_SELF:
+                self.comm_kind[j] = 2
+                continue
+            ranks = tuple(rank_of.get(m, -1) for m in self.members[g.ref])
+            self.comm_kind[j], self.comm_off[j], self.comm_size[j] = 1, len(ranks_flat), len(ranks)
+            ranks_flat.extend(ranks)
+            if ranks not in gid_of:
+                gid_of[ranks] = len(a.groups)
+                a.groups[gid_of[ranks]] = ranks
+            cid = len(a.comms)
+            a.comms[cid] = (gid_of[ranks], self.comm_names[j], NO_ID)
+            self.comm_id[j] = cid
+        for j in range(n):
+            if self.comm_kind[j] != 2:
+                continue
+            ids = {}
+            for r in sorted(set(self.group_rank.values())):
+                gid = len(a.groups)
+                a.groups[gid] = (r,)
+                cid = len(a.comms)
+                a.comms[cid] = (gid, self.comm_names[j] or "MPI_COMM_SELF", NO_ID)
+                ids[r] = cid
+            self.comm_id[j] = ids
+        index = {ref: j for j, ref in enumerate(self.comm_refs)}
+        for j, cid in self.comm_id.items():
+            parent = index.get(d.comms[j].parent)
+            if isinstance(cid, int) and parent is not None and isinstance(self.comm_id.get(parent), int):
+                g, name, _ = a.comms[cid]
+                a.comms[cid] = (g, name, self.comm_id[parent])
+        self.comm_ranks = np.array([r & 0xFFFFFFFF for r in ranks_flat], np.uint32)
+        self.comm_keys = np.array(self.comm_refs, np.uint64)
+        self.comm_vals = np.arange(n, dtype=np.int64)
+
+    # -- per-location tables ---------------------------------------------------------------
+    def location_tables(self, ref: int, local) -> dict:
+        """The kernel's tables for one location (its rank's comm ids, its team positions, its id maps)."""
+        rank, tid = self.rank_thread[ref]
+        n = len(self.comm_refs)
+        cid = np.full(max(n, 1), NO_ID, np.uint32)
+        team_pos = np.full(max(n, 1), tid, np.int64)
+        for j, v in self.comm_id.items():
+            cid[j] = v if isinstance(v, int) else v.get(rank, NO_ID)
+        for j, members in self.team_members.items():
+            if ref in members:
+                team_pos[j] = members.index(ref)
+        maps = local.mappings if local is not None else {}
+        reg = _compose(self.region_keys, self.region_vals, maps.get(defs_mod.MAP_REGION))
+        com = _compose(self.comm_keys, self.comm_vals, maps.get(defs_mod.MAP_COMM))
+        return dict(rank=rank, tid=tid, reg=reg, comm=com, comm_cid=cid, team_pos=team_pos)
+
+    def where(self, ref: int, t: int) -> str:
+        rank = self.rank_thread[ref][0]
+        return f"location {self.d.string(self.d.locations[ref].name)!r} (rank {rank}) at tick {t}"
+
+    def lock_kind(self, lk: int, top: int) -> tuple[int, str]:
+        region = self.asm.regions.get(top) if top >= 0 else None
+        if region is not None and region.role in (Role.OMP_CRITICAL, Role.OMP_CRITICAL_BODY):
+            return int(LockKind.OMP_CRITICAL), region.name.split(" @")[0]
+        return int(LockKind.OMP_LOCK), f"lock {lk}"
+
+
+__all__ = ["read", "open_otf2", "Otf2Error"]
