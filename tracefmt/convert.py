@@ -53,13 +53,33 @@ def add_parser(sub) -> argparse.ArgumentParser:
     sp = sub.add_parser("convert", help="convert a trace (ours, EPILOG, EPIK, OTF2) to OTF2, Chrome JSON or .elg")
     sp.add_argument("src", metavar="IN", help="trace file or archive directory, any supported format")
     sp.add_argument("dst", metavar="OUT", help="output: a directory for otf2, a file for chrome and elg")
-    sp.add_argument("--to", required=True, choices=FORMATS, help="target format")
+    sp.add_argument("--to", choices=FORMATS,
+                    help="target format (default: from OUT: *.elg -> elg, *.json -> chrome, a name ending in "
+                         "otf2 or an existing directory -> otf2)")
     sp.add_argument("--force", action="store_true", help="replace an existing OTF2 output directory")
     sp.set_defaults(func=cmd_convert)
     return sp
 
 
+def target_format(dst: str) -> str | None:
+    """The format an output name asks for (``--to`` left out), or None when the name does not say."""
+    name = os.path.basename(os.path.normpath(dst)).lower()
+    if name.endswith(".elg"):
+        return "elg"
+    if name.endswith(".json"):
+        return "chrome"
+    if name.endswith("otf2") or os.path.isdir(dst):
+        return "otf2"
+    return None
+
+
 def cmd_convert(args) -> int:
+    if args.to is None:
+        args.to = target_format(args.dst)
+        if args.to is None:
+            print(f"expert-trace convert: error: cannot tell the target format from {args.dst!r}; give --to "
+                  f"({', '.join(FORMATS)}) or name the output *.elg, *.json or *-otf2", file=sys.stderr)
+            return 2
     notes = convert(args.src, args.dst, args.to, force=args.force)
     for n in notes:
         print(f"note: {n}", file=sys.stderr)

@@ -263,3 +263,19 @@ def test_otf2_export_of_times_before_zero(tmp_path):
     # the late sender: rank 1 enters MPI_Recv at 0.25 (global), the send call starts at 1.0
     assert analyze(original).total("mpi_latesender") == pytest.approx(0.75, abs=1e-9)
     assert analyze(back).total("mpi_latesender") == pytest.approx(0.75, abs=1e-9)
+
+
+def test_cli_convert_takes_the_format_from_the_output_name(tmp_path, capsys):
+    from tracefmt.cli import main
+
+    ep = merged_mpi(tmp_path / "m.elg")
+    assert main(["convert", ep, str(tmp_path / "back.elg")]) == 0
+    assert "(elg)" in capsys.readouterr().out  # the summary line names the format taken
+    with tracefmt.open(tmp_path / "back.elg") as t:
+        assert t.events(0).time.tolist() == [0.0, 1.0, 1.0, 1.5, 2.0, 3.0, 4.0]
+    assert main(["convert", ep, str(tmp_path / "m.json")]) == 0
+    assert json.loads((tmp_path / "m.json").read_text())["traceEvents"]
+    assert "(chrome)" in capsys.readouterr().out
+    assert main(["convert", ep, str(tmp_path / "m.trace")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot tell the target format from" in err and "--to" in err
