@@ -107,6 +107,29 @@ def report(cube, top: int = 5, out=None) -> None:
             w("    locations: " + ", ".join(f"{cube.locations[l].key} {per_l[l]:.6f} s" for l in locs) + "\n")
 
 
+def _result_not_trace(path: str) -> str | None:
+    """A message when ``path`` is an analysis result (a cube or JSON summary) instead of a trace, else None."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, "rb") as f:
+            head = f.read(512)
+    except OSError:
+        return None
+    if len(head) >= 262 and head[257:262] == b"ustar":
+        kind = "a CUBE4 result (.cubex)"
+    elif head.lstrip().startswith(b"<?xml") or head.lstrip().startswith(b"<cube"):
+        kind = "a CUBE3 result"
+    elif head.startswith(b"\x89HDF"):
+        kind = "an HDF5 result"
+    elif head.lstrip().startswith(b"{") and b"expert-analyze-summary" in head:
+        kind = "a JSON summary"
+    else:
+        return None
+    return (f"{path} is {kind}, not a trace: view it with `expert-report {path} -o report.html`, compare it with "
+            f"`expert-diff BASE {path}`, or gate on it with `expert-check {path} --baseline BASE`")
+
+
 def default_jobs() -> int:
     """All cores this process may run on."""
     try:
@@ -178,7 +201,8 @@ def main(argv=None) -> int:
             raise FileNotFoundError(f"{args.trace}: no such file")
         trace = open_any(args.trace)
     except errors as exc:
-        err = str(exc)
+        err = _result_not_trace(args.trace) if isinstance(exc, tracefmt.TraceFormatError) else None
+        err = err or str(exc)
     if comm is not None:
         failed = [(r, e) for r, e in enumerate(comm.allgather(err)) if e]
         err = (failed[0][1] if failed[0][0] == 0 else f"rank {failed[0][0]}: {failed[0][1]}") if failed else None

@@ -102,3 +102,17 @@ def test_synthetic_otf2_wait_states_exact(tmp_path, shape):
     for key, secs in expected.items():
         # both sides sum the same nanosecond differences; only summation order differs
         assert tot.get(SYNTH_METRICS[key], 0.0) == pytest.approx(secs, rel=1e-9, abs=1e-15), key
+
+
+@pytest.mark.parametrize("suffix,kind", [(".cubex", "a CUBE4 result"), (".json", "a JSON summary")])
+def test_a_result_given_as_the_trace_points_to_the_result_tools(tmp_path, capsys, suffix, kind):
+    trace = merged_mpi(tmp_path / "run.elg")
+    out = tmp_path / "run.cubex"
+    js = tmp_path / "run.json"
+    assert main([trace, "-o", str(out), "--json", str(js), "-q"]) == 0
+    capsys.readouterr()
+    result = out if suffix == ".cubex" else js
+    assert main([str(result)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"is {kind}" in err[0] and "not a trace" in err[0]
+    assert "expert-report" in err[0] and "expert-diff" in err[0]
