@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import enum
 import os
+import struct
 from collections import defaultdict
 
 import numpy as np
@@ -102,7 +103,11 @@ def read(path: str | os.PathLike) -> TraceAssembly:
 
 def open_otf2(path: str | os.PathLike):
     """An OTF2 archive as a :class:`tracefmt` Trace (native decoding)."""
-    return read(path).to_trace()
+    asm = read(path)
+    try:
+        return asm.to_trace()
+    except (ValueError, OverflowError, struct.error) as exc:  # definitions our format cannot hold
+        raise Otf2Error(f"cannot convert the definitions: {exc}", path=asm.source) from None
 
 
 class _Definitions:
@@ -147,7 +152,7 @@ class _Definitions:
         self.group_rank: dict[int, int] = {}
         for r, lref in enumerate(mpi_locs or ()):
             loc = d.locations.get(lref)
-            if loc is not None:
+            if loc is not None and loc.group in d.location_groups:
                 self.group_rank.setdefault(loc.group, r)
         next_rank = max(self.group_rank.values(), default=-1) + 1
         for lg in d.location_groups:
@@ -235,7 +240,10 @@ class _Definitions:
             if g.type == GROUP_COMM_SELF:
                 self.comm_kind[j] = 2
                 continue
-            ranks = tuple(rank_of.get(m, -1) for m in self.members[g.ref])
+            ranks = tuple(rank_of.get(m, NO_ID) for m in self.members[g.ref])
+            if NO_ID in ranks:
+                a.problems.append(f"{self.anchor.path}: communicator {self.comm_names[j]!r}: a member is no thread "
+                                  f"location of a process; its rank is unknown")
             self.comm_kind[j], self.comm_off[j], self.comm_size[j] = 1, len(ranks_flat), len(ranks)
             ranks_flat.extend(ranks)
             if ranks not in gid_of:
@@ -261,7 +269,7 @@ class _Definitions:
             if isinstance(cid, int) and parent is not None and isinstance(self.comm_id.get(parent), int):
                 g, name, _ = a.comms[cid]
                 a.comms[cid] = (g, name, self.comm_id[parent])
-        self.comm_ranks = np.array([r & 0xFFFFFFFF for r in ranks_flat], np.uint32)
+        self.comm_ranks = np.array(ranks_flat, np.uint32)
         self.comm_keys = np.array(self.comm_refs, np.uint64)
         self.comm_vals = np.arange(n, dtype=np.int64)
 

@@ -1,0 +1,258 @@
+"""A tiny OTF2 archive writer for tests: every byte written by hand, in either byte order.
+
+It writes what the native reader must handle and the generator never produces:
+big-endian chunks, several chunks per file, mapping tables (dense and sparse)
+and clock offsets in local definitions, attribute lists, long records (0xFF
+length), record types the reader does not know, OTF2's undefined values.
+The archive is a 2-rank x 2-thread hybrid run; ``write_archive`` returns the
+anchor path.  The otf2 package reads these archives (the tests check that).
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+LITTLE, BIG = 0x42, 0x23
+CHUNK = 256 * 1024  # OTF2's smallest chunk size
+UNDEF32 = 0xFFFFFFFF
+
+# OTF2 record type codes used here
+E_ENTER, E_LEAVE, E_SEND, E_ISEND, E_ISEND_COMPLETE, E_IRECV_REQUEST, E_RECV, E_IRECV = range(12, 20)
+E_COLL_BEGIN, E_COLL_END, E_METRIC = 22, 23, 31
+E_THREAD_FORK, E_THREAD_JOIN, E_TEAM_BEGIN, E_TEAM_END, E_ACQUIRE, E_RELEASE = range(53, 59)
+E_PROGRAM_BEGIN = 83
+SINGLETONS = {E_ENTER, E_LEAVE, E_ISEND_COMPLETE, E_IRECV_REQUEST, 20, 21, 24, 28, 29, 30}
+
+
+class Enc:
+    def __init__(self, big: bool):
+        self.big = big
+        self.order = "big" if big else "little"
+
+    def full(self, v: int, n: int = 8) -> bytes:
+        return (v & ((1 << (8 * n)) - 1)).to_bytes(n, self.order)
+
+    def comp(self, v: int, width: int = 8) -> bytes:
+        v &= (1 << (8 * width)) - 1
+        if v == 0:
+            return b"\0"
+        if v == (1 << (8 * width)) - 1:
+            return b"\xff"
+        n = (v.bit_length() + 7) // 8
+        return bytes([n]) + v.to_bytes(n, self.order)
+
+    def u32(self, v: int) -> bytes:
+        return self.comp(v, 4)
+
+    def record(self, rtype: int, body: bytes) -> bytes:
+        if len(body) < 255:
+            return bytes([rtype, len(body)]) + body
+        return bytes([rtype, 0xFF]) + self.full(len(body)) + body
+
+    def header(self, first: int, last: int, chunked: bool = True) -> bytes:
+        h = bytes([3, BIG if self.big else LITTLE])
+        return h + (self.full(first) + self.full(last) if chunked else b"")
+
+
+def chunked_file(enc: Enc, items: list[tuple[int, bytes]], chunk_size: int = CHUNK) -> bytes:
+    """Chunks of (time or None, record bytes) items; an event's time is written when it changes and at the
+    start of every chunk.  Records that do not fit start a new chunk (the previous one padded with 0)."""
+    chunks: list[bytearray] = []
+    counts: list[tuple[int, int]] = []
+    cur = None
+    last_time = None
+    n = 0
+    for time, rec in items:
+        stamp = enc.full(time) if time is not None else b""
+        need = len(rec) + (9 if time is not None else 0) + 1
+        if cur is None or len(cur) + need > chunk_size:
+            if cur is not None:
+                counts.append((first, n))
+            cur = bytearray(enc.header(0, 0))
+            chunks.append(cur)
+            first = n + 1
+            last_time = None
+        if time is not None and time != last_time:
+            cur += b"\x05" + stamp
+            last_time = time
+        cur += rec
+        if time is not None and rec[0] != 6:
+            n += 1
+    counts.append((first, n))
+    out = bytearray()
+    for i, (c, (f, last)) in enumerate(zip(chunks, counts)):
+        c[2:18] = enc.full(f) + enc.full(last)
+        if i + 1 < len(chunks):
+            out += c + b"\0" * (chunk_size - len(c))
+        else:
+            out += c + b"\x02\x01"
+    return bytes(out)
+
+
+def _strings(enc: Enc, names: list[str]) -> list[bytes]:
+    return [enc.record(10, enc.u32(i) + s.encode() + b"\0") for i, s in enumerate(names)]
+
+
+def global_defs(enc: Enc) -> tuple[bytes, int]:
+    S = ["", "machine", "node0", "MPI Rank 0", "MPI Rank 1", "Master thread", "OMP thread 1", "main", "MPI_Send",
+         "MPI_Recv", "MPI_Allreduce", "MPI_Isend", "MPI_Wait", "MPI_Irecv", "!$omp parallel @t.c:10",
+         "!$omp implicit barrier @t.c:20", "!$omp critical @t.c:15", "MPI", "t.c", "MPI_COMM_WORLD",
+         "MPI_COMM_SELF", "work", "pid", "cycles", "#"]
+    ix = {s: i for i, s in enumerate(S)}
+    recs = [enc.record(5, enc.comp(1_000_000_000) + enc.comp(5_000) + enc.comp(10**9))]
+    recs += _strings(enc, S)
+    recs.append(enc.record(12, enc.u32(0) + enc.u32(ix["machine"]) + enc.u32(0) + enc.u32(UNDEF32)))
+    recs.append(enc.record(12, enc.u32(1) + enc.u32(ix["node0"]) + enc.u32(0) + enc.u32(0)))
+    for r in (0, 1):
+        recs.append(enc.record(13, enc.u32(r) + enc.u32(ix[f"MPI Rank {r}"]) + b"\x01" + enc.u32(1)))
+    for r in (0, 1):
+        for t in (0, 1):
+            name = "Master thread" if t == 0 else "OMP thread 1"
+            recs.append(enc.record(14, enc.comp((t << 32) | r) + enc.u32(ix[name]) + b"\x01" + enc.comp(0)
+                                   + enc.u32(r)))
+    regions = [("main", 2, 1, "t.c"), ("MPI_Send", 4, 28, "MPI"), ("MPI_Recv", 4, 28, "MPI"),
+               ("MPI_Allreduce", 4, 25, "MPI"), ("MPI_Isend", 4, 28, "MPI"), ("MPI_Wait", 4, 1, "MPI"),
+               ("MPI_Irecv", 4, 28, "MPI"), ("!$omp parallel @t.c:10", 3, 5, "t.c"),
+               ("!$omp implicit barrier @t.c:20", 3, 16, "t.c"), ("!$omp critical @t.c:15", 3, 12, "t.c"),
+               ("work", 1, 1, "t.c")]
+    for rid, (name, par, role, src) in enumerate(regions):
+        body = (enc.u32(rid) + enc.u32(ix[name]) + enc.u32(0) + b"\0" + enc.u32(ix[src]) + enc.u32(10 + rid)
+                + enc.u32(0) + enc.u32(ix[name]) + bytes([role, par]) + enc.u32(0))
+        recs.append(enc.record(15, body))
+
+    def group(ref, name, gtype, par, members):
+        body = enc.u32(ref) + enc.u32(name) + b"\0" + enc.u32(len(members))
+        body += b"".join(enc.comp(m) for m in members) + bytes([gtype, par]) + enc.u32(0)
+        return enc.record(18, body)
+
+    recs.append(group(0, 0, 4, 4, [0, 1]))  # MPI COMM_LOCATIONS: the master threads
+    recs.append(group(1, 0, 4, 3, [0, 1 << 32, 1, (1 << 32) | 1]))  # OpenMP COMM_LOCATIONS
+    recs.append(group(2, 0, 5, 4, [0, 1]))  # world
+    recs.append(group(3, 0, 6, 4, []))  # self
+    recs.append(group(4, 0, 5, 3, [0, 1]))  # team of rank 0
+    recs.append(group(5, 0, 5, 3, [2, 3]))  # team of rank 1
+    for ref, name, grp in ((0, ix["MPI_COMM_WORLD"], 2), (1, ix["MPI_COMM_SELF"], 3), (2, 0, 4), (3, 0, 5)):
+        recs.append(enc.record(22, enc.u32(ref) + enc.u32(name) + enc.u32(grp) + enc.u32(UNDEF32)))
+    recs.append(enc.record(11, enc.u32(0) + enc.u32(ix["pid"]) + b"\x04" + enc.u32(0)))  # attribute 0: UINT64
+    recs.append(enc.record(19, enc.u32(0) + enc.u32(ix["cycles"]) + enc.u32(0) + b"\x00\x00\x04\x00"
+                           + enc.comp(0) + enc.u32(ix["#"])))  # metric member: PAPI-like counter
+    recs.append(enc.record(20, enc.u32(0) + b"\x01" + enc.u32(0) + b"\x00\x00"))  # metric class of it
+    recs.append(enc.record(99, b"future definition record"))
+    return enc.header(1, 0) + b"".join(recs) + b"\x02\x01", len(recs)
+
+
+# a location's local ids -> global ids (rank 1's master uses other local ids than the global ones)
+REGION_MAP = [10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0]  # dense: local i -> global REGION_MAP[i]
+COMM_MAP = {7: 0, 1000: 3}  # sparse: local 7 -> world, local 1000 -> team of rank 1
+
+
+def local_defs(enc: Enc, mapped: bool, offsets: list[tuple[int, int]]) -> bytes:
+    recs = []
+    if mapped:
+        body = b"\x03" + enc.comp(len(REGION_MAP)) + b"\0" + b"".join(enc.comp(g) for g in REGION_MAP)
+        recs.append(enc.record(5, body))
+        body = b"\x06" + enc.comp(len(COMM_MAP)) + b"\x01"
+        body += b"".join(enc.comp(k) + enc.comp(v) for k, v in COMM_MAP.items())
+        recs.append(enc.record(5, body))
+    for t, off in offsets:
+        recs.append(enc.record(6, enc.full(t) + enc.comp(off) + struct.pack(">d" if enc.big else "<d", 0.0)))
+    return enc.header(1, 0) + b"".join(recs) + b"\x02\x01"
+
+
+def events(enc: Enc, rank: int, thread: int, iterations: int) -> list[tuple[int, bytes]]:
+    """One location's records: `iterations` rounds of a parallel region with a critical section; the master
+    also exchanges messages (blocking and non-blocking) and reduces."""
+    mapped = rank == 1 and thread == 0
+    reg = {g: REGION_MAP.index(g) for g in range(len(REGION_MAP))} if mapped else {g: g for g in range(11)}
+    world = 7 if mapped else 0
+    team = (1000 if mapped else 3) if rank == 1 else 2
+    E = []
+    t = 1_000_000 + 7 * rank + 3 * thread
+
+    def ev(rtype, body):
+        nonlocal t
+        t += 100
+        if rtype in SINGLETONS:
+            E.append((t, bytes([rtype]) + body))
+        else:
+            E.append((t, enc.record(rtype, body)))
+
+    def enter(g):
+        ev(E_ENTER, enc.u32(reg[g]))
+
+    def leave(g):
+        ev(E_LEAVE, enc.u32(reg[g]))
+
+    if thread == 0:
+        ev(E_PROGRAM_BEGIN, enc.u32(7) + enc.u32(0))
+        enter(0)
+    for it in range(iterations):
+        # each iteration starts at a fixed time; the workers after their master's fork
+        t = max(t, 1_000_000 + 5_000 * (it + 1) + 7 * rank + (250 + 3 * thread if thread else 0))
+        if thread == 0:
+            ev(E_THREAD_FORK, b"\x03" + enc.u32(2))
+        E.append((t + 100, enc.record(6, enc.u32(1) + enc.u32(0) + b"\x04" + enc.comp(4242))))  # attributes
+        ev(E_TEAM_BEGIN, enc.u32(team))
+        enter(7)
+        enter(10)
+        leave(10)
+        enter(9)
+        ev(E_ACQUIRE, b"\x03" + enc.u32(5) + enc.u32(2 * it + thread + 1))
+        ev(E_RELEASE, b"\x03" + enc.u32(5) + enc.u32(2 * it + thread + 1))
+        leave(9)
+        enter(8)
+        t += 50 * (1 - thread) + 10 * rank
+        leave(8)
+        leave(7)
+        ev(E_TEAM_END, enc.u32(team))
+        if thread == 0:
+            ev(E_THREAD_JOIN, b"\x03")
+            peer = 1 - rank
+            enter(1)
+            ev(E_SEND, enc.u32(peer) + enc.u32(world) + enc.u32(42) + enc.comp(8192))
+            leave(1)
+            enter(2)
+            ev(E_RECV, enc.u32(peer) + enc.u32(world) + enc.u32(42) + enc.comp(8192))
+            leave(2)
+            enter(4)
+            ev(E_ISEND, enc.u32(peer) + enc.u32(world) + enc.u32(7) + enc.comp(16) + enc.comp(it + 1))
+            leave(4)
+            enter(6)
+            ev(E_IRECV_REQUEST, enc.comp(100 + it))
+            leave(6)
+            enter(5)
+            ev(E_ISEND_COMPLETE, enc.comp(it + 1))
+            ev(E_IRECV, enc.u32(peer) + enc.u32(world) + enc.u32(7) + enc.comp(16) + enc.comp(100 + it))
+            leave(5)
+            enter(3)
+            ev(E_COLL_BEGIN, b"")
+            ev(E_COLL_END, b"\x0b" + enc.u32(world) + enc.u32(UNDEF32) + enc.comp(8) + enc.comp(8))
+            leave(3)
+            ev(E_METRIC, enc.u32(0) + b"\x01\x04" + enc.comp(123456))
+            ev(200, b"unknown record type")
+            ev(201, bytes(300))  # a long record of an unknown type (0xFF length)
+    if thread == 0:
+        leave(0)
+    return E
+
+
+def write_archive(root: Path, big: bool = False, iterations: int = 3, chunk_size: int = CHUNK) -> Path:
+    """The archive under `root`; returns the anchor file's path."""
+    enc = Enc(big)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "traces").mkdir(exist_ok=True)
+    defs, n_defs = global_defs(enc)
+    anchor = enc.header(0, 0, chunked=False) + b"OTF2\0" + bytes([3, 2, 3, 0, 0])
+    anchor += enc.full(chunk_size) + enc.full(4 * CHUNK) + b"\x01\x01" + enc.full(4) + enc.full(n_defs)
+    anchor += b"machine\0test writer\0\0" + enc.full(0, 4) + enc.full(12345) + enc.full(0, 4) * 2 + b"\x02"
+    (root / "traces.otf2").write_bytes(anchor)
+    (root / "traces.def").write_bytes(defs)
+    for r in (0, 1):
+        for t in (0, 1):
+            loc = (t << 32) | r
+            offsets = [(1_000_000, 0), (1_000_000 + 10**7, 2_000)] if r == 1 else []
+            (root / "traces" / f"{loc}.def").write_bytes(local_defs(enc, r == 1 and t == 0, offsets))
+            (root / "traces" / f"{loc}.evt").write_bytes(chunked_file(enc, events(enc, r, t, iterations),
+                                                                       chunk_size))
+    return root / "traces.otf2"
