@@ -20,20 +20,21 @@ from .cube import Cube, LocationInfo, MetricInfo, RegionInfo, region_strings
 __all__ = ["analyze", "compute_patterns", "build_cube", "counter_cube_metrics", "required_tables", "select_patterns"]
 
 
-def select_patterns(patterns=None, plugins: bool = True) -> list[Pattern]:
+def select_patterns(patterns=None, plugins: bool = True, files=()) -> list[Pattern]:
     """Pattern instances in computation order.
 
     ``patterns``: None (all built-ins and plugins), unique names (a list or a
     comma-separated string; parents and dependencies come along), or Pattern
-    classes / instances used as given.
+    classes / instances used as given.  ``files``: Python files whose patterns
+    join the built-ins and plugins (``expert-analyze --plugin FILE.py``).
     """
     from patterns.registry import load_patterns
 
     if patterns is None or isinstance(patterns, str):
-        return load_patterns(patterns, plugins=plugins)
+        return load_patterns(patterns, plugins=plugins, files=files)
     patterns = list(patterns)
     if all(isinstance(p, str) for p in patterns):
-        return load_patterns(patterns, plugins=plugins)
+        return load_patterns(patterns, plugins=plugins, files=files)
     from patterns.api import validate_pattern
 
     out = []
@@ -159,11 +160,11 @@ def counter_cube_metrics(ctx, taken=()) -> list[tuple[MetricInfo, np.ndarray]]:
 
 
 def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, jobs: int = 1,
-            comm=None) -> Cube | None:
+            comm=None, plugin_files=()) -> Cube | None:
     """Analyze a trace (path of any supported format, or an opened ``tracefmt.Trace``) and return the
     severity :class:`Cube`.
 
-    ``patterns``: see :func:`select_patterns`.  ``progress``: optional
+    ``patterns``: see :func:`select_patterns`; ``plugin_files``: Python files of patterns to add.  ``progress``: optional
     callable ``progress(n_events)`` called as locations are replayed.
     ``jobs``: threads replaying disjoint shares of the processes.  ``comm``:
     an mpi4py communicator for the distributed replay (every rank calls
@@ -185,7 +186,7 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
         raise tracefmt.TraceFormatError(f"nothing to analyze: {why}", path=source)
     from .replay import replay  # numba kernels: imported only when a trace is analyzed
 
-    pats = select_patterns(patterns, plugins=plugins)
+    pats = select_patterns(patterns, plugins=plugins, files=plugin_files)
     tables = required_tables(pats)  # the replay builds only what the selected patterns read
     if comm is not None:
         from .replay.distributed import replay_mpi

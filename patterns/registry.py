@@ -24,7 +24,9 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.metadata
+import importlib.util
 import inspect
+import os
 import types
 from collections.abc import Iterable
 from typing import NamedTuple
@@ -35,6 +37,8 @@ __all__ = [
     "BUILTIN_MODULES",
     "load_patterns",
     "all_patterns",
+    "available_patterns",
+    "patterns_from_file",
     "hierarchy",
     "format_hierarchy",
     "HierarchyEntry",
@@ -280,22 +284,57 @@ def _closure(by_name: dict[str, Pattern], names: Iterable[str]) -> list[str]:
 # --------------------------------------------------------------------------
 # Public API
 # --------------------------------------------------------------------------
-def _discover(plugins: bool) -> dict[str, Pattern]:
+def patterns_from_file(path) -> list[Pattern]:
+    """The patterns one Python file defines (its ``PATTERNS`` list, or every Pattern subclass in it).
+
+    For trying a pattern without packaging it (``expert-analyze --plugin FILE.py``);
+    the file is imported as a module of its own, its patterns get the origin
+    ``file PATH``.
+    """
+    path = os.fspath(path)
+    origin = f"file {path}"
+    if not os.path.isfile(path):
+        raise PatternError(f"{origin}: no such file")
+    name = "expert_plugin_file_" + "".join(c if c.isalnum() else "_" for c in os.path.abspath(path))
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError("not a Python source file")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the file is foreign code
+        raise PatternError(f"{origin}: loading failed: {type(exc).__name__}: {exc}") from exc
+    found = _instances_from(module, origin)
+    for p in found:
+        p.origin = origin
+    return found
+
+
+def _discover(plugins: bool, files: Iterable = ()) -> dict[str, Pattern]:
     found = _builtin_patterns()
     if plugins:
         found += _plugin_patterns()
+    for path in files:
+        found += patterns_from_file(path)
     return _validate_all(found)
 
 
-def load_patterns(names: Iterable[str] | str | None = None, plugins: bool = True) -> list[Pattern]:
+def available_patterns(plugins: bool = True, files: Iterable = ()) -> list[Pattern]:
+    """Every available pattern in discovery order (built-in modules, plugins, files), validated."""
+    return list(_discover(plugins, files).values())
+
+
+def load_patterns(names: Iterable[str] | str | None = None, plugins: bool = True,
+                  files: Iterable = ()) -> list[Pattern]:
     """Validated pattern instances in computation order.
 
     ``names`` (unique names, or one comma-separated string) selects patterns;
     everything they need (parents and `depends`) comes along.  ``None``
-    loads every built-in and, with ``plugins``, every installed plugin.
+    loads every built-in and, with ``plugins``, every installed plugin;
+    ``files`` adds the patterns of Python files (:func:`patterns_from_file`).
     Raises :class:`PatternError` naming the pattern and where it came from.
     """
-    by_name = _discover(plugins)
+    by_name = _discover(plugins, files)
     if names is None:
         selected = list(by_name)
     else:
@@ -311,9 +350,9 @@ def load_patterns(names: Iterable[str] | str | None = None, plugins: bool = True
     return [by_name[n] for n in _topological(by_name, selected)]
 
 
-def all_patterns(plugins: bool = True) -> list[Pattern]:
-    """Every available pattern (built-ins and plugins), in computation order."""
-    return load_patterns(None, plugins=plugins)
+def all_patterns(plugins: bool = True, files: Iterable = ()) -> list[Pattern]:
+    """Every available pattern (built-ins, plugins and those of ``files``), in computation order."""
+    return load_patterns(None, plugins=plugins, files=files)
 
 
 class HierarchyEntry(NamedTuple):
@@ -328,7 +367,7 @@ def hierarchy(patterns: Iterable[Pattern] | None = None) -> list[HierarchyEntry]
     (built-in modules, then plugins); a pattern whose parent is not among
     them is shown as a root.
     """
-    pats = list(_discover(True).values()) if patterns is None else list(patterns)
+    pats = available_patterns() if patterns is None else list(patterns)
     by_name = {p.name: p for p in pats}
     return [HierarchyEntry(d, by_name[n]) for d, n in _preorder(by_name, list(by_name))]
 

@@ -36,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--hdf5", metavar="FILE", help="also write the whole cube as HDF5")
     p.add_argument("--patterns", metavar="NAME,...", help="compute only these properties (and their parents)")
     p.add_argument("--no-plugins", action="store_true", help="ignore third-party patterns")
+    p.add_argument("--plugin", action="append", default=[], metavar="FILE.py",
+                   help="also load the patterns defined in this Python file (repeatable; no packaging needed)")
     p.add_argument("--top", type=int, default=5, metavar="N",
                    help="how many worst properties, call paths and locations to list (default 5)")
     p.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
@@ -155,12 +157,14 @@ def default_cube_path(trace: str) -> str:
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.top < 0:
+        parser.error(f"--top must be 0 or more, got {args.top}")
     if args.list_patterns:
         from patterns.api import PatternError
-        from patterns.registry import format_hierarchy
+        from patterns.registry import available_patterns, format_hierarchy
 
         try:
-            print(format_hierarchy())
+            print(format_hierarchy(available_patterns(plugins=not args.no_plugins, files=args.plugin)))
         except PatternError as exc:  # a broken plugin
             print(f"{PROG}: error: {exc}", file=sys.stderr)
             return 2
@@ -216,7 +220,7 @@ def main(argv=None) -> int:
         else:
             update = None
         cube = analyze(trace, patterns=args.patterns, plugins=not args.no_plugins, progress=update, jobs=jobs,
-                       comm=comm)
+                       comm=comm, plugin_files=args.plugin)
         if bar is not None:
             bar.close()
             bar = None
