@@ -146,6 +146,7 @@ class CheckReport:
     new: Summary
     baselines: list[Summary]
     outcomes: list[Outcome]
+    warnings: list[str] = field(default_factory=list)  # one line each, for stderr
 
     @property
     def failures(self) -> list[Outcome]:
@@ -259,7 +260,7 @@ def check(new, baselines, thresholds: list[Threshold], floors=(), per_callpath: 
     if needs_baseline and not bases:
         raise ResultError("--max-increase needs at least one --baseline")
     floors = list(floors)
-    outcomes = []
+    outcomes, warnings = [], []
     for th in thresholds:
         m = _metric(new_r, th.metric, th.option)
         bms = [_metric(b, th.metric, th.option) for b in bases] if (bases and th.kind == "increase") else [
@@ -270,6 +271,7 @@ def check(new, baselines, thresholds: list[Threshold], floors=(), per_callpath: 
         o = _evaluate(th, "total", float(m.total), [float(b.total) for b in bms], m.unit, floor)
         o.callpaths, o.locations = cps, locs
         outcomes.append(o)
+        warnings.extend(_bare_number_warnings(th, o, m.unit))
         if per_callpath:
             paths = list(m.per_callpath) + [p for b in bms for p in b.per_callpath if p not in m.per_callpath]
             for p in dict.fromkeys(paths):
@@ -277,7 +279,22 @@ def check(new, baselines, thresholds: list[Threshold], floors=(), per_callpath: 
                                [float(b.per_callpath.get(p, 0.0)) for b in bms], m.unit, floor)
                 if not oc.passed:  # passing call paths would flood the report
                     outcomes.append(oc)
-    return CheckReport(new_r, bases, outcomes)
+    return CheckReport(new_r, bases, outcomes, warnings)
+
+
+def _bare_number_warnings(th: Threshold, o: Outcome, unit: str) -> list[str]:
+    """A limit given without a unit is taken in the metric's unit; say so when that looks like a forgotten % or
+    unit: the baseline is less than 1 % of the allowed increase."""
+    if th.kind != "increase" or o.baseline_mean is None:
+        return []
+    out = []
+    for q in th.parts:
+        if q.kind == "number" and q.value > 0 and abs(o.baseline_mean) < 0.01 * q.value:
+            taken = format_value(q.value, unit)
+            out.append(f"{th.option}: {q.text} has no unit and was taken as {taken} ({th.metric!r} is in "
+                       f"{unit!r}), over 100x its baseline {format_value(o.baseline_mean, unit)}; "
+                       f"write {q.text}% for a relative limit or give the unit")
+    return out
 
 
 # --------------------------------------------------------------------------

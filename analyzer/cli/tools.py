@@ -163,6 +163,8 @@ def _check(a) -> int:
     if not thresholds:
         raise UsageError("no thresholds given (use --max-increase and/or --max-value)")
     rep = chk.check(a.new, baselines, thresholds, floors, per_callpath=a.per_callpath)
+    for w in rep.warnings:
+        print(f"expert-check: warning: {w}", file=sys.stderr)
     text = chk.format_text(rep)
     if a.quiet:
         text = "\n".join(l for l in text.splitlines() if not l.startswith("PASS  "))

@@ -182,6 +182,17 @@ def test_abs_floor_ignores_small_increases(files, capsys):
     assert rc == 1
 
 
+def test_bare_number_far_above_the_baseline_warns_with_the_unit_taken(files, capsys):
+    # Late Sender is 2 s in the baseline: "=500" (a forgotten %) allows 500 s, so it passes, with a warning
+    rc, _, err = run(capsys, files["worse"], "--baseline", files["base"], "--max-increase", "mpi_latesender=500")
+    assert rc == 0
+    warn = [l for l in err.splitlines() if l.startswith("expert-check: warning:")]
+    assert len(warn) == 1 and "taken as 500" in warn[0] and "'sec'" in warn[0] and "500%" in warn[0]
+    # a bare number of the baseline's size is a plausible absolute limit: no warning, and it still gates
+    rc, _, err = run(capsys, files["worse"], "--baseline", files["base"], "--max-increase", "mpi_latesender=0.5")
+    assert rc == 1 and "warning" not in err
+
+
 def test_max_value(files, capsys):
     rc, out, _ = run(capsys, files["worse"], "--max-value", "mpi_latesender=2.5s")
     assert rc == 1 and "above the maximum 2.500 s" in out
