@@ -47,6 +47,21 @@ static void strip_newline(char *s)
 }
 
 /* Resolve one address; want_function: the function's name is wanted (else only file:line). */
+/* popen for the runtime's own tools (addr2line, nm): without our LD_PRELOAD, so that neither the
+ * shell nor the tool loads the runtime (a start-up each, and EXPERT_METRICS warnings from each) */
+static FILE *popen_untraced(const char *cmd)
+{
+    const char *pre = getenv("LD_PRELOAD");
+    char *saved = pre ? strdup(pre) : NULL;
+    if (saved) unsetenv("LD_PRELOAD");
+    FILE *p = popen(cmd, "r");
+    if (saved) {
+        setenv("LD_PRELOAD", saved, 1);
+        free(saved);
+    }
+    return p;
+}
+
 char *xt_resolve_addr(uintptr_t addr, int want_function, char **file, uint32_t *line)
 {
     char path[4096];
@@ -57,7 +72,7 @@ char *xt_resolve_addr(uintptr_t addr, int want_function, char **file, uint32_t *
     char *fn = NULL;
     char cmd[4400];
     snprintf(cmd, sizeof cmd, "addr2line -f -C -e '%s' %#lx 2>/dev/null", path, (unsigned long)rel);
-    FILE *p = popen(cmd, "r");
+    FILE *p = popen_untraced(cmd);
     if (p) {
         char l1[4096], l2[4096];
         if (fgets(l1, sizeof l1, p) && fgets(l2, sizeof l2, p)) {
@@ -130,7 +145,7 @@ static void load_filter(void)
     uintptr_t base = exe_base && eh->e_type == ET_DYN ? exe_base : 0;
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "nm --defined-only -C '%s' 2>/dev/null", exe);
-    FILE *p = popen(cmd, "r");
+    FILE *p = popen_untraced(cmd);
     if (!p) return;
     size_t cap = 0;
     while (fgets(line, sizeof line, p)) {
