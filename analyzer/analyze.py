@@ -17,7 +17,14 @@ from patterns.api import Pattern, PatternError, Severity, check_subset_rule
 
 from .cube import Cube, LocationInfo, MetricInfo, RegionInfo, region_strings
 
-__all__ = ["analyze", "compute_patterns", "build_cube", "counter_cube_metrics", "required_tables", "select_patterns"]
+__all__ = ["analyze", "compute_patterns", "build_cube", "counter_cube_metrics", "metric_status", "required_tables",
+           "select_patterns", "NOT_MEASURED_ATTR", "ABSENT_ATTR"]
+
+#: cube attribute per property left out as not measured: ``NOT_MEASURED_ATTR + name`` = the reason
+NOT_MEASURED_ATTR = "expert-analyze::not-measured::"
+#: cube attribute per paradigm without any call in the trace: ``ABSENT_ATTR + paradigm`` = the unique names
+#: (space-separated) of the properties that are zero for that reason
+ABSENT_ATTR = "expert-analyze::absent::"
 
 
 def select_patterns(patterns=None, plugins: bool = True, files=()) -> list[Pattern]:
@@ -94,15 +101,58 @@ def _metric_order(pats: list[Pattern]) -> list[Pattern]:
     return [e.pattern if hasattr(e, "pattern") else e[1] for e in hierarchy(pats)]
 
 
-def build_cube(ctx, pats: list[Pattern], attrs: dict | None = None) -> Cube:
+def metric_status(ctx, pats: list[Pattern]) -> tuple[dict[str, str], dict[str, str]]:
+    """Which properties a report should not show as plain numbers: ``(not_measured, absent)``.
+
+    ``not_measured[name]`` is the reason a property cannot be measured from this trace
+    (``Pattern.unmeasured``; a property under an unmeasured one inherits the reason);
+    ``absent[name]`` is the paradigm (``Pattern.paradigm``, inherited along the metric tree)
+    of a property whose paradigm has no call in the call tree: it is zero by construction.
+    Both in metric-tree order.
+    """
+    paradigms = ctx.cnode_paradigm()
+    present = {"mpi": bool((paradigms == tracefmt.layout.Paradigm.MPI).any()),
+               "openmp": bool((paradigms == tracefmt.layout.Paradigm.OPENMP).any())}
+    names = {p.name for p in pats}
+    paradigm: dict[str, str | None] = {}
+    not_measured: dict[str, str] = {}
+    absent: dict[str, str] = {}
+    for p in _metric_order(pats):
+        parent = p.parent if p.parent in names else None
+        own = getattr(p, "paradigm", None)
+        paradigm[p.name] = own if own not in (None, "generic") else (paradigm[parent] if parent else None)
+        why = not_measured.get(parent) if parent else None
+        if why is None:
+            try:
+                why = p.unmeasured(ctx) if hasattr(p, "unmeasured") else None
+            except Exception as exc:
+                origin = getattr(p, "origin", type(p).__module__)
+                raise PatternError(f"pattern {p.name!r} (from {origin}) failed in unmeasured(): "
+                                   f"{type(exc).__name__}: {exc}") from exc
+        if why:
+            not_measured[p.name] = str(why)
+        elif paradigm[p.name] is not None and not present.get(paradigm[p.name], True):
+            absent[p.name] = paradigm[p.name]
+    return not_measured, absent
+
+
+def build_cube(ctx, pats: list[Pattern], attrs: dict | None = None, not_measured: dict[str, str] | None = None) -> Cube:
+    """The cube of computed patterns; those in ``not_measured`` (name -> reason) are left out of its
+    metrics and values and kept in ``cube.not_measured`` instead."""
     defs = ctx.trace.defs
     names = {p.name for p in pats}
+    not_measured = not_measured or {}
     metrics = []
+    left_out = {}
     for p in _metric_order(pats):
-        metrics.append(MetricInfo(
+        info = MetricInfo(
             name=p.name, display_name=p.display_name, parent=p.parent if p.parent in names else None, unit=p.unit,
             description=p.description, diagnosis=p.diagnosis, dtype="FLOAT" if p.unit == "sec" else "INTEGER",
-        ))
+        )
+        if p.name in not_measured:
+            left_out[p.name] = (info, not_measured[p.name])
+        else:
+            metrics.append(info)
     regions = []
     for rid, name in enumerate(ctx.region_name):
         r = defs.regions.get(rid)
@@ -128,11 +178,13 @@ def build_cube(ctx, pats: list[Pattern], attrs: dict | None = None) -> Cube:
             rank=int(d.process), thread=int(d.thread), name=d.name or "",
             process_name=proc.name if proc is not None and proc.name else "",
         ))
-    values = {p.name: ctx.results[p.name] for p in pats if p.name in ctx.results}
+    values = {p.name: ctx.results[p.name] for p in pats if p.name in ctx.results and p.name not in left_out}
     for info, counts in counter_cube_metrics(ctx, names):
         metrics.append(info)
         values[info.name] = counts
-    return Cube(metrics, regions, ctx.calltree.parent, ctx.calltree.region, locations, values, attrs or {})
+    cube = Cube(metrics, regions, ctx.calltree.parent, ctx.calltree.region, locations, values, attrs or {})
+    cube.not_measured = left_out
+    return cube
 
 
 def counter_cube_metrics(ctx, taken=()) -> list[tuple[MetricInfo, np.ndarray]]:
@@ -205,7 +257,12 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
     }
     for i, prob in enumerate(ctx.problems):
         attrs[f"expert-analyze::problem{i}"] = prob
-    cube = build_cube(ctx, pats, attrs)
+    not_measured, absent = metric_status(ctx, pats)
+    for name, why in not_measured.items():
+        attrs[NOT_MEASURED_ATTR + name] = why
+    for par in dict.fromkeys(absent.values()):
+        attrs[ABSENT_ATTR + par] = " ".join(n for n, p in absent.items() if p == par)
+    cube = build_cube(ctx, pats, attrs, not_measured)
     cube.context = ctx
     cube.problems.extend(ctx.problems)
     return cube

@@ -39,6 +39,8 @@ from .tables import TABLE_NAMES
 
 ENTRY_POINT_GROUP = "expert.patterns"
 UNITS = ("sec", "occ", "bytes")
+#: values of ``Pattern.paradigm``: None (every program; "generic", as earlier versions wrote it), MPI, OpenMP
+PARADIGMS = (None, "generic", "mpi", "openmp")
 
 
 class PatternError(Exception):
@@ -96,10 +98,20 @@ class Pattern:
     #: computed in the same run* (check ``name in ctx.results``): computed first
     #: when selected, but never selected because of this pattern
     optional_depends: ClassVar[tuple[str, ...]] = ()
+    #: the programming model the property belongs to: ``"mpi"``, ``"openmp"`` or None (any
+    #: program; ``"generic"`` means the same).  None inherits the parent's.  In a trace without a call of that paradigm
+    #: the property is zero by construction, and the text report hides it unless ``--all``
+    paradigm: ClassVar[str | None] = None
 
     def compute(self, ctx) -> Severity | np.ndarray:  # pragma: no cover - abstract
         """Return a Severity or a dense [n_cnodes, n_locations] array."""
         raise NotImplementedError(f"pattern {self.name!r} has no compute step")
+
+    def unmeasured(self, ctx) -> str | None:
+        """Why this trace cannot measure the property (a few words, e.g. a counter it needs was
+        not recorded), or None when it can.  An unmeasured property, and every property under it,
+        is left out of the results: reports say "n/a", never 0 (docs/writing-patterns.md)."""
+        return None
 
 
 def validate_pattern(p: Pattern, origin: str = "") -> None:
@@ -116,6 +128,8 @@ def validate_pattern(p: Pattern, origin: str = "") -> None:
         raise PatternError(f"pattern {name!r}{where}: unit must be one of {UNITS}, got {p.unit!r}")
     if p.parent is not None and not isinstance(p.parent, str):
         raise PatternError(f"pattern {name!r}{where}: parent must be a unique name or None")
+    if getattr(p, "paradigm", None) not in PARADIGMS:
+        raise PatternError(f"pattern {name!r}{where}: paradigm must be one of {PARADIGMS}, got {p.paradigm!r}")
     if not callable(getattr(p, "compute", None)):
         raise PatternError(f"pattern {name!r}{where}: compute is not callable")
     for attr in ("requires", "depends", "optional_depends"):
@@ -132,7 +146,7 @@ def validate_pattern(p: Pattern, origin: str = "") -> None:
 
 def pattern(*, name: str, display_name: str, description: str, diagnosis: str,
             parent: str | None = None, unit: str = "sec", requires: tuple[str, ...] = (),
-            depends: tuple[str, ...] = (), optional_depends: tuple[str, ...] = ()):
+            depends: tuple[str, ...] = (), optional_depends: tuple[str, ...] = (), paradigm: str | None = None):
     """Decorator turning a function ``f(ctx) -> Severity | ndarray`` into a Pattern class."""
 
     def wrap(fn):
@@ -149,6 +163,7 @@ def pattern(*, name: str, display_name: str, description: str, diagnosis: str,
                 "requires": tuple(requires),
                 "depends": tuple(depends),
                 "optional_depends": tuple(optional_depends),
+                "paradigm": paradigm,
                 "compute": lambda self, ctx: fn(ctx),
                 "__doc__": fn.__doc__,
                 "__module__": fn.__module__,

@@ -69,6 +69,7 @@ def _rma_mask(ctx, sync: bool):
 class Mpi(Pattern):
     name = "mpi"
     parent = "execution"
+    paradigm = "mpi"  # inherited by the whole MPI subtree
     display_name = "MPI"
     unit = "sec"
     description = (

@@ -101,6 +101,7 @@ _BYTES_HINT = "Compare the volume with the communication time to judge the achie
 class Syncs(_Count):
     name = "syncs"
     parent = None
+    paradigm = "mpi"
     display_name = "Synchronizations"
     unit = "occ"
     description = (
@@ -214,6 +215,7 @@ class SyncsColl(_Count):
 class Comms(_Count):
     name = "comms"
     parent = None
+    paradigm = "mpi"
     display_name = "Communications"
     unit = "occ"
     description = (
@@ -369,6 +371,7 @@ class CommsCdst(_Count):
 class Bytes(_Count):
     name = "bytes"
     parent = None
+    paradigm = "mpi"
     display_name = "Bytes transferred"
     unit = "bytes"
     description = (

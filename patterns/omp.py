@@ -219,6 +219,7 @@ class _RoleTime(Pattern):
 class OmpTime(Pattern):
     name = "omp_time"
     parent = "execution"
+    paradigm = "openmp"  # inherited by the whole OpenMP subtree
     display_name = "OMP"
     unit = "sec"
     description = (
@@ -508,6 +509,7 @@ class OmpOrdered(_RoleTime):
 class OmpIdleThreads(Pattern):
     name = "omp_idle_threads"
     parent = "time"
+    paradigm = "openmp"
     display_name = "Idle Threads"
     unit = "sec"
     description = (

@@ -505,6 +505,7 @@ FALSE_SHARING_FACTOR = 4.0
 class OmpFalseSharing(Pattern):
     name = "omp_false_sharing"
     parent = None
+    paradigm = "openmp"
     display_name = "False Sharing (excess cache misses)"
     unit = "occ"
     description = (
@@ -522,6 +523,12 @@ class OmpFalseSharing(Pattern):
     )
     requires = ()
     depends = ()
+
+    def unmeasured(self, ctx):
+        counters = getattr(ctx, "counters", None) or {}
+        if not any(m in counters for m in MISS_METRICS) or not any(m in counters for m in ACCESS_METRICS):
+            return "the trace has no cache-miss and access counters, which EXPERT_METRICS records"
+        return None
 
     def compute(self, ctx):
         out = _dense(ctx)

@@ -1,7 +1,7 @@
 """``expert-analyze``: analyze a trace, print the EXPERT presenter's three views in text, write the cube.
 
     expert-analyze TRACE [-o result.cubex] [--json result.json] [--hdf5 result.h5]
-                   [--patterns NAME,...] [--top N] [-j N] [--no-progress] [-q]
+                   [--patterns NAME,...] [--all] [--top N] [-j N] [--no-progress] [-q]
     mpiexec -n K expert-analyze --mpi TRACE ...     (distributed: rank 0 writes and prints)
 
 The result does not depend on -j or on K.
@@ -16,8 +16,7 @@ import argparse
 import os
 import sys
 
-import numpy as np
-
+from .text_report import report
 from .tools import quiet_on_closed_pipe
 
 PROG = "expert-analyze"
@@ -38,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-plugins", action="store_true", help="ignore third-party patterns")
     p.add_argument("--plugin", action="append", default=[], metavar="FILE.py",
                    help="also load the patterns defined in this Python file (repeatable; no packaging needed)")
+    p.add_argument("--all", action="store_true", dest="show_all",
+                   help="print every property; by default those of a paradigm the trace does not use (zero by "
+                   "construction) and those it cannot measure are left out, and one line says so")
     p.add_argument("--top", type=int, default=5, metavar="N",
                    help="how many worst properties, call paths and locations to list (default 5)")
     p.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
@@ -64,49 +66,6 @@ def _progress_bar(trace, disable: bool):
         return None, None
     bar = tqdm(total=total, unit="ev", unit_scale=True, desc="replay", file=sys.stderr, leave=False)
     return bar, bar.update
-
-
-def _fmt_val(v: float, unit: str) -> str:
-    if unit == "sec":
-        return f"{v:12.6f} s"
-    return f"{v:12.0f} {'B' if unit == 'bytes' else ' '}"
-
-
-def report(cube, top: int = 5, out=None) -> None:
-    """The three views in text: property tree, then for the worst properties their call paths and locations."""
-    out = sys.stdout if out is None else out
-    total_time = cube.total("time") if "time" in cube.metric_names else 0.0
-    w = out.write
-    w("Performance properties (severity, % of total time)\n")
-    depth = {}
-    for m in cube.metrics:
-        depth[m.name] = 0 if m.parent is None else depth.get(m.parent, -1) + 1
-        v = cube.total(m.name)
-        pct = f"{100.0 * v / total_time:6.2f} %" if (m.unit == "sec" and total_time > 0) else " " * 8
-        label = f"{'  ' * depth[m.name]}{m.display_name} ({m.name})"
-        w(f"  {label:<62s}{_fmt_val(v, m.unit)}  {pct}\n")
-    # worst properties: wait states and categories ranked by their own share (exclusive in the metric tree)
-    sec = [m for m in cube.metrics if m.unit == "sec" and m.name not in ("time", "execution")
-           and not m.name.startswith("imbalance")]
-    own = {m.name: float(cube.exclusive_in_metric(m.name).sum()) for m in sec}
-    worst = sorted((n for n in own if own[n] > 0), key=lambda n: -own[n])[:top]
-    if not worst:
-        return
-    w(f"\nWorst properties (their own share of time), top call paths and locations\n")
-    for name in worst:
-        m = cube.metric(name)
-        pct = 100.0 * own[name] / total_time if total_time > 0 else 0.0
-        w(f"\n  {m.display_name} ({name}): {own[name]:.6f} s, {pct:.2f} % of time\n")
-        vals = np.asarray(cube.values[name])
-        per_c = vals.sum(axis=1)
-        for c in np.argsort(-per_c, kind="stable")[:top]:
-            if per_c[c] <= 0:
-                break
-            w(f"    {per_c[c]:12.6f} s  {cube.callpath(int(c))}\n")
-        per_l = vals.sum(axis=0)
-        locs = [l for l in np.argsort(-per_l, kind="stable")[:top] if per_l[l] > 0]
-        if locs:
-            w("    locations: " + ", ".join(f"{cube.locations[l].key} {per_l[l]:.6f} s" for l in locs) + "\n")
 
 
 def _result_not_trace(path: str) -> str | None:
@@ -241,7 +200,7 @@ def main(argv=None) -> int:
     if rc or not root:
         return rc
     if not args.quiet:
-        report(cube, top=args.top)
+        report(cube, top=args.top, show_all=args.show_all)
         for prob in cube.context.problems:
             print(f"{PROG}: warning: {prob}", file=sys.stderr)
         print(f"\nwrote {out_path}" + (f", {args.json}" if args.json else "") + (f", {args.hdf5}" if args.hdf5 else ""))

@@ -8,7 +8,11 @@ Schema (``docs/cube.md`` has the full description)::
             "display_name": "...", "parent": "<unique name>" | null, "unit": "sec" | "occ" | "bytes",
             "total": <value over the whole run>,
             "per_location": {"rank R thread T": value, ...},
-            "per_callpath": {"main/foo/MPI_Recv": value, ...}}, ...}}
+            "per_callpath": {"main/foo/MPI_Recv": value, ...}}, ...},
+     "not_measured": {"<unique name>": {"display_name": "...", "parent": ..., "unit": ..., "reason": "..."}}}
+
+``not_measured`` is there only when the analysis left properties out because the trace cannot
+measure them (``cube.not_measured``); they have no entry in ``metrics``.
 
 Values are inclusive along the metric tree (as in the cube) and, per call
 path, exclusive along the call tree.  Zero entries are left out of
@@ -54,7 +58,13 @@ def to_json_dict(cube: Cube) -> dict:
             "per_location": per_loc,
             "per_callpath": per_path,
         }
-    return {"format": FORMAT, "version": VERSION, "metrics": metrics}
+    doc = {"format": FORMAT, "version": VERSION, "metrics": metrics}
+    if cube.not_measured:  # properties the trace could not measure: named, never written as 0
+        doc["not_measured"] = {
+            name: {"display_name": m.display_name, "parent": m.parent, "unit": m.unit, "reason": why}
+            for name, (m, why) in cube.not_measured.items()
+        }
+    return doc
 
 
 def dumps(cube: Cube) -> str:

@@ -121,6 +121,9 @@ class Cube:
         self.attrs: dict[str, str] = {str(k): str(v) for k, v in (attrs or {}).items()}
         #: notes from a reader: what in the file could not be represented
         self.problems: list[str] = []
+        #: properties left out because the trace cannot measure them (``patterns.Pattern.unmeasured``):
+        #: name -> (MetricInfo, reason), in metric-tree order; set by the analysis, reports print "n/a"
+        self.not_measured: dict[str, tuple[MetricInfo, str]] = {}
         self.strict = strict
 
         self.cnode_parent = self._int_array(cnode_parent, "cnode_parent")

@@ -3,7 +3,8 @@
 * a plugin author imports everything from ``patterns``, which never imports ``analyzer``;
 * ``requires`` decides which replay tables are built, and a pattern reading a table it did
   not declare gets a PatternError naming it and the missing entry;
-* ``paradigm`` is gone, ``optional_depends`` is declared and validated;
+* ``paradigm`` is declared where a subtree of a paradigm starts and validated, ``optional_depends`` is declared
+  and validated;
 * the subset rule (a child never exceeds its parent in any (call path, location) cell) is
   checked after the patterns are computed.
 """
@@ -50,7 +51,7 @@ def test_patterns_and_every_builtin_import_without_the_analyzer():
 
 
 # --------------------------------------------------------------------------
-# Metadata: paradigm gone, optional_depends declared and validated, requires names tables
+# Metadata: paradigm, optional_depends declared and validated, requires names tables
 # --------------------------------------------------------------------------
 def _meta(**extra):
     attrs = dict(name="probe", display_name="Probe", description="what it measures", diagnosis="what to do",
@@ -59,10 +60,15 @@ def _meta(**extra):
     return type("Probe", (Pattern,), attrs)()
 
 
-def test_paradigm_is_gone_and_optional_depends_is_declared():
-    assert not hasattr(Pattern, "paradigm")
+def test_paradigm_is_declared_on_subtree_roots_and_optional_depends_is_declared():
+    assert Pattern.paradigm is None and Pattern().unmeasured(None) is None
     assert Pattern.optional_depends == ()
-    assert not any(hasattr(p, "paradigm") for p in patterns.load_patterns(plugins=False))
+    declared = {p.name: p.paradigm for p in patterns.load_patterns(plugins=False) if p.paradigm is not None}
+    assert declared == {"mpi": "mpi", "syncs": "mpi", "comms": "mpi", "bytes": "mpi", "omp_time": "openmp",
+                        "omp_idle_threads": "openmp", "omp_false_sharing": "openmp"}
+    patterns.validate_pattern(_meta(paradigm="generic"))  # as earlier plugins wrote it
+    with pytest.raises(PatternError, match="'probe'.*paradigm must be one of"):
+        patterns.validate_pattern(_meta(paradigm="MPI"))
 
     @pattern(name="probe_fn", display_name="P", description="d", diagnosis="g", optional_depends=("time",))
     def probe_fn(ctx):
