@@ -341,8 +341,9 @@ def read_global_defs(path: str, chunk_size: int) -> GlobalDefs:
         elif rtype == _CLOCK_PROPERTIES:
             d.clock = (c.comp(), c.comp(), c.comp())
         elif rtype == _SYSTEM_TREE_NODE:
-            ref, name, _cls, parent = c.u32(), c.u32(), c.u32(), c.u32()
-            d.nodes[ref] = (name, parent)
+            ref, name = c.u32(), c.u32()
+            c.u32()  # class name
+            d.nodes[ref] = (name, c.u32())
         elif rtype == _LOCATION_GROUP:
             ref, name, typ, parent = c.u32(), c.u32(), c.u8(), c.u32()
             d.location_groups[ref] = LocationGroupDef(ref, name, typ, parent)
@@ -350,9 +351,12 @@ def read_global_defs(path: str, chunk_size: int) -> GlobalDefs:
             ref, name, typ, n, group = c.comp(), c.u32(), c.u8(), c.comp(), c.u32()
             d.locations[ref] = LocationDef(ref, name, typ, n, group)
         elif rtype == _REGION:
-            ref, name, _desc, rtype_pre11, src, beg, end = c.u32(), c.u32(), c.u32(), c.u8(), c.u32(), c.u32(), c.u32()
+            ref, name = c.u32(), c.u32()
+            c.u32()  # description
+            rtype_pre11, src, beg, end = c.u8(), c.u32(), c.u32(), c.u32()
             if not c.at_end():
-                _canonical, role, par = c.u32(), c.u8(), c.u8()
+                c.u32()  # canonical name
+                role, par = c.u8(), c.u8()
             else:
                 role, par = _PRE_1_1_REGION_TYPES.get(rtype_pre11, (0, 0))
             d.regions.append(RegionDef(ref, name, src, beg, end, role, par))

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .layout import EVENT_DTYPE, NO_ID, EventType
+from .layout import EVENT_DTYPE
 from .otf2_defs import CHUNK_HEADER_SIZE, Otf2Error, clock_intervals, read_local_defs
 from . import otf2_kernels as K
 
@@ -132,7 +132,7 @@ class _Location:
         cs = self.defs.anchor.event_chunk_size
         cap = _capacity(buf, cs)
         while True:
-            ev = np.zeros(cap, EVENT_DTYPE)
+            ev = np.empty(cap, EVENT_DTYPE)  # the kernel writes every field of its rows (numpy asks for huge pages)
             probs = np.zeros((MAX_PROBLEMS, 3), np.int64)
             locks = np.zeros((min(MAX_LOCKS, cap + 1), 3), np.int64)
             st = np.zeros(8, np.int64)
@@ -140,8 +140,9 @@ class _Location:
             n, status, pos = K.decode_location(
                 buf, cs, *tb["reg"], self.defs.region_flags, *tb["comm"], tb["comm_cid"], self.defs.comm_kind,
                 self.defs.comm_off, self.defs.comm_size, self.defs.comm_ranks, tb["team_pos"], tb["rank"],
-                tb["tid"], *intervals, ev["time"], ev["type"], ev["a"], ev["b"], ev["c"], ev["d"], ev["e"],
-                self.counts, probs, locks, np.zeros((MAX_REQUESTS, 2), np.uint64), np.empty(MAX_DEPTH, np.int64), st)
+                tb["tid"], *intervals, ev["time"], ev["type"], ev["flags"], ev["reserved"], ev["a"], ev["b"],
+                ev["c"], ev["d"], ev["e"], self.counts, probs, locks, np.zeros((MAX_REQUESTS, 2), np.uint64),
+                np.empty(MAX_DEPTH, np.int64), st)
             if status == K.FULL and cap < len(buf) // 2 + 1:
                 cap = len(buf) // 2 + 1  # the headers undercount: the bound from the file size
                 continue
@@ -212,32 +213,28 @@ def _resolve_teams(defs, events: list[np.ndarray]) -> None:
     for i, ref in enumerate(defs.order):
         rank, tid = defs.rank_thread[ref]
         by_rank[rank].append((tid, i))
-    fork, join = int(EventType.OMP_FORK), int(EventType.OMP_JOIN)
+    # thread numbers are positions in a team's group or thread ids: this many bits hold them all
+    words = max([len(m) for m in defs.team_members.values()] + [len(v) for v in by_rank.values()] + [1]) // 64 + 1
+    stack = np.empty(MAX_DEPTH, np.int64)
     for rank, locs in by_rank.items():
         locs.sort()
         master = events[locs[0][1]]
-        typ = master["type"]
-        fidx, jidx = np.flatnonzero(typ == fork), np.flatnonzero(typ == join)
-        master["a"][fidx] = np.arange(len(fidx))
-        open_team = np.searchsorted(fidx, jidx) - 1
-        master["a"][jidx] = np.where(open_team < 0, NO_ID, open_team)
-        fork_times = np.ascontiguousarray(master["time"][fidx])
-        pairs = []
-        warned = False
+        forks = K.number_forks(master["type"], master["a"])
+        fork_times = np.ascontiguousarray(master["time"][forks])
+        members = np.zeros(len(forks) * words, np.uint64)  # (bounded: events x the archive's locations / 64)
+        fits = True
+        early = []
         for tid, i in locs:
             ev = events[i]
-            keys, early = K.resolve_thread_teams(ev["type"], ev["time"], ev["a"], ev["b"], ev["c"], ev["d"],
-                                                 defs.region_flags, fork_times, tid)
-            pairs.append(keys)
-            if early >= 0 and not warned:
-                warned = True
-                defs.asm.problems.append(f"rank {rank}: parallel region entered at {int(early)!r} before any "
-                                         f"FORK; its team is left undefined")
-        teams = np.unique(np.concatenate(pairs)) >> 32 if pairs else np.zeros(0, np.int64)
-        sizes = np.bincount(teams, minlength=len(fidx)) if len(teams) else np.zeros(len(fidx), np.int64)
-        rows = np.concatenate([fidx, jidx])
-        team = master["a"][rows].astype(np.int64)
-        known = team < len(sizes)
-        size = np.full(len(rows), len(locs), np.int64)
-        size[known] = np.where(sizes[team[known]] > 0, sizes[team[known]], len(locs))
-        master["c"][rows] = size
+            t_early, ok = K.resolve_thread_teams(ev["type"], ev["time"], ev["a"], ev["b"], ev["c"], ev["d"],
+                                                 defs.region_flags, fork_times, tid, stack, members, words)
+            fits &= ok
+            if t_early >= 0:
+                early.append(t_early)
+        if early:
+            defs.asm.problems.append(f"rank {rank}: parallel region entered at {int(early[0])!r} before any "
+                                     f"FORK; its team is left undefined")
+        if not fits:
+            defs.asm.problems.append(f"rank {rank}: thread numbers beyond the archive's threads; team sizes "
+                                     f"count only the others")
+        K.set_team_sizes(master["type"], master["a"], master["c"], members, words, len(locs))

@@ -15,8 +15,7 @@ Both have a slow, obviously correct counterpart: the ``otf2``-package reader
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.typed import Dict
+from numba import njit
 
 from .layout import NO_ID, ANY, EventType
 
@@ -46,6 +45,7 @@ _E_FORK, _E_JOIN, _E_OMP_COLLEXIT = int(EventType.OMP_FORK), int(EventType.OMP_J
 _E_ACQUIRE, _E_RELEASE = int(EventType.OMP_ACQUIRE_LOCK), int(EventType.OMP_RELEASE_LOCK)
 _NO_ID, _ANY = np.uint32(NO_ID), np.uint32(ANY)
 _U32_ALL = np.uint64(0xFFFFFFFF)
+_NO_ID64 = np.uint64(NO_ID)
 _U64_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _SPARE_REQUEST = np.uint64(1 << 63)
 
@@ -157,7 +157,7 @@ def _complete(reqs, st, otf2_id):
 def decode_location(buf, chunk_size, reg_dense, reg_keys, reg_vals, region_flags,
                     comm_dense, comm_keys, comm_vals, comm_cid, comm_kind, comm_off, comm_size, comm_ranks,
                     team_pos, rank, tid, begin, end, offset, slope,
-                    tm, typ, a, b, c, d, e, counts, probs, locks, reqs, stack, st):
+                    tm, typ, flags, reserved, a, b, c, d, e, counts, probs, locks, reqs, stack, st):
     """Decode one location's event file `buf` into rows 0..n-1 of the output columns.
 
     Tables: region local id -> our region id (``reg_*``, -1 undefined) and its
@@ -165,7 +165,8 @@ def decode_location(buf, chunk_size, reg_dense, reg_keys, reg_vals, region_flags
     (``comm_*``): our comm id for this rank, kind, the slice of ``comm_ranks``
     holding its global ranks, and ``team_pos[j]``, the location's position in
     a thread team (the thread id where it is none).  ``begin..slope``: clock
-    intervals.  ``tm`` receives the corrected OTF2 times.
+    intervals.  ``tm`` receives the corrected OTF2 times; ``flags`` and
+    ``reserved`` are zeroed.
 
     Scratch and results: ``counts[type]`` counts every record by OTF2 type;
     ``probs`` (kind, time, value) rows of event problems, ``locks`` (id, first
@@ -383,6 +384,8 @@ def decode_location(buf, chunk_size, reg_dense, reg_keys, reg_vals, region_flags
             if emit >= 0:
                 tm[n] = t
                 typ[n] = emit
+                flags[n] = 0
+                reserved[n] = 0
                 n += 1
             p = rec_end
         start += chunk_size
@@ -391,51 +394,87 @@ def decode_location(buf, chunk_size, reg_dense, reg_keys, reg_vals, region_flags
 
 
 @njit(cache=True, nogil=True)
-def resolve_thread_teams(typ, tm, a, b, c, d, region_flags, fork_times, tid):
+def number_forks(typ, a):
+    """Team ids on a master thread's rows: FORKs 0, 1, ... in order, a JOIN the latest FORK's (NO_ID before
+    any).  Returns the FORK rows."""
+    n = typ.shape[0]
+    nf = 0
+    for i in range(n):
+        if typ[i] == _E_FORK:
+            nf += 1
+    rows = np.empty(nf, np.int64)
+    k = 0
+    open_team = _NO_ID
+    for i in range(n):
+        if typ[i] == _E_FORK:
+            a[i] = k
+            open_team = np.uint32(k)
+            rows[k] = i
+            k += 1
+        elif typ[i] == _E_JOIN:
+            a[i] = open_team
+    return rows
+
+
+@njit(cache=True, nogil=True)
+def resolve_thread_teams(typ, tm, a, b, c, d, region_flags, fork_times, tid, stack, members, words):
     """Team id and thread number on ENTER of parallel regions, team id on OMP_COLLEXIT, for one thread.
 
     A parallel region entered at time t belongs to the latest FORK of its
     process at or before t (``fork_times``; team id = its index); the thread
-    number is the one the ENTER carries, else `tid`.  Returns (the distinct
-    team << 32 | thread number pairs seen, sorted; time of the first parallel
-    region entered before any FORK, or -1).
+    number is the one the ENTER carries, else `tid`.  Each (team, number)
+    sets bit `number` of the team's `words` words in ``members``.  Returns
+    (time of the first parallel region entered before any FORK or -1, whether
+    every thread number fitted into the words).
     """
     n = typ.shape[0]
-    stack = np.empty(16, np.int64)
     depth = 0
-    seen = Dict.empty(key_type=types.int64, value_type=types.int64)
     early = np.int64(-1)
+    fits = True
     for i in range(n):
         t = typ[i]
         if t == _E_ENTER and region_flags[a[i]] & REGION_PARALLEL:
             k = np.searchsorted(fork_times, tm[i], side="right") - 1
-            num = np.int64(tid) if d[i] == NO_ID else np.int64(d[i])
+            num = np.int64(tid) if d[i] == _NO_ID64 else np.int64(d[i])
             if k < 0:
                 team = np.int64(NO_ID)
                 if early < 0:
                     early = np.int64(tm[i])
             else:
                 team = np.int64(k)
-                seen[(team << 32) | (num & 0xFFFFFFFF)] = 0
+                w = num >> 6
+                if 0 <= w < words:
+                    members[team * words + w] |= np.uint64(1) << np.uint64(num & 63)
+                else:
+                    fits = False
             c[i] = np.uint32(team)
             d[i] = np.uint64(num)
-            if depth == stack.shape[0]:
-                grown = np.empty(2 * depth, np.int64)
-                grown[:depth] = stack
-                stack = grown
-            stack[depth] = team
+            if depth < stack.shape[0]:  # (parallel regions nest no deeper than the decoder's region stack)
+                stack[depth] = team
             depth += 1
         elif t == _E_EXIT or t == _E_OMP_COLLEXIT:
             if t == _E_OMP_COLLEXIT:
-                b[i] = np.uint32(stack[depth - 1]) if depth > 0 else _NO_ID
+                b[i] = np.uint32(stack[depth - 1]) if 0 < depth <= stack.shape[0] else _NO_ID
             if region_flags[a[i]] & REGION_PARALLEL and depth > 0:
                 depth -= 1
-    pairs = np.empty(len(seen), np.int64)
-    m = 0
-    for key in seen:
-        pairs[m] = key
-        m += 1
-    return np.sort(pairs), early
+    return early, fits
+
+
+@njit(cache=True, nogil=True)
+def set_team_sizes(typ, a, c, members, words, default):
+    """Team size on a master's FORK and JOIN rows: the thread numbers seen in the team, else `default`."""
+    nforks = members.shape[0] // words
+    for i in range(typ.shape[0]):
+        if typ[i] == _E_FORK or typ[i] == _E_JOIN:
+            k = np.int64(a[i])
+            count = 0
+            if k < nforks:
+                for w in range(k * words, (k + 1) * words):
+                    x = members[w]
+                    while x:
+                        x &= x - np.uint64(1)
+                        count += 1
+            c[i] = np.uint32(count if count > 0 else default)
 
 
 @njit(cache=True, nogil=True)

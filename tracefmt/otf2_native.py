@@ -32,7 +32,7 @@ import numpy as np
 from . import otf2_defs as defs_mod
 from .foreign import ForeignLocation, ForeignRegion, TraceAssembly
 from .layout import NO_ID, LockKind, Role
-from .otf2_defs import Otf2Error, read_anchor, read_global_defs, read_local_defs
+from .otf2_defs import Otf2Error, read_anchor, read_global_defs
 from .otf2_in import classify_region, find_anchor
 
 # OTF2 enumerations by name, so that classify_region sees what the otf2 package would give it
@@ -85,8 +85,8 @@ def _compose(gkeys: np.ndarray, gvals: np.ndarray, mapping) -> tuple:
     return _lookup_arrays(np.concatenate([gkeys[keep], local]), np.concatenate([gvals[keep], mapped]))
 
 
-def read(path: str | os.PathLike) -> TraceAssembly:
-    """An OTF2 archive as a TraceAssembly, decoded natively."""
+def read(path: str | os.PathLike, jobs: int | None = None) -> TraceAssembly:
+    """An OTF2 archive as a TraceAssembly, decoded natively (locations on `jobs` threads; default: the cores)."""
     anchor_path = find_anchor(os.fspath(path))
     if not os.path.isfile(anchor_path):
         raise Otf2Error("no such OTF2 anchor file", path=anchor_path)
@@ -97,13 +97,13 @@ def read(path: str | os.PathLike) -> TraceAssembly:
     from .otf2_events import decode_events  # numba: imported only when there are events to decode
 
     imp = _Definitions(anchor, gdefs)
-    decode_events(imp)
+    decode_events(imp, jobs)
     return imp.asm
 
 
-def open_otf2(path: str | os.PathLike):
+def open_otf2(path: str | os.PathLike, jobs: int | None = None):
     """An OTF2 archive as a :class:`tracefmt` Trace (native decoding)."""
-    asm = read(path)
+    asm = read(path, jobs)
     try:
         return asm.to_trace()
     except (ValueError, OverflowError, struct.error) as exc:  # definitions our format cannot hold

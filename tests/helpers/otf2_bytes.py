@@ -62,7 +62,7 @@ def chunked_file(enc: Enc, items: list[tuple[int, bytes]], chunk_size: int = CHU
     counts: list[tuple[int, int]] = []
     cur = None
     last_time = None
-    n = 0
+    n = first = 0
     for time, rec in items:
         stamp = enc.full(time) if time is not None else b""
         need = len(rec) + (9 if time is not None else 0) + 1
