@@ -15,6 +15,14 @@ Time follows Scalasca 1.4 (SCOUT's TIME plus cube3_remap):
 ``execution`` is that time minus measurement overhead (the ``TRACING``
 region of buffer flushes) and minus idle threads, so time = execution +
 overhead + idle threads exactly.
+
+The computational imbalance follows the Cube remapper of Scalasca (cube3_remap,
+and cubelib's remapper for Scalasca 2): per call path the average over its
+participants, ``imbalance_above`` / ``imbalance_below`` the positive / negative
+deviations, ``imbalance`` their sum.  Like Scalasca 2 it is computed over
+computation time (Scalasca's ``comp``: execution without MPI and OpenMP time,
+:func:`computation`); Scalasca 1.4 used execution, which also counted the waits
+an imbalance causes (docs/analysis.md).
 """
 
 from __future__ import annotations
@@ -150,7 +158,7 @@ class Overhead(Pattern):
 
 
 # --------------------------------------------------------------------------
-# Computational imbalance (cube3_remap's definition)
+# Computational imbalance (the Cube remapper's definition, over computation time as in Scalasca 2)
 # --------------------------------------------------------------------------
 def in_parallel_mask(ctx) -> np.ndarray:
     """[C] True for call paths at or below an OpenMP parallel region."""
@@ -165,8 +173,17 @@ def in_parallel_mask(ctx) -> np.ndarray:
     return out
 
 
+def computation(ctx) -> np.ndarray:
+    """[C, L] computation time: ``execution`` without the MPI and OpenMP time (``mpi``, ``omp_time``).
+
+    Scalasca 2's ``comp`` metric, which its Cube remapper computes the load imbalance over: time spent
+    waiting in MPI or in the OpenMP runtime is not work, and is a consequence of the imbalance, not a part of it.
+    """
+    return ctx.results["execution"] - ctx.results["mpi"] - ctx.results["omp_time"]
+
+
 def imbalance_parts(ctx) -> dict[str, np.ndarray]:
-    """Deviation of each participant's execution time (``ctx.results["execution"]``) from the call path's average.
+    """Deviation of each participant's computation time (:func:`computation`) from the call path's average.
 
     Participants of a call path are all threads when it lies inside a
     parallel region, otherwise one location per process (its master thread).
@@ -176,7 +193,7 @@ def imbalance_parts(ctx) -> dict[str, np.ndarray]:
 
 
 def _imbalance_parts(ctx) -> dict[str, np.ndarray]:
-    ex = ctx.results["execution"]
+    ex = computation(ctx)
     C, L = ex.shape
     inpar = in_parallel_mask(ctx)
     master = ctx.location_thread[:L] == 0
@@ -215,16 +232,16 @@ class Imbalance(_Imbalance):
     display_name = "Computational imbalance"
     unit = "sec"
     description = (
-        "How far each location's execution time at a call path deviates from the average over the participants (all "
-        "threads inside parallel regions, one thread per process elsewhere): the sum of the time above and below the "
-        "average."
+        "How far each location's computation time (execution without MPI and OpenMP time) at a call path deviates "
+        "from the average over the participants (all threads inside parallel regions, one thread per process "
+        "elsewhere): the sum of the time above and below the average, so twice the Overload."
     )
     diagnosis = (
         "Call paths with a large imbalance are where work is distributed unevenly; expand to Overload and Underload "
         "to see which locations have too much or too little work, and rebalance the decomposition there."
     )
     requires = ()
-    depends = ("execution",)
+    depends = ("execution", "mpi", "omp_time")  # computation()
     parts = ("above", "below")
 
 
@@ -234,13 +251,14 @@ class ImbalanceAbove(_Imbalance):
     display_name = "Overload"
     unit = "sec"
     description = (
-        "Execution time above the call path's average, on the locations that have more work than average."
+        "Computation time above the call path's average, on the locations that have more work than average: what "
+        "perfect balance of this call path would save there."
     )
     diagnosis = (
         "Move work away from these locations, or split their work into smaller pieces that others can take."
     )
     requires = ()
-    depends = ("execution",)
+    depends = ("execution", "mpi", "omp_time")  # computation()
     parts = ("above",)
 
 
@@ -257,7 +275,7 @@ class ImbalanceAboveSingle(_Imbalance):
         "Parallelise this code, or overlap it with work on the other locations."
     )
     requires = ()
-    depends = ("execution",)
+    depends = ("execution", "mpi", "omp_time")  # computation()
     parts = ("above_single",)
 
 
@@ -267,13 +285,13 @@ class ImbalanceBelow(_Imbalance):
     display_name = "Underload"
     unit = "sec"
     description = (
-        "Execution time below the call path's average, on the locations that have less work than average."
+        "Computation time below the call path's average, on the locations that have less work than average."
     )
     diagnosis = (
         "Give these locations more of the work at this call path."
     )
     requires = ()
-    depends = ("execution",)
+    depends = ("execution", "mpi", "omp_time")  # computation()
     parts = ("below",)
 
 
@@ -289,7 +307,7 @@ class ImbalanceBelowBypass(_Imbalance):
         "These locations skip the call path entirely; check whether the work could be divided among them too."
     )
     requires = ()
-    depends = ("execution",)
+    depends = ("execution", "mpi", "omp_time")  # computation()
     parts = ("bypass",)
 
 
@@ -305,7 +323,7 @@ class ImbalanceBelowSingularity(_Imbalance):
         "The call path is serial: parallelise it or overlap it with other work."
     )
     requires = ()
-    depends = ("execution",)
+    depends = ("execution", "mpi", "omp_time")  # computation()
     parts = ("singularity",)
 
 

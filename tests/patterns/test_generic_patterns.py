@@ -70,6 +70,43 @@ def test_imbalance():
     assert val(cube, "imbalance") == pytest.approx(8.0)
 
 
+def test_imbalance_is_over_computation_not_over_mpi_and_openmp_waits():
+    """Scalasca 2 (the Cube remapper over ``comp``): the waits an imbalance causes are not counted again.
+
+    rank 0: work [0, 2], MPI_Barrier [2, 6.2], a parallel region [6.5, 9] whose master waits at a barrier
+    [7, 8.5] while the worker (thread 1) waits [8.4, 8.5]; rank 1: work [0, 6], MPI_Barrier [6, 6.2].
+    Computation: main 1.3 / 3.8 (rank 0 / rank 1), work 2 / 6, parallel region 1.0 / 2.4 / 0 (rank 0's threads,
+    rank 1), nothing in the MPI_Barrier or the OpenMP barrier.
+    """
+    b = tracefmt.TraceBuilder()
+    m, w, r1 = b.location(rank=0, thread=0), b.location(rank=0, thread=1), b.location(rank=1)
+    P, B = "!$omp parallel @p.c:3", "!$omp barrier @p.c:5"
+    for loc, t_work in ((m, 2.0), (r1, 6.0)):
+        b.enter(loc, 0.0, "main"); b.enter(loc, 0.0, "work"); b.exit(loc, t_work, "work")
+        b.collective(loc, t_work, 6.2, "MPI_Barrier")
+    b.fork(m, 6.5, 1, 2)
+    b.enter(m, 6.5, P, team=1); b.enter(w, 6.5, P, team=1)
+    b.barrier(m, 7.0, 8.5); b.barrier(w, 8.4, 8.5)
+    b.exit(m, 9.0, P); b.exit(w, 9.0, P)
+    b.join(m, 9.0, 1, 2)
+    b.exit(m, 10.0, "main"); b.exit(r1, 10.0, "main")
+    cube = analyze(b.build(), patterns=["imbalance_above_single", "imbalance_below_singularity"], plugins=False)
+    locs = [m, w, r1]
+    avg_p = (1.0 + 2.4 + 0.0) / 3
+    assert [val(cube, "imbalance_above", "main", l) for l in locs] == pytest.approx([0, 0, 1.25])
+    assert [val(cube, "imbalance_below", "main", l) for l in locs] == pytest.approx([1.25, 0, 0])
+    assert [val(cube, "imbalance_above", "main/work", l) for l in locs] == pytest.approx([0, 0, 2])
+    assert [val(cube, "imbalance_below", "main/work", l) for l in locs] == pytest.approx([2, 0, 0])
+    assert [val(cube, "imbalance_above", f"main/{P}", l) for l in locs] == pytest.approx([0, 2.4 - avg_p, 0])
+    assert [val(cube, "imbalance_below", f"main/{P}", l) for l in locs] == pytest.approx([avg_p - 1.0, 0, avg_p])
+    assert [val(cube, "imbalance_below_bypass", f"main/{P}", l) for l in locs] == pytest.approx([0, 0, avg_p])
+    for waits in ("main/MPI_Barrier", f"main/{P}/{B}"):
+        assert val(cube, "imbalance", waits) == 0.0
+    assert val(cube, "imbalance_above") == pytest.approx(1.25 + 2 + 2.4 - avg_p)
+    assert val(cube, "imbalance") == pytest.approx(2 * (1.25 + 2 + 2.4 - avg_p))
+    assert val(cube, "imbalance_above_single") == val(cube, "imbalance_below_singularity") == 0.0
+
+
 def test_metric_tree_is_inclusive_on_random_hybrid_traces():
     from random_hybrid_traces import random_trace  # tests/helpers (pytest's pythonpath)
 
