@@ -489,25 +489,60 @@ def write_charts(p: Profile, outdir: str, radar_regions: int = 3) -> list[str]:
         plt.close(fig)
         files.append(path)
 
-    heavy = sorted(p.regions.values(), key=lambda r: -r.total()[_I["execT"]])[:radar_regions]
-    if heavy and ranks:
-        angles = np.linspace(0, 2 * np.pi, len(ranks), endpoint=False).tolist()
-        fig = plt.figure(figsize=(5.5, 5.5))
-        ax = fig.add_subplot(projection="polar")
-        for r in heavy:
-            per_rank = np.array([sum(v[_I["execT"]] for (rk, _t), v in r.per_loc.items() if rk == rank)
-                                 for rank in ranks])
-            top = per_rank.max()
-            norm = (per_rank / top if top > 0 else per_rank).tolist()
-            ax.plot(angles + angles[:1], norm + norm[:1], marker="o", label=f"{r.name} (max {top:.3g} s)")
-            ax.fill(angles + angles[:1], norm + norm[:1], alpha=0.1)
-        ax.set_xticks(angles)
-        ax.set_xticklabels([f"rank {k}" for k in ranks])
-        ax.set_ylim(0, 1.05)
-        ax.set_title("execT per process, relative to the largest")
-        ax.legend(loc="upper right", bbox_to_anchor=(1.35, 1.12), fontsize=8)
+    fig = radar_figure(p, radar_regions, plt)
+    if fig is not None:
         path = os.path.join(outdir, "radar_execT.png")
         fig.savefig(path, dpi=90, bbox_inches="tight")
         plt.close(fig)
         files.append(path)
     return files
+
+
+#: names Fortran compilers give the main program (gfortran, flang: ``MAIN__``, called from a C ``main``)
+FORTRAN_MAIN = ("MAIN__",)
+
+
+def radar_regions(p: Profile, n: int = 3) -> list[tuple[str, RegionRow]]:
+    """(label, region) of the ``n`` heaviest regions by execT, the program's main counted once.
+
+    A Fortran program's ``MAIN__`` is its main: with a ``main`` beside it (the C ``main`` that calls it)
+    only the heavier of the two is a series, labelled ``main``.
+    """
+    out: list[tuple[str, RegionRow]] = []
+    seen: set[str] = set()
+    for r in sorted(p.regions.values(), key=lambda r: -r.total()[_I["execT"]]):
+        key = "main" if r.name in FORTRAN_MAIN else r.name
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append((key, r))
+        if len(out) == n:
+            break
+    return out
+
+
+def radar_figure(p: Profile, n_regions: int = 3, plt=None):
+    """The radar chart of :func:`write_charts` as a matplotlib figure (None without regions or processes):
+    the title above the polar axes, the legend below them, so neither covers the other."""
+    if plt is None:
+        import matplotlib.pyplot as plt
+    ranks = sorted({rank for (_n, rank) in p.overheads})
+    heavy = radar_regions(p, n_regions)
+    if not heavy or not ranks:
+        return None
+    angles = np.linspace(0, 2 * np.pi, len(ranks), endpoint=False).tolist()
+    fig = plt.figure(figsize=(5.5, 6.5))
+    ax = fig.add_subplot(projection="polar")
+    for label, r in heavy:
+        per_rank = np.array([sum(v[_I["execT"]] for (rk, _t), v in r.per_loc.items() if rk == rank)
+                             for rank in ranks])
+        top = per_rank.max()
+        norm = (per_rank / top if top > 0 else per_rank).tolist()
+        ax.plot(angles + angles[:1], norm + norm[:1], marker="o", label=f"{label} (max {top:.3g} s)")
+        ax.fill(angles + angles[:1], norm + norm[:1], alpha=0.1)
+    ax.set_xticks(angles)
+    ax.set_xticklabels([f"rank {k}" for k in ranks])
+    ax.set_ylim(0, 1.05)
+    ax.set_title("execT per process, relative to the largest", pad=18)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=8, frameon=False)
+    return fig

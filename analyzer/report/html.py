@@ -63,8 +63,20 @@ def _metric_order(metrics) -> list:
     return out
 
 
+def _says_kind(label: str, *words: str) -> bool:
+    """True when ``label`` already starts with one of ``words`` ("machine 0" for a machine)."""
+    low = label.strip().lower()
+    return any(low == w or low.startswith(w + " ") for w in words)
+
+
 def _system_tree(locations) -> list[dict]:
-    """machine -> node -> process (rank) -> thread, as flat nodes with parent indices."""
+    """machine -> node -> process (rank) -> thread, as flat nodes with parent indices.
+
+    ``kind`` is what the node is; ``prefix`` is the word shown before its label, empty when the
+    label already says it (a machine named "machine", a thread labelled "thread 0"), so no row
+    reads "machine machine".  A thread's or process's own name is added in parentheses only when
+    it says more than its number ("thread 0", "rank 0 thread 0" and "rank 0" say nothing more).
+    """
     nodes: list[dict] = []
     index: dict[tuple, int] = {}
 
@@ -72,16 +84,21 @@ def _system_tree(locations) -> list[dict]:
         if key not in index:
             index[key] = len(nodes)
             nodes.append({"parent": parent, "kind": kind, "label": label, "loc": loc,
+                          "prefix": "" if _says_kind(label, kind, "rank" if kind == "process" else kind) else kind,
                           "key": "/".join(str(k) for k in key)})
         return index[key]
 
     for li, loc in enumerate(locations):
+        rank, thread = int(loc.rank), int(loc.thread)
         m = node(("machine", loc.machine), -1, "machine", str(loc.machine))
         n = node(("machine", loc.machine, "node", loc.node), m, "node", str(loc.node))
-        p = node(("machine", loc.machine, "node", loc.node, "rank", int(loc.rank)), n, "process", f"rank {loc.rank}")
-        label = f"thread {loc.thread}" + (f" ({loc.name})" if getattr(loc, "name", "") else "")
-        node(("machine", loc.machine, "node", loc.node, "rank", int(loc.rank), "thread", int(loc.thread)), p,
-             "thread", label, loc=li)
+        pname = str(getattr(loc, "process_name", "") or "")
+        plabel = f"rank {rank}" + (f" ({pname})" if pname and pname.lower() != f"rank {rank}" else "")
+        p = node(("machine", loc.machine, "node", loc.node, "rank", rank), n, "process", plabel)
+        tname = str(getattr(loc, "name", "") or "")
+        plain = {f"thread {thread}", f"rank {rank} thread {thread}", f"{rank}.{thread}"}
+        label = f"thread {thread}" + (f" ({tname})" if tname and tname.lower() not in plain else "")
+        node(("machine", loc.machine, "node", loc.node, "rank", rank, "thread", thread), p, "thread", label, loc=li)
     # siblings in order of rank / thread number as users expect
     return nodes
 

@@ -43,10 +43,12 @@
     for (var j = 0; j < v.length; j++) s += v[j];
     return s;
   });
+  // a difference of sums within rounding of the larger operand is zero (no "-0.000 us")
+  var ROUNDING = 1e-9;
   function metricExcl(i) {
     var s = metricIncl[i];
     T.metric.ch[i].forEach(function (k) { s -= metricIncl[k]; });
-    return s;
+    return Math.abs(s) <= ROUNDING * Math.abs(metricIncl[i]) ? 0 : s;
   }
   // sparse (cnode*NL + loc) -> value of the selected property
   function metricVector() {
@@ -60,7 +62,13 @@
     }
     if (m < 0) return map;
     add(m, 1);
-    if (!collapsed("metric", m)) T.metric.ch[m].forEach(function (k) { add(k, -1); });
+    if (!collapsed("metric", m) && T.metric.ch[m].length) {
+      var base = new Map(map);
+      T.metric.ch[m].forEach(function (k) { add(k, -1); });
+      base.forEach(function (b, key) {
+        if (Math.abs(map.get(key)) <= ROUNDING * Math.abs(b)) map.delete(key);
+      });
+    }
     return map;
   }
   function subtreeSums(tree, own) {
@@ -83,21 +91,45 @@
 
   // ---- formatting -------------------------------------------------------
   var TIME = { sec: 1, secs: 1, s: 1, seconds: 1, second: 1 };
-  function fmt(v, unit) {
-    var u = (unit || "").trim().toLowerCase(), a = Math.abs(v);
-    if (TIME[u]) {
-      if (a === 0 || a >= 1) return v.toFixed(3) + " s";
-      if (a >= 1e-3) return (v * 1e3).toFixed(3) + " ms";
-      return (v * 1e6).toFixed(3) + " us";
-    }
-    if (u === "bytes" || u === "byte" || u === "b") {
-      var units = [[1073741824, "GiB"], [1048576, "MiB"], [1024, "KiB"]];
-      for (var k = 0; k < units.length; k++) if (a >= units[k][0]) return (v / units[k][0]).toFixed(2) + " " + units[k][1];
-      return String(v) + " B";
-    }
-    var s = Number.isInteger(v) ? String(v) : String(Number(v.toPrecision(6)));
-    return u && u !== "occ" ? s + " " + unit : s;
+  var BYTES = { bytes: 1, byte: 1, b: 1 };
+  function unitKind(unit) {
+    var u = (unit || "").trim().toLowerCase();
+    return TIME[u] ? "time" : BYTES[u] ? "bytes" : "other:" + u;
   }
+  // the scale of a column: one unit for every value of a kind, chosen by the largest of them
+  function scaleFor(kind, ref) {
+    var a = Math.abs(ref);
+    if (kind === "time") {
+      if (a === 0 || a >= 1) return [1, " s"];
+      if (a >= 1e-3) return [1e3, " ms"];
+      return [1e6, " us"];
+    }
+    if (kind === "bytes") {
+      var units = [[1073741824, " GiB"], [1048576, " MiB"], [1024, " KiB"]];
+      for (var k = 0; k < units.length; k++) if (a >= units[k][0]) return [1 / units[k][0], units[k][1]];
+      return [1, " B"];
+    }
+    return null;
+  }
+  function noNegativeZero(s) { return /^-0(\.0+)?(?![\d.])/.test(s) ? s.slice(1) : s; }
+  // decimals of a time column: 3, or up to 6 so that its smallest non-zero value keeps two digits
+  function timeDigits(sc, smallest) {
+    var x = smallest * sc[0];
+    return x > 0 && x < 0.01 ? Math.min(6, Math.ceil(-Math.log10(x)) + 1) : 3;
+  }
+  // v in `unit`; ref: the largest magnitude of that unit in the same column (default v itself);
+  // smallest: the smallest non-zero magnitude there (for the number of decimals)
+  function fmt(v, unit, ref, smallest) {
+    var kind = unitKind(unit), sc = scaleFor(kind, ref === undefined ? v : ref);
+    if (sc) {
+      var digits = kind === "bytes" ? (sc[0] === 1 ? 0 : 2) : timeDigits(sc, smallest === undefined ? Math.abs(v) : smallest);
+      return noNegativeZero((v * sc[0]).toFixed(digits)) + sc[1];
+    }
+    var u = (unit || "").trim().toLowerCase();
+    var s = Number.isInteger(v) ? String(v) : String(Number(v.toPrecision(6)));
+    return noNegativeZero(u && u !== "occ" ? s + " " + unit : s);
+  }
+  function pctText(frac) { return noNegativeZero((100 * frac).toFixed(1)) + "%"; }
   // severity colour: grey for nothing, then blue -> green -> yellow -> red as the share grows
   function colour(frac) {
     if (!isFinite(frac) || frac === 0) return "#eef0f2";
@@ -114,10 +146,21 @@
   }
   function renderTree(tree, host, info) {
     // info: {label(i) -> [kind, text], key(i), value(i) -> shown value, total, unit, title(i)}
+    // first the rows shown and their values, for one unit per kind of value in the column
+    var vals = {}, ref = {}, small = {};
+    (function visit(list) {
+      list.forEach(function (i) {
+        var v = info.value(i), k = unitKind(info.unit(i));
+        vals[i] = v;
+        ref[k] = Math.max(ref[k] || 0, Math.abs(v));
+        if (v !== 0) small[k] = Math.min(small[k] === undefined ? Infinity : small[k], Math.abs(v));
+        if (T[tree].ch[i].length && S.open[tree][i]) visit(T[tree].ch[i]);
+      });
+    })(T[tree].roots);
     var root = el("ul");
     function add(i, parentUl) {
       var li = el("li"), row = el("div", "row" + (S.sel[tree] === i ? " selected" : ""));
-      var v = info.value(i), hasKids = T[tree].ch[i].length > 0;
+      var v = vals[i], hasKids = T[tree].ch[i].length > 0;
       row.setAttribute("data-tree", tree);
       row.setAttribute("data-id", String(i));
       row.setAttribute("data-key", info.key(i));
@@ -135,13 +178,14 @@
       var sw = el("span", "swatch");
       sw.style.background = colour(frac);
       var lab = el("span", "label"), parts = info.label(i);
-      if (parts[0]) lab.appendChild(el("span", "kind", parts[0]));
+      if (parts[0]) { lab.appendChild(el("span", "kind", parts[0])); lab.appendChild(document.createTextNode(" ")); }
       lab.appendChild(document.createTextNode(parts[1]));
       if (info.title) lab.title = info.title(i);
       row.appendChild(tog);
       row.appendChild(sw);
-      row.appendChild(el("span", "val", fmt(v, info.unit(i))));
-      row.appendChild(el("span", "pct", info.total ? (100 * frac).toFixed(1) + "%" : ""));
+      var k = unitKind(info.unit(i));
+      row.appendChild(el("span", "val", fmt(v, info.unit(i), ref[k], small[k] || 0)));
+      row.appendChild(el("span", "pct", info.total ? pctText(frac) : ""));
       row.appendChild(lab);
       row.addEventListener("click", function () { S.sel[tree] = i; render(); });
       li.appendChild(row);
@@ -177,7 +221,7 @@
     // percentages in the property tree are relative to the root of each node's tree
     document.querySelectorAll("#metric-tree .row").forEach(function (row) {
       var i = +row.getAttribute("data-id"), r = metricIncl[rootOf("metric", i)], v = +row.getAttribute("data-value");
-      row.querySelector(".pct").textContent = r ? (100 * v / r).toFixed(1) + "%" : "";
+      row.querySelector(".pct").textContent = r ? pctText(v / r) : "";
       row.querySelector(".swatch").style.background = colour(r ? v / r : 0);
     });
 
@@ -207,7 +251,7 @@
     var sysIncl = subtreeSums("sys", sysOwn), sysTotal = 0;
     locVal.forEach(function (v) { sysTotal += v; });
     renderTree("sys", document.getElementById("sys-tree"), {
-      label: function (i) { return [D.sys[i].kind, D.sys[i].label]; },
+      label: function (i) { return [D.sys[i].prefix, D.sys[i].label]; },
       key: function (i) { return D.sys[i].key; },
       value: function (i) { return collapsed("sys", i) ? sysIncl[i] : sysOwn[i]; },
       unit: function () { return unit; },
