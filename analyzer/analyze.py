@@ -13,15 +13,20 @@ import time as _time
 import numpy as np
 
 import tracefmt
+from tracefmt.dense import dense_view
+from tracefmt.plausible import definition_warnings
 from patterns.api import Pattern, PatternError, Severity, check_subset_rule
 
 from .cube import Cube, LocationInfo, MetricInfo, RegionInfo, region_strings
 
-__all__ = ["analyze", "compute_patterns", "build_cube", "counter_cube_metrics", "metric_status", "required_tables",
-           "select_patterns", "NOT_MEASURED_ATTR", "ABSENT_ATTR"]
+__all__ = ["analyze", "compute_patterns", "build_cube", "collective_mismatches", "counter_cube_metrics",
+           "metric_status", "required_tables", "select_patterns", "damage_note", "NOT_MEASURED_ATTR",
+           "ABSENT_ATTR", "SALVAGED_ATTR"]
 
 #: cube attribute per property left out as not measured: ``NOT_MEASURED_ATTR + name`` = the reason
 NOT_MEASURED_ATTR = "expert-analyze::not-measured::"
+#: cube attribute of an analysis made with ``salvage`` of a trace that needed it: what the results cover
+SALVAGED_ATTR = "expert-analyze::salvaged"
 #: cube attribute per paradigm without any call in the trace: ``ABSENT_ATTR + paradigm`` = the unique names
 #: (space-separated) of the properties that are zero for that reason
 ABSENT_ATTR = "expert-analyze::absent::"
@@ -99,6 +104,14 @@ def _metric_order(pats: list[Pattern]) -> list[Pattern]:
     from patterns.registry import hierarchy
 
     return [e.pattern if hasattr(e, "pattern") else e[1] for e in hierarchy(pats)]
+
+
+def damage_note(problems: list[str]) -> str:
+    """One line for a damaged or incomplete trace: the first problem, how many more, and what to do."""
+    more = len(problems) - 1
+    extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more > 0 else ""
+    return (f"damaged or incomplete trace: {problems[0]}{extra}; use --salvage (analyze(..., salvage=True)) "
+            f"to analyze what survived")
 
 
 def metric_status(ctx, pats: list[Pattern]) -> tuple[dict[str, str], dict[str, str]]:
@@ -211,8 +224,33 @@ def counter_cube_metrics(ctx, taken=()) -> list[tuple[MetricInfo, np.ndarray]]:
     return out
 
 
+def collective_mismatches(ctx) -> list[str]:
+    """One line if some MPI collective instance has members that called different operations (a Bcast
+    matched with a Reduce): no correct MPI program does that; the wait states are computed as if they matched."""
+    t = ctx.tables.get("collectives")
+    if t is None or len(t["instance"]) == 0:
+        return []
+    inst = np.asarray(t["instance"], np.int64)
+    names = np.asarray(ctx.region_name, dtype=object)[np.asarray(t["region"], np.int64)]
+    _, name_id = np.unique(names.astype(str), return_inverse=True)
+    n = int(inst.max()) + 1
+    lo = np.full(n, np.iinfo(np.int64).max)
+    hi = np.full(n, -1)
+    np.minimum.at(lo, inst, name_id)
+    np.maximum.at(hi, inst, name_id)
+    bad = np.flatnonzero((hi >= 0) & (lo != hi))
+    if not len(bad):
+        return []
+    rows = np.flatnonzero(inst == bad[0])
+    ops = sorted(set(names[rows].tolist()))
+    comm = ctx.trace.defs.comms.get(int(t["comm"][rows[0]]))
+    where = f"communicator {comm.name!r}" if comm is not None and comm.name else f"communicator {int(t['comm'][rows[0]])}"
+    return [f"{len(bad)} MPI collective instance(s) have members that called different operations (first: "
+            f"{' and '.join(ops)} on {where}); their wait states are computed as if the calls matched"]
+
+
 def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, jobs: int = 1,
-            comm=None, plugin_files=()) -> Cube | None:
+            comm=None, plugin_files=(), salvage: bool = False) -> Cube | None:
     """Analyze a trace (path of any supported format, or an opened ``tracefmt.Trace``) and return the
     severity :class:`Cube`.
 
@@ -223,6 +261,11 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
     ``analyze``; rank 0 gets the cube, the others None).  The result does not
     depend on ``jobs`` or on the number of ranks.  The replay context stays
     available as ``cube.context``.
+
+    A damaged or incomplete trace (the reader's ``trace.problems``) and a location whose time goes
+    backwards raise :class:`tracefmt.TraceFormatError` naming the first problem, unless ``salvage``:
+    then the analysis covers what survived (times going backwards raised to the latest before them),
+    and the cube says what was lost (attributes ``SALVAGED_ATTR`` and ``expert-analyze::problemN``).
     """
     t0 = _time.perf_counter()
     if isinstance(path_or_trace, (str, os.PathLike)):
@@ -236,6 +279,11 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
     if len(trace.location_ids) == 0:
         why = "; ".join(getattr(trace, "problems", []) or []) or "no location has events"
         raise tracefmt.TraceFormatError(f"nothing to analyze: {why}", path=source)
+    lost = list(getattr(trace, "problems", []) or [])
+    if lost and not salvage:
+        raise tracefmt.TraceFormatError(damage_note(lost), path=source)
+    if hasattr(trace, "defs"):  # tables sized by the ids that occur, not by the largest id (tracefmt.dense)
+        trace = dense_view(trace)
     from .replay import replay  # numba kernels: imported only when a trace is analyzed
 
     pats = select_patterns(patterns, plugins=plugins, files=plugin_files)
@@ -243,11 +291,13 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
     if comm is not None:
         from .replay.distributed import replay_mpi
 
-        ctx = replay_mpi(trace, comm, tables=tables, progress=progress)
+        ctx = replay_mpi(trace, comm, tables=tables, progress=progress, salvage=salvage)
         if ctx is None:  # not rank 0: its share went to rank 0
             return None
     else:
-        ctx = replay(trace, tables=tables, jobs=jobs, progress=progress)
+        ctx = replay(trace, tables=tables, jobs=jobs, progress=progress, salvage=salvage)
+    ctx.problems.extend(definition_warnings(trace.defs, ids=False))  # dense_view words the ids itself
+    ctx.problems.extend(collective_mismatches(ctx))
     compute_patterns(ctx, pats)
     attrs = {
         "expert-analyze::trace": source,
@@ -257,6 +307,10 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
     }
     for i, prob in enumerate(ctx.problems):
         attrs[f"expert-analyze::problem{i}"] = prob
+    if salvage and (lost or any("(--salvage)" in p for p in ctx.problems)):
+        attrs[SALVAGED_ATTR] = (f"the trace is damaged, incomplete or out of time order: these results cover what "
+                                f"survived; expert-analyze::problem0 to problem{len(ctx.problems) - 1} say what was "
+                                f"lost or repaired")
     not_measured, absent = metric_status(ctx, pats)
     for name, why in not_measured.items():
         attrs[NOT_MEASURED_ATTR + name] = why

@@ -7,11 +7,21 @@ encoding detail: the writer interns every name, the reader resolves them.
 
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass, field
 
 from . import layout
 from .layout import NO_ID, DefType, LockKind, MetricDtype, MetricMode, Paradigm, Role
+
+
+#: tick rates a reader accepts (ticks per second): slower than 1 Hz or faster than 1 fs is no clock
+TICK_RATE_LIMITS = (1.0, 1e15)
+#: the largest clock offset a reader accepts (seconds, about 31 years); larger ones are damage
+OFFSET_LIMIT = 1e9
+#: the largest change of offset per second of local time a reader accepts: beyond it corrected time
+#: would run backwards (slope below -1) or at more than twice the speed
+OFFSET_SLOPE_LIMIT = 1.0
 
 
 def _enum_or_int(enum_cls, value: int):
@@ -347,11 +357,16 @@ def resolve(raw: RawDefinitions, problems: list[str]) -> Definitions:
             d.locks[v[0]] = Lock(v[0], _enum_or_int(LockKind, v[1]), S(v[2], f"lock {v[0]}"))
         elif t == DefType.CLOCK:
             proc, _, tps, origin = v
-            if not tps > 0:  # also rejects NaN
-                problems.append(f"clock of process {proc} has a tick rate of {tps}; using 1e9")
+            if not TICK_RATE_LIMITS[0] <= tps <= TICK_RATE_LIMITS[1]:  # also rejects NaN
+                problems.append(f"clock of process {proc} has a tick rate of {tps} per second, outside "
+                                f"{TICK_RATE_LIMITS[0]:g}..{TICK_RATE_LIMITS[1]:g}; using 1e9")
                 tps = 1e9
             d.clocks[proc] = Clock(proc, tps, origin)
         elif t == DefType.OFFSET:
+            if not (math.isfinite(v[2]) and math.isfinite(v[3]) and abs(v[3]) <= OFFSET_LIMIT):
+                problems.append(f"clock offset of process {v[0]} ({v[3]} s at local time {v[2]} s) is not a "
+                                f"finite time within {OFFSET_LIMIT:g} s; ignored")
+                continue
             d.offsets.setdefault(v[0], []).append(Offset(v[2], v[3]))
         elif t == DefType.METRIC:
             mid, name, unit, dt, mode, _ = v
@@ -370,6 +385,27 @@ def resolve(raw: RawDefinitions, problems: list[str]) -> Definitions:
             problems.append(f"communicator {cid} refers to undefined group {gid}")
             ranks = ()
         d.comms[cid] = Comm(cid, gid, S(name, f"communicator {cid}"), parent, tuple(ranks))
-    for offs in d.offsets.values():
+    for proc, offs in list(d.offsets.items()):
         offs.sort(key=lambda o: o.local_time)
+        slope = max_offset_slope(offs)
+        if not slope <= OFFSET_SLOPE_LIMIT:
+            problems.append(f"clock offsets of process {proc} change by {slope:.3g} s per second between two "
+                            f"measurements (more than {OFFSET_SLOPE_LIMIT:g}: time would run backwards or twice "
+                            f"as fast); ignored")
+            del d.offsets[proc]
     return d
+
+
+def max_offset_slope(offsets: list[Offset]) -> float:
+    """The largest |change of offset / change of local time| between measurements at distinct local
+    times (sorted; measurements at one instant are averaged by ``tracefmt.clock``); 0 with fewer than two."""
+    span: dict[float, tuple[float, float]] = {}  # local time -> (smallest, largest) offset measured then
+    for o in offsets:
+        lo, hi = span.get(o.local_time, (o.offset, o.offset))
+        span[o.local_time] = (min(lo, o.offset), max(hi, o.offset))
+    worst = 0.0
+    times = sorted(span)
+    for t1, t2 in zip(times, times[1:]):
+        (lo1, hi1), (lo2, hi2) = span[t1], span[t2]
+        worst = max(worst, max(hi2 - lo1, hi1 - lo2) / (t2 - t1))
+    return worst

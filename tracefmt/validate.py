@@ -3,6 +3,8 @@
 ``validate(trace)`` returns every :class:`Problem` found (an empty list for a
 clean trace).  Checks:
 
+* the definitions' plausibility (:mod:`tracefmt.plausible`: tick rates, clock
+  offsets and drift, dense location ids, process ids that can be MPI ranks);
 * per location: known event types, non-decreasing time, ENTER/EXIT nesting
   (every exit names the innermost open region, nothing is left open),
   defined regions, communicators, locks and metrics;
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .layout import ANY, NO_ID, EventType, Role
+from .plausible import definition_warnings
 
 _KNOWN_TYPES = frozenset(int(t) for t in EventType)
 #: locations with at least this many events get the jitted nesting check, and
@@ -121,6 +124,8 @@ class _Validator:
     def run(self) -> list[Problem]:
         try:
             for p in self.trace.problems:
+                self.add(p)
+            for p in definition_warnings(self.defs):
                 self.add(p)
             for loc in self.trace.location_ids.tolist():
                 self.check_location(loc)

@@ -34,6 +34,7 @@ import numpy as np
 
 from tracefmt import nesting
 from tracefmt.columns import event_columns
+from tracefmt.dense import dense_view
 from tracefmt.layout import NO_ID, EventType, Paradigm, Role
 
 from . import kernel as K
@@ -312,6 +313,7 @@ def profile_trace(trace, volume: str = "naive") -> Profile:
         trace = open_trace(source)
     else:
         source = getattr(trace, "path", "<trace>")
+    trace = dense_view(trace)  # tables sized by the ids that occur, not by the largest id
     defs = trace.defs
     regions = defs.regions
     locs = [int(x) for x in trace.location_ids]
