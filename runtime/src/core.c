@@ -89,7 +89,13 @@ void xt_init(void)
     xt_define_measurement_regions();
     xt_proc.size = 1;
     atomic_store(&xt_recording, 1);
-    xt_thread_attach(); /* the initial thread is thread 0 */
+    xt_metrics_init(); /* the root region's ENTER carries its counters, as every ENTER does */
+    xt_thread *t = xt_thread_attach(); /* the initial thread is thread 0 */
+    /* the program root region: thread 0's first event, closed at the end of the measurement */
+    if (t) {
+        xt_push(t, xt_now(), xt_region_program(), ELG_NO_ID, ELG_NO_ID);
+        xt_proc.root_records = 2 * t->n;
+    }
     xt_install_exit_paths();
 }
 

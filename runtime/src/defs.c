@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "xt.h"
 
@@ -115,14 +116,25 @@ uint32_t xt_region_by_addr(uintptr_t addr, uint32_t subkind, int kind, const cha
     return id;
 }
 
-static uint32_t tracing_region = ELG_NO_ID, pausing_region = ELG_NO_ID;
+static uint32_t tracing_region = ELG_NO_ID, pausing_region = ELG_NO_ID, program_region = ELG_NO_ID;
 uint32_t xt_region_tracing(void) { return tracing_region; }
 uint32_t xt_region_pausing(void) { return pausing_region; }
+uint32_t xt_region_program(void) { return program_region; }
 
 void xt_define_measurement_regions(void)
 {
     tracing_region = xt_region_define("TRACING", "EPIK", ELG_NO_ID, ELG_PARADIGM_MEASUREMENT, ELG_ROLE_MEASUREMENT_FLUSH);
     pausing_region = xt_region_define("PAUSING", "EPIK", ELG_NO_ID, ELG_PARADIGM_MEASUREMENT, ELG_ROLE_MEASUREMENT_PAUSE);
+    /* the program root region, named like Score-P's: the executable's file name (its path and the
+     * arguments are in the trace's "command" attribute).  Paradigm USER, role FUNCTION, as a function
+     * "main" would be: its exclusive time is the program's computation outside every recorded region
+     * (Score-P's paradigm MEASUREMENT would make it measurement overhead for the analyzer) */
+    char exe[4096];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[k > 0 ? k : 0] = 0;
+    const char *base = strrchr(exe, '/');
+    base = base ? base + 1 : exe;
+    program_region = xt_region_define(*base ? base : "PROGRAM", "", ELG_NO_ID, ELG_PARADIGM_USER, ELG_ROLE_FUNCTION);
 }
 
 /* Resolve names of address-keyed regions (once, at the end). */

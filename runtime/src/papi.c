@@ -165,11 +165,17 @@ static void papi_setup(uint32_t n)
 }
 #endif
 
-/* needs nothing from core.c's start-up: the hook is only called once threads record events */
-__attribute__((constructor)) static void metrics_init(void)
+/* needs nothing from core.c's start-up; xt_init calls it before the first event (the program root
+ * region's ENTER), the constructor in case nothing else did */
+void xt_metrics_init(void)
 {
+    static int done;
+    if (done) return;
+    done = 1;
     const char *spec = getenv("EXPERT_METRICS");
     if (!spec || !*spec) return;
     uint32_t n = parse_metrics(spec, metric_names);
     if (n) papi_setup(n);
 }
+
+__attribute__((constructor)) static void metrics_init(void) { xt_metrics_init(); }

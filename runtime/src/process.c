@@ -92,12 +92,14 @@ static void tagged_path(char *out, size_t n, const char *output, const char *tag
     else snprintf(out, n, "%s.%s", output, tag);
 }
 
+/* events recorded so far, not counting the program root region's */
 static uint64_t events_recorded(void)
 {
     uint64_t total = 0;
     int nt = xt_thread_count();
     for (int i = 0; i < nt; i++) total += xt_local_event_count(i);
-    return total;
+    uint64_t root = xt_proc.root_records / 2; /* its EXIT is not recorded yet */
+    return total > root ? total - root : 0;
 }
 
 int xt_solo_output(char *out, size_t n, int crashed)
@@ -147,7 +149,7 @@ static int openmp_unrecorded(void)
     return omp == NULL;
 }
 
-void xt_trace_written(const char *path, int ok, uint64_t events, int finished)
+void xt_trace_written(const char *path, int ok, int nprocs, uint64_t events, int finished)
 {
     if (!ok) {
         atomic_store(&xt_write_failed, 1);
@@ -157,7 +159,8 @@ void xt_trace_written(const char *path, int ok, uint64_t events, int finished)
     static const char gomp[] = "its OpenMP ran on GCC's libgomp, which has no OMPT: let expert-run start the "
                                "program itself, without --omp-runtime=native (it then runs on LLVM libomp), "
                                "or build it with expert-cc";
-    if (events == 0) {
+    uint64_t root = (uint64_t)nprocs * xt_proc.root_records; /* ranks record alike */
+    if (events <= root) {
         if (openmp_unrecorded()) xt_warn("%s has no events: %s", path, gomp);
         else
             xt_warn("%s has no events: the program made no MPI call, OpenMP construct or instrumented function "

@@ -13,7 +13,7 @@ static atomic_int stopped; /* xt_stop_recording ran */
 static atomic_int written; /* a trace file was written (normal or emergency) */
 
 /* ---------------------------------------------------------------- stop: close what is open */
-static void close_open_regions(xt_thread *t)
+static void close_open_regions(xt_thread *t, uint64_t stop)
 {
     if (t->held_exit_region != ELG_NO_ID) {
         xt_flush_held_exit(t);
@@ -28,6 +28,14 @@ static void close_open_regions(xt_thread *t)
             continue;
         }
         xt_frame f = t->stack[i];
+        if (i == 0 && f.region == xt_region_program() && t == xt_thread_get(0)) {
+            /* the program root region spans the whole measurement: it ends now, not at the last event */
+            uint64_t end = stop > last ? stop : last;
+            xt_record(t, end, ELG_EXIT, 0, f.region, 0, 0, 0, 0);
+            xt_counters_repeat(t, end);
+            t->depth--;
+            continue;
+        }
         if (f.team != ELG_NO_ID) xt_record(t, last, ELG_OMP_COLLEXIT, 0, f.region, f.team, 0, 0, 0);
         else xt_record(t, last, ELG_EXIT, 0, f.region, 0, 0, 0, 0);
         /* stamped at the thread's last event, so its last counter reading is the value (this also
@@ -43,11 +51,12 @@ void xt_stop_recording(void)
     if (atomic_exchange(&stopped, 1)) return;
     if (xt_omp_stop_hook) xt_omp_stop_hook();
     atomic_store(&xt_recording, 0);
+    uint64_t stop = xt_now();
     xt_clock_stop();
     int nt = xt_thread_count();
     for (int i = 0; i < nt; i++) {
         xt_thread *t = xt_thread_get(i);
-        if (t) close_open_regions(t);
+        if (t) close_open_regions(t, stop);
     }
 }
 

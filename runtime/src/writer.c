@@ -623,7 +623,7 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
                     }
             xt_mem_free(chunk);
         }
-        xt_trace_written(path, 0, 0, finished);
+        xt_trace_written(path, 0, nprocs, 0, finished);
         return -1;
     }
     unsigned char hdr[ELG_FILE_HEADER_SIZE] = {0};
@@ -682,7 +682,7 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
     else if (xt_cfg.verbose)
         xt_warn("wrote %s: %d process(es), %u location(s), %llu events%s", path, nprocs, loc,
                 (unsigned long long)total, finished ? "" : " (incomplete)");
-    xt_trace_written(path, !o.err, total, finished);
+    xt_trace_written(path, !o.err, nprocs, total, finished);
     xt_mem_free(o.index.p);
     xt_mem_free(d.b.p);
     strmap_free(&d.strings), strmap_free(&files), strmap_free(&regs), strmap_free(&comm_keys);

@@ -146,6 +146,7 @@ XT_HIDDEN uint32_t xt_metric_count(void);
 /* COUNTER records with the thread's last reading (for exits stamped at its last event's time) */
 XT_HIDDEN void xt_counters_repeat(xt_thread *t, uint64_t time);
 XT_HIDDEN const char *xt_metric_name(uint32_t i);
+XT_HIDDEN void xt_metrics_init(void); /* EXPERT_METRICS: set up once, before the first event */
 
 static inline void xt_flush_held_exit_counted(xt_thread *t)
 {
@@ -246,6 +247,7 @@ XT_HIDDEN uint64_t xt_lock_acquire(xt_thread *t, uint32_t lock, uint64_t *now);
 XT_HIDDEN uint64_t xt_lock_release(xt_thread *t, uint32_t lock, uint64_t *now);
 XT_HIDDEN uint32_t xt_region_tracing(void);
 XT_HIDDEN uint32_t xt_region_pausing(void);
+XT_HIDDEN uint32_t xt_region_program(void); /* the program root region (thread 0, start to end) */
 XT_HIDDEN void xt_define_measurement_regions(void); /* TRACING and PAUSING, at start-up */
 
 /* Lock-free tables keyed by address (regions in defs.c, locks in locks.c): open addressing, keys
@@ -290,6 +292,7 @@ typedef struct xt_process_info {
     int untraced;                 /* a helper process of an MPI launcher, or a fork child: records nothing */
     int descendant;               /* started by the traced program (EXPERT_RUN_PID is another process) */
     int launch_rank, launch_size; /* as given by an MPI launcher's environment, -1 if none */
+    uint32_t root_records;        /* records of the program root region (ENTER, EXIT, their counters) */
 } xt_process_info;
 extern XT_HIDDEN xt_process_info xt_proc;
 
@@ -334,7 +337,7 @@ XT_HIDDEN void xt_default_output(char *out, size_t n);
 extern XT_HIDDEN atomic_int xt_write_failed;
 XT_HIDDEN int xt_process_classify(void);
 XT_HIDDEN int xt_solo_output(char *out, size_t n, int crashed);
-XT_HIDDEN void xt_trace_written(const char *path, int ok, uint64_t events, int finished);
+XT_HIDDEN void xt_trace_written(const char *path, int ok, int nprocs, uint64_t events, int finished);
 
 /* hook set by the MPI layer: called first at exit/crash (returns 1 if it wrote the trace) */
 extern XT_HIDDEN int (*xt_mpi_exit_hook)(int crashed);

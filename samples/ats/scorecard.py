@@ -147,10 +147,12 @@ class Verdict:
 
 def _relative_paths(cube, prop: Property) -> list[str]:
     """Call paths without ``@file:line`` suffixes, starting at the property's own region
-    (what comes before it, e.g. a synthetic root or main, varies); "" outside it."""
+    (what comes before it, e.g. main, varies); "" outside it.  The first element of every path is
+    the program root region, named after the executable, which has the property's name too: the
+    search starts below it."""
     out = []
     for p in cube.callpaths:
-        parts = [_SUFFIX.sub("", part) for part in p.split("/")]
+        parts = [_SUFFIX.sub("", part) for part in p.split("/")][1:]
         out.append("/".join(parts[parts.index(prop.name):]) if prop.name in parts else "")
     return out
 

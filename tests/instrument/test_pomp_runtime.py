@@ -79,6 +79,7 @@ def test_each_construct_shows_with_its_source_lines(built):
         "!$omp section @tricky.c:64": (64, 75), "!$omp ibarrier @tricky.c:64": (64, 75),
         "!$omp parallel @tricky.c:91": (91, 98), "!$omp ibarrier @tricky.c:91": (91, 98),
         "summation": (105, 107),
+        "tricky_c": (NO_ID, NO_ID),  # the program root region, named after the executable; no source line
     }
     files = {trace.defs.files[r.file] if isinstance(r.file, int) else r.file
              for r in trace.defs.regions.values() if r.paradigm == Paradigm.OPENMP and r.role != Role.OMP_LOCK_API}

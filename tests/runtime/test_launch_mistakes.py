@@ -183,7 +183,12 @@ def test_native_libgomp_run_warns_that_it_has_no_events(progs, tmp_path):
     assert len(lines) == 1, lines
     assert f"{tmp_path}/n.elg has no events: its OpenMP ran on GCC's libgomp, which has no OMPT" in lines[0]
     assert "without --omp-runtime=native" in lines[0] and "expert-cc" in lines[0]
-    assert n_events(tracefmt.open(str(tmp_path / "n.elg"))) == 0
+    # nothing but the program root region (named after the executable): its ENTER and EXIT
+    trace = tracefmt.open(str(tmp_path / "n.elg"))
+    assert n_events(trace) == 2
+    ev = trace.events(int(trace.location_ids[0]))
+    assert [EventType(int(t)) for t in ev.type] == [EventType.ENTER, EventType.EXIT]
+    assert {trace.defs.regions[int(a)].name for a in ev.a} == {"omp_gcc"}
     # the same program on libomp (the default) records its constructs and says nothing
     p = expert(["-o", "l.elg", str(progs / "omp_gcc")], cwd=tmp_path)
     assert p.returncode == 0 and notes(p) == []

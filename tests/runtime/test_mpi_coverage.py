@@ -54,7 +54,10 @@ def test_fortran_ring(runtime_built, tmp_path, mpi):
         assert [(s[2], s[4], s[5]) for s in sends] == [(1 - rank, 5, 40)]
         assert [(r[2], r[4], r[5]) for r in recvs] == [(1 - rank, 5, 40)]
         assert Counter(e[1] for e in ev if e[0] == E.MPI_COLLEXIT) == {"MPI_Allreduce": 1}
-        assert [e[1] for e in ev if e[0] == E.ENTER] == ["MPI_Init", "MPI_Sendrecv", "MPI_Allreduce", "MPI_Finalize"]
+        # the program root region (named after the executable) first, then the MPI calls inside it
+        assert [e[1] for e in ev if e[0] == E.ENTER] == ["ring", "MPI_Init", "MPI_Sendrecv", "MPI_Allreduce",
+                                                         "MPI_Finalize"]
+        assert ev[0][:2] == (E.ENTER, "ring") and ev[-1][:2] == (E.EXIT, "ring")
 
 
 @pytest.mark.parametrize("mpi", ["ompi", "mpich"])
@@ -160,7 +163,7 @@ def test_rank_dying_leaves_readable_incomplete_traces(runtime_built, tmp_path, m
             assert trace.defs.attributes["complete"].startswith("no")
             ev = events(trace, 0)
             entered = [e[1] for e in ev if e[0] == E.ENTER]
-            expected = ["MPI_Init", "MPI_Sendrecv", "MPI_Barrier"]
+            expected = ["dies", "MPI_Init", "MPI_Sendrecv", "MPI_Barrier"]  # "dies": the program root region
             if rank == 1:
                 expected += ["MPI_Abort"] if how == "abort" else []
             else:

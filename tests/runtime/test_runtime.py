@@ -152,7 +152,7 @@ def test_instrumented_functions_filter_and_user_region(runtime_built, tmp_path):
     assert regions["fib"].paradigm == Paradigm.COMPILER
     assert regions["phase one"].paradigm == Paradigm.USER and regions["phase one"].role == Role.USER_REGION
     ev = [e for e in events(trace, 0) if e[0] == EventType.ENTER]
-    assert [e[1] for e in ev[:3]] == ["main", "phase one", "fib"]
+    assert [e[1] for e in ev[:4]] == ["uf", "main", "phase one", "fib"]  # "uf": the program root region
 
 
 def test_default_output_name_and_uninstrumented_run(runtime_built, tmp_path):
@@ -161,7 +161,8 @@ def test_default_output_name_and_uninstrumented_run(runtime_built, tmp_path):
     assert p.stdout.strip() == "8"
     run([str(EXPERT_RUN), "./plain"], cwd=tmp_path)
     trace = tracefmt.open(str(tmp_path / "plain.elg"))
-    assert Counter(e[1] for e in events(trace, 0) if e[0] == EventType.ENTER) == {"phase one": 1}
+    # the program root region, named after the executable, and the user region
+    assert Counter(e[1] for e in events(trace, 0) if e[0] == EventType.ENTER) == {"plain": 1, "phase one": 1}
 
 
 # ---------------------------------------------------------------- crashes
@@ -174,8 +175,9 @@ def test_crash_leaves_readable_incomplete_trace(runtime_built, tmp_path, how):
     assert not trace.header.finished
     names = Counter(e[1] for e in events(trace, 0) if e[0] == EventType.ENTER)
     assert names["step"] == 5 and names["dying"] == 1
-    # the open region was closed so the trace still nests
-    assert [e for e in events(trace, 0) if e[0] == EventType.EXIT][-1][1] == "dying"
+    # the open regions were closed so the trace still nests: the region the crash hit, then the program
+    # root region (named after the executable)
+    assert [e[1] for e in events(trace, 0) if e[0] == EventType.EXIT][-2:] == ["dying", "crash"]
 
 
 # ---------------------------------------------------------------- MPI (+ OpenMP)
