@@ -26,7 +26,25 @@ def warm() -> float:
     analyze(hybrid, plugins=False)
     analyze(_counter_trace(), plugins=False)  # the hardware-counter kernel
     profile_trace(hybrid)  # expert-profile's kernel
+    _read_as_otf2(hybrid)  # the native OTF2 reader's kernels
     return time.perf_counter() - t0
+
+
+def _read_as_otf2(trace) -> None:
+    """Export ``trace`` to OTF2 and read it back (compiles the OTF2 decoder); skipped without the otf2 package,
+    which only the export needs."""
+    import tempfile
+
+    from tracefmt.detect import open_any
+    from tracefmt.otf2_in import Otf2FormatError
+    from tracefmt.otf2_out import write_otf2
+
+    with tempfile.TemporaryDirectory(prefix="expert-warmup-") as tmp:
+        try:
+            write_otf2(trace, tmp + "/otf2", force=True)
+        except Otf2FormatError:  # the otf2 package is not installed
+            return
+        open_any(tmp + "/otf2/traces.otf2")
 
 
 def _hybrid_trace():
