@@ -159,6 +159,42 @@ LOCKS = {
 }
 
 
+# Every location's time line, cut at its synchronisation points (the input of the backward replay,
+# patterns.backward).  Cut points are numbered 1, 2, ... per location in event order (sync_points);
+# interval j of a location is the time from cut j-1 to cut j (interval 1 from its first event,
+# interval n+1 to its last).  One row per (location, interval, call path) with time in it, sorted by
+# (loc, cut): the exclusive time charged as Scalasca's time maps do (docs/analysis.md, "Critical path").
+TIME_SEGMENTS = {
+    "loc": "i4",
+    "cut": "i8",  # the interval: time between cut point cut-1 and cut point cut
+    "cnode": "i4",
+    "time": "f8",  # seconds (a fork/join shift may make single rows negative)
+}
+
+# One row per cut point, in (loc, cut) order: the events that can be synchronisation points.
+SYNC_POINTS = {
+    "loc": "i4",
+    "cut": "i8",  # its number on the location (1, 2, ...)
+    "kind": "i1",  # CUT_KINDS
+    "row": "i8",  # the row it belongs to in messages / collectives / omp_team_members / omp_barriers / omp_teams
+    "time": "f8",  # time of the event
+    "cnode": "i4",  # call path of the call the event belongs to (entered / left / innermost open), -1 outside
+    "enter": "f8",  # ENTER time of that call
+}
+#: sync_points kinds: which event, and the table its ``row`` refers to
+CUT_KINDS = {
+    1: ("send", "messages"),  # MPI_SEND (its own cut is also the completion of a blocking send)
+    2: ("send_complete", "messages"),  # MPI_SEND_COMPLETE of a non-blocking send
+    3: ("recv", "messages"),  # MPI_RECV (also the posting of a blocking receive)
+    4: ("recv_request", "messages"),  # MPI_RECV_REQUEST of a non-blocking receive
+    5: ("collective", "collectives"),  # MPI_COLLEXIT
+    6: ("init", None),  # the first EXIT of MPI_Init / MPI_Init_thread
+    7: ("finalize", None),  # the first EXIT of MPI_Finalize
+    8: ("fork", "omp_team_members"),  # ENTER of a parallel region on a team member
+    9: ("omp_barrier", "omp_barriers"),  # EXIT of an OpenMP barrier inside a team
+    10: ("join", "omp_teams"),  # OMP_JOIN on the master
+}
+
 #: every table the replay can build, by the name patterns use in ``requires`` and ``ctx.table(name)``
 TABLES = {
     "messages": MESSAGES,
@@ -167,5 +203,7 @@ TABLES = {
     "omp_team_members": OMP_TEAM_MEMBERS,
     "omp_barriers": OMP_BARRIERS,
     "locks": LOCKS,
+    "time_segments": TIME_SEGMENTS,
+    "sync_points": SYNC_POINTS,
 }
 TABLE_NAMES = tuple(TABLES)

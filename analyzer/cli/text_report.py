@@ -112,11 +112,24 @@ def report(cube, top: int = 5, out=None, show_all: bool = False) -> None:
     _worst(cube, top, total_time, set(absent), w)
 
 
+def _time_tree(cube) -> set[str] | None:
+    """The metrics under ``time`` (None without one)."""
+    if "time" not in cube.metric_names:
+        return None
+    out, todo = set(), ["time"]
+    while todo:
+        name = todo.pop()
+        out.add(name)
+        todo.extend(cube.metric_children(name))
+    return out
+
+
 def _worst(cube, top, total_time, skip, w) -> None:
     """Wait states and time categories ranked by their own share (exclusive along the metric tree); every figure
     under a property is a part of that same own share."""
+    in_time = _time_tree(cube)  # parts of the run time (not the delay or critical-path trees)
     sec = [m for m in cube.metrics if m.unit == "sec" and m.name not in ("time", "execution")
-           and not m.name.startswith("imbalance") and m.name not in skip]
+           and not m.name.startswith("imbalance") and m.name not in skip and (in_time is None or m.name in in_time)]
     own = {m.name: cube.exclusive_in_metric(m.name) for m in sec}
     share = {n: float(v.sum()) for n, v in own.items()}
     worst = sorted((n for n in share if share[n] > _TINY), key=lambda n: -share[n])[:top]

@@ -68,7 +68,8 @@ def replay_mpi(trace, comm, tables=None, progress=None):
     names, _, role = region_arrays(trace.defs)
     shares = partition(trace, comm.size)
     try:
-        mine = walk_share(trace, shares[comm.rank], role, names, progress)
+        mine = walk_share(trace, shares[comm.rank], role, names, progress,
+                          timeline=bool(want & {"time_segments", "sync_points"}))
         if mine.error is not None:
             mine.error = _portable_error(mine.error)
     except Exception as exc:  # anything else must still reach the gather, or rank 0 waits forever

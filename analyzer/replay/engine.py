@@ -47,6 +47,7 @@ from .kernels.summary import call_summary
 from .matching import build_collectives, build_locks, build_messages, build_omp, concat, remap_cnodes
 
 ALL_TABLES = TABLE_NAMES  # every table the replay can build (patterns.tables.TABLES)
+TIMELINE_TABLES = {"time_segments", "sync_points"}  # built by analyzer.replay.timeline
 
 
 class ReplayError(TraceFormatError):
@@ -156,8 +157,10 @@ def counter_metrics(defs):
     return names, slot, is_double
 
 
-def walk_share(trace, locs, region_role, names, progress=None) -> Share:
-    """Walk the locations ``locs`` (whole processes, in walk order) with one call-tree builder."""
+def walk_share(trace, locs, region_role, names, progress=None, timeline: bool = False) -> Share:
+    """Walk the locations ``locs`` (whole processes, in walk order) with one call-tree builder.
+
+    ``timeline``: also cut every location's time line (``analyzer.replay.timeline``)."""
     path = getattr(trace, "path", None)
     _, _, loc_proc, _ = _location_meta(trace)
     share = Share(CallTreeBuilder())
@@ -168,7 +171,8 @@ def walk_share(trace, locs, region_role, names, progress=None) -> Share:
     events = _EventSource(trace, locs)
     try:
         for proc, plocs in by_proc.items():
-            _walk_process(events, proc, plocs, region_role, names, path, share, progress, counters)
+            _walk_process(events, proc, plocs, region_role, names, path, share, progress, counters,
+                          _timeline_walker(trace, names) if timeline else None)
     except ReplayError as exc:
         share.error = exc
     return share
@@ -200,7 +204,18 @@ class _EventSource:
         return Events(loc, **self._trace.decode_into(loc, self._buffer))
 
 
-def _walk_process(events, proc, pending, role, names, path, share, progress, counters):
+def _timeline_walker(trace, names):
+    """``f(loc, cols, res, n_nodes, role)`` giving one location's timeline fragments."""
+    from . import timeline
+
+    flags = timeline.region_flags(names)
+    _, _, _, loc_thread = _location_meta(trace)
+    scratch = timeline.Scratch()
+    return lambda loc, cols, res, n_nodes, role: timeline.location_fragments(
+        loc, cols, res.calls, role, flags, loc_thread[loc] > 0, n_nodes, scratch)
+
+
+def _walk_process(events, proc, pending, role, names, path, share, progress, counters, timeline=None):
     """Walk one process's locations; a worker whose team is not forked yet waits for a later round."""
     tree = share.tree
     teams = _Teams()
@@ -224,6 +239,8 @@ def _walk_process(events, proc, pending, role, names, path, share, progress, cou
                 problems.append(f"location {loc}: {int(res.info)} region(s) still open at the end; "
                                 f"closed at its last event")
             fr = fragments(loc, proc, res.rows)
+            if timeline is not None:
+                fr.update(timeline(loc, cols, res, tree.n_nodes, role))
             summary = call_summary(res.calls, tree.n_nodes)
             if len(counters[0]):  # exclusive counter increments of the visited nodes
                 incr = counter_increments(cols, res.calls, counters[1], counters[2], tree.n_nodes)
@@ -333,7 +350,8 @@ def replay(trace, tables=None, jobs: int = 1, progress=None) -> AnalysisContext:
     names, _, role = region_arrays(trace.defs)
     jobs = max(1, int(jobs))
     if jobs == 1:
-        shares = [walk_share(trace, [l for g in walk_order(trace) for l in g], role, names, progress)]
+        shares = [walk_share(trace, [l for g in walk_order(trace) for l in g], role, names, progress,
+                             timeline=TIMELINE_TABLES & want != set())]
     else:
         import threading
         from concurrent.futures import ThreadPoolExecutor
@@ -346,7 +364,8 @@ def replay(trace, tables=None, jobs: int = 1, progress=None) -> AnalysisContext:
 
         parts = [p for p in partition(trace, jobs) if p]
         with ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix="replay") as pool:
-            shares = list(pool.map(lambda p: walk_share(trace, p, role, names, tick if progress else None),
+            tl = TIMELINE_TABLES & want != set()
+            shares = list(pool.map(lambda p: walk_share(trace, p, role, names, tick if progress else None, tl),
                                    parts))
     return assemble(trace, shares, want)
 
@@ -356,6 +375,10 @@ def check_tables(tables) -> set[str]:
     if isinstance(tables, str):
         tables = (tables,)
     want = set(ALL_TABLES if tables is None else tables)
+    if want & TIMELINE_TABLES:  # the timeline links its cut points to these: built with it
+        from .timeline import LINKED_TABLES
+
+        want |= set(LINKED_TABLES) | TIMELINE_TABLES
     unknown = want - set(ALL_TABLES)
     if unknown:
         raise ValueError(f"unknown replay tables {sorted(unknown)}; known: {list(ALL_TABLES)}")
@@ -401,7 +424,7 @@ def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
         for k, v in fr.items():
             frags.setdefault(k, []).append(v)
     frags = {k: frags.get(k, []) for k in ("sends", "recvs", "collectives", "forks", "joins", "members",
-                                           "barriers", "locks")}
+                                           "barriers", "locks", "cuts", "segments", "send_cuts", "recv_cuts")}
 
     # only the wanted tables are matched and built (the kernel still cuts every
     # location's rows of all of them: cheap next to matching, and one fused pass)
@@ -422,6 +445,10 @@ def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
         tbl["locks"] = build_locks(concat(frags["locks"]), loc_proc, kinds)
     for t in tbl.values():
         remap_cnodes(t, new_id)
+    if want & TIMELINE_TABLES:
+        from .timeline import build_timeline
+
+        tbl.update(build_timeline(frags, tbl, new_id, ctree.parent))
 
     ctx = AnalysisContext(
         trace=trace, calltree=ctree, n_locations=n_loc, location_process=loc_proc, location_thread=loc_thread,

@@ -70,7 +70,7 @@ def build_messages(S: dict, R: dict, problems: list[str]) -> Table:
                         f"({ns - len(ri)} sends, {nr - len(ri)} receives); they are ignored")
     cols = {}
     for k in ("send_loc", "send_rank", "send_time", "send_region", "send_cnode", "send_enter", "send_exit",
-              "send_flags", "send_request", "sendc_region", "sendc_cnode", "sendc_enter", "sendc_exit"):
+              "send_flags", "send_request", "sendc_region", "sendc_cnode", "sendc_enter", "sendc_exit", "send_pos"):
         cols[k] = S[k][si]
     cols["comm"] = S["comm"][si]
     cols["tag"] = S["tag"][si]

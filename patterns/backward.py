@@ -1,0 +1,539 @@
+"""Synchronisation points, wait-state handlings and the arrays the backward replay walks.
+
+The critical path (``patterns.critical_path``) and the delay analysis (``patterns.delay``) follow
+Scalasca 2.6 (``src/scout``: SynchpointHandler, TmapCacheHandler, CriticalPath.pattern,
+Delay.*.pattern; Böhme et al., ICPP 2010).  Everything they need is derived here once per context
+(:func:`backward_inputs`, through :func:`patterns.instances.cached`) from the replay tables:
+
+* the **time maps**: ``time_segments``, the exclusive time per call path between consecutive cut
+  points of every location (``analyzer.replay.timeline``), as CSR arrays per location;
+* the **synchronisation points** (one row per (location, cut point) that synchronises with another
+  location), with Scalasca's wait, total and completion times, the call path of their call and the
+  ranks they synchronise with:
+
+  ========================  ============================  =========================================
+  point                      wait                          synchronises with
+  ========================  ============================  =========================================
+  Late Sender receive        the Late Sender wait           the sender (whose SEND is a point too)
+  Late Receiver completion   recv posting - send ENTER      the receiver (whose posting is a point)
+  MPI collective member      min(T, own exit) - own enter   its communicator (see :func:`_collectives`)
+  MPI_Init / MPI_Finalize    0 / the Wait at Finalize      every rank
+  OpenMP fork (ENTER par)    0                              the team
+  OpenMP barrier (EXIT)      latest enter - own enter       the team
+  ========================  ============================  =========================================
+
+* the **handlings**: every wait state as the backward replay meets it (point-to-point pair,
+  collective instance, OpenMP barrier instance, OpenMP idleness at a fork), and the **touches**:
+  per location, the points the replay visits in backward order and what it does there.
+
+Slow reference of the kernels that walk these: ``tests/patterns/backward_reference.py``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from tracefmt.layout import Role
+
+from .instances import cached, late_sender_instances, mpi_operations
+from .tables import Table
+
+#: the replay tables the backward replay reads (every pattern using it requires them all)
+REQUIRES = ("messages", "collectives", "omp_teams", "omp_team_members", "omp_barriers", "time_segments",
+            "sync_points")
+
+# cut-point kinds of sync_points (patterns.tables.CUT_KINDS)
+_SEND, _SENDC, _RECV, _RECVP, _COLL, _INIT, _FINI, _FORK, _OBAR, _JOIN = range(1, 11)
+
+#: wait-state kinds: the delay metrics of each (short-term and long-term), in this order
+KINDS = ("latesender", "latereceiver", "barrier", "n2n", "12n", "n21", "ompbarrier", "ompidle")
+LS, LR, BARRIER, N2N, ONE2N, N2ONE, OMPBARRIER, OMPIDLE = range(8)
+
+# synchronised ranks of a point (sr_kind): none (OpenMP), every rank, one rank (sr_arg), every member
+# of collective instance sr_arg, the members of instance sr_arg that are points themselves
+SR_NONE, SR_ALL, SR_ONE, SR_GROUP, SR_GROUP_SP = range(5)
+
+# touches: what the backward replay does at a point
+T_WAITER, T_CAUSER, T_MEMBER, T_IDLE = range(4)
+# handlings
+H_P2P, H_COLL, H_OMPBAR, H_IDLE = range(4)
+
+
+class BackwardInputs(NamedTuple):
+    """Plain arrays for the kernels of ``patterns.kernels.backward`` (see the module docstring)."""
+
+    n_cnodes: int
+    n_locations: int
+    loc_rank: np.ndarray  # int64 [L] MPI rank of each location
+    n_ranks: int
+    # time maps: per location rows seg_off[l]:seg_off[l+1] sorted by interval
+    seg_off: np.ndarray
+    seg_cut: np.ndarray
+    seg_cnode: np.ndarray
+    seg_time: np.ndarray
+    n_cuts: np.ndarray  # int64 [L] cut points per location
+    # synchronisation points, sorted by (loc, cut); per location sp_off[l]:sp_off[l+1]
+    sp_off: np.ndarray
+    sp_loc: np.ndarray
+    sp_cut: np.ndarray
+    sp_wait: np.ndarray
+    sp_total: np.ndarray
+    sp_compl: np.ndarray
+    sp_cnode: np.ndarray
+    sp_time: np.ndarray  # ENTER of its call (the begin of a collective, the enter of a barrier)
+    sp_mpi: np.ndarray  # bool: an MPI point (Scalasca's mSynchRanks)
+    sp_sr_kind: np.ndarray
+    sp_sr_arg: np.ndarray
+    # members of collective instances (for SR_GROUP / SR_GROUP_SP): ranks ascending
+    grp_off: np.ndarray
+    grp_rank: np.ndarray
+    grp_sp: np.ndarray  # the member's point, -1 if it is none
+    # JOIN cut points per location (for the OpenMP idleness interval)
+    join_off: np.ndarray
+    join_cut: np.ndarray
+    # critical path: where it leaves each point (-1: it does not), and where it starts
+    cp_next: np.ndarray
+    cp_stop: np.ndarray  # bool: the path ends here (MPI_Init)
+    cp_start_loc: int
+    cp_start_sp: int  # -1: at the end of cp_start_loc
+    # handlings
+    h_kind: np.ndarray  # H_*
+    h_type: np.ndarray  # wait-state kind (LS ... OMPIDLE)
+    h_a: np.ndarray  # P2P: waiting point; COLL/OMPBAR: the causing point (target); IDLE: the fork point or -1
+    h_b: np.ndarray  # P2P: causing point; COLL: the instance (grp rows); IDLE: the location
+    h_n: np.ndarray  # members that must arrive (COLL / OMPBAR), number of threads (IDLE)
+    hm_off: np.ndarray  # COLL / OMPBAR: member points hm_sp[hm_off[h]:hm_off[h+1]]
+    hm_sp: np.ndarray
+    # touches per location in backward order: tc_off[l]:tc_off[l+1]
+    tc_off: np.ndarray
+    tc_kind: np.ndarray
+    tc_h: np.ndarray
+
+
+def backward_inputs(ctx) -> BackwardInputs:
+    """The backward replay's inputs for ``ctx`` (computed once; requires :data:`REQUIRES`)."""
+    return cached(ctx, "patterns.backward", lambda: _build(ctx))
+
+
+def _csr(keys: np.ndarray, n: int) -> np.ndarray:
+    """Offsets of rows sorted by ``keys`` (0..n-1)."""
+    return np.concatenate([[0], np.cumsum(np.bincount(np.asarray(keys, np.int64), minlength=n))]).astype(np.int64)
+
+
+def _cuts_of(P: Table, kind: int, n_rows: int, default=None) -> np.ndarray:
+    """Per row of the linked table: the cut of its point of ``kind`` (``default`` where it has none)."""
+    out = np.full(n_rows, -1, np.int64) if default is None else np.array(default, np.int64, copy=True)
+    sel = (P["kind"] == kind) & (P["row"] >= 0)
+    out[P["row"][sel]] = P["cut"][sel]
+    return out
+
+
+def _pos(x):
+    return np.where(np.isfinite(x) & (x > 0), x, 0.0)
+
+
+def _points(**cols) -> dict:
+    n = len(cols["loc"])
+    base = {"wait": np.zeros(n), "total": np.zeros(n), "compl": np.zeros(n), "time": np.full(n, np.nan),
+            "mpi": np.zeros(n, bool), "sr_kind": np.zeros(n, np.int64), "sr_arg": np.full(n, -1, np.int64),
+            "role": np.full(n, -1, np.int64), "ref": np.full(n, -1, np.int64), "ref2": np.full(n, -1, np.int64)}
+    base.update({k: np.asarray(v) for k, v in cols.items()})
+    return base
+
+
+def _p2p(ctx, M, P, loc_rank):
+    """Late Sender and Late Receiver points (Scalasca 2.6: MpiPattern, SynchpointHandler bws/fws)."""
+    n = len(M)
+    send_cut = _cuts_of(P, _SEND, n)
+    sendc_cut = _cuts_of(P, _SENDC, n, send_cut)
+    recv_cut = _cuts_of(P, _RECV, n)
+    recvp_cut = _cuts_of(P, _RECVP, n, recv_cut)
+    parts = []
+    ls = late_sender_instances(ctx)
+    m = np.asarray(ls["message"], np.int64)
+    m = m[(recv_cut[m] > 0) & (send_cut[m] > 0)]
+    wait = np.minimum(M["send_enter"][m], M["recv_exit"][m]) - M["recv_enter"][m]
+    parts.append(_points(loc=M["recv_loc"][m], cut=recv_cut[m], wait=wait, cnode=M["recv_cnode"][m],
+                         total=M["recv_exit"][m] - M["recv_enter"][m], time=M["recv_enter"][m],
+                         compl=_pos(M["recv_exit"][m] - M["send_exit"][m]), mpi=np.ones(len(m), bool),
+                         sr_kind=np.full(len(m), SR_ONE), sr_arg=M["send_rank"][m], role=np.full(len(m), 0),
+                         ref=np.arange(len(m))))
+    parts.append(_points(loc=M["send_loc"][m], cut=send_cut[m], cnode=M["send_cnode"][m],
+                         total=M["send_exit"][m] - M["send_enter"][m], time=M["send_enter"][m],
+                         compl=_pos(M["send_exit"][m] - M["recv_exit"][m]), mpi=np.ones(len(m), bool),
+                         sr_kind=np.full(len(m), SR_ONE), sr_arg=M["recv_rank"][m], role=np.full(len(m), 1),
+                         ref=np.arange(len(m))))
+    n_ls = len(m)
+    # Late Receiver: blocking standard/synchronous sends and single waits; of a Waitall/Waitsome the
+    # largest (unless the call also waited for a late sender); strictly overlapping calls
+    ops = mpi_operations(ctx)
+    op = np.array([ops[r] if 0 <= r < len(ops) else "" for r in M["sendc_region"]], dtype=object)
+    idle = np.where(M["sendc_exit"] <= M["recvp_enter"], 0.0, M["recvp_enter"] - M["sendc_enter"])
+    single = np.isin(op, ["send", "ssend", "wait", "waitany"])
+    multi = np.isin(op, ["waitall", "waitsome"])
+    ok = (sendc_cut > 0) & (recvp_cut > 0)
+    lr = np.flatnonzero(single & ok & (idle > 0))
+    mrows = np.flatnonzero(multi & ok)
+    if len(mrows):
+        ls_calls = set(zip(M["recv_loc"][ls["message"]].tolist(), M["recv_enter"][ls["message"]].tolist()))
+        keep = np.array([(int(a), float(b)) not in ls_calls
+                         for a, b in zip(M["send_loc"][mrows], M["sendc_enter"][mrows])], bool)
+        mrows = mrows[keep]
+        # per completing call the largest idle (ties: the last send, as the backward replay meets it first)
+        o = mrows[np.lexsort((-M["send_pos"][mrows], -idle[mrows], M["sendc_enter"][mrows], M["send_loc"][mrows]))]
+        first = np.ones(len(o), bool)
+        first[1:] = (M["send_loc"][o][1:] != M["send_loc"][o][:-1]) | (M["sendc_enter"][o][1:] != M["sendc_enter"][o][:-1])
+        top = o[first]
+        lr = np.concatenate([lr, top[idle[top] > 0]])
+    compl = np.where(M["sendc_exit"][lr] > M["recvp_exit"][lr], 0.0, M["sendc_exit"][lr] - M["recvp_exit"][lr])
+    parts.append(_points(loc=M["send_loc"][lr], cut=sendc_cut[lr], wait=idle[lr], cnode=M["sendc_cnode"][lr],
+                         total=M["sendc_exit"][lr] - M["sendc_enter"][lr], compl=compl, time=M["sendc_enter"][lr],
+                         mpi=np.ones(len(lr), bool), sr_kind=np.full(len(lr), SR_ONE), sr_arg=M["recv_rank"][lr],
+                         role=np.full(len(lr), 2), ref=n_ls + np.arange(len(lr))))
+    parts.append(_points(loc=M["recv_loc"][lr], cut=recvp_cut[lr], cnode=M["recvp_cnode"][lr],
+                         total=M["recvp_exit"][lr] - M["recvp_enter"][lr], time=M["recvp_enter"][lr],
+                         compl=_pos(M["recvp_exit"][lr] - M["sendc_exit"][lr]), mpi=np.ones(len(lr), bool),
+                         sr_kind=np.full(len(lr), SR_ONE), sr_arg=M["send_rank"][lr], role=np.full(len(lr), 3),
+                         ref=n_ls + np.arange(len(lr))))
+    return parts, n_ls + len(lr), np.concatenate([np.full(n_ls, LS), np.full(len(lr), LR)])
+
+
+def _group_max(inst, values, local, n_inst):
+    """Per instance: the largest value and the member holding it (lowest local rank on ties; MPI_MAXLOC)."""
+    best = np.full(n_inst, -np.inf)
+    np.maximum.at(best, inst, values)
+    cand = np.where(values == best[inst], local, np.iinfo(np.int64).max)
+    who_rank = np.full(n_inst, np.iinfo(np.int64).max)
+    np.minimum.at(who_rank, inst, cand)
+    return best, who_rank
+
+
+def _group_min(inst, values, n_inst):
+    out = np.full(n_inst, np.inf)
+    np.minimum.at(out, inst, values)
+    return out
+
+
+def _collectives(ctx, C, P):
+    """MPI collective points (Scalasca 2.6: MpiCommunicationHandler, SynchpointHandler)."""
+    if len(C) == 0:
+        return [], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), {}
+    cut = _cuts_of(P, _COLL, len(C))
+    role = ctx.region_role[np.maximum(np.asarray(C["region"], np.int64), 0)]
+    ops = mpi_operations(ctx)
+    op = np.array([ops[r] if 0 <= r < len(ops) else "" for r in C["region"]], dtype=object)
+    typ = np.full(len(C), -1)
+    typ[role == int(Role.MPI_COLL_BARRIER)] = BARRIER
+    typ[(role == int(Role.MPI_COLL_ALL2ALL)) & ~np.isin(op, ["alltoallv", "alltoallw"])] = N2N
+    typ[role == int(Role.MPI_COLL_ONE2ALL)] = ONE2N
+    typ[role == int(Role.MPI_COLL_ALL2ONE)] = N2ONE
+    ok = (typ >= 0) & (C["n_members"] >= 2) & (cut > 0) & (C["region"] >= 0)
+    if "complete" in C:
+        ok &= C["complete"]
+    _, inst = np.unique(np.asarray(C["instance"], np.int64), return_inverse=True)
+    bad = np.zeros(inst.max() + 1 if len(inst) else 0, bool)
+    np.logical_or.at(bad, inst, ~ok)
+    rows = np.flatnonzero(~bad[inst])
+    if len(rows) == 0:
+        return [], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), {}
+    _, inst = np.unique(inst[rows], return_inverse=True)
+    ni = int(inst.max()) + 1
+    comms = ctx.trace.defs.comms if ctx.trace is not None else {}
+    rank = np.asarray(C["rank"], np.int64)[rows]
+    local = np.array([comms[int(c)].ranks.index(int(r)) if int(c) in comms and int(r) in comms[int(c)].ranks
+                      else int(r) for c, r in zip(C["comm"][rows], rank)], np.int64)
+    my, end = C["enter"][rows], C["exit"][rows]
+    sent, recvd = C["sent"][rows], C["recvd"][rows]
+    t = typ[rows]
+    itype = np.full(ni, -1)
+    itype[inst] = t
+    is_root = rank == np.asarray(C["root"], np.int64)[rows]
+    root_time = np.full(ni, np.nan)
+    root_time[inst[is_root]] = my[is_root]
+    root_sent = np.zeros(ni)
+    root_sent[inst[is_root]] = sent[is_root]
+    root_recvd = np.zeros(ni)
+    root_recvd[inst[is_root]] = recvd[is_root]
+    root_local = np.full(ni, -1)
+    root_local[inst[is_root]] = local[is_root]
+    lat0, lat0_who = _group_max(inst, my, local, ni)
+    ee0 = _group_min(inst, end, ni)
+    sp = np.zeros(len(rows), bool)
+    T = np.full(ni, np.nan)  # the time members wait for
+    target = np.full(ni, -1)  # local rank of the member that causes the waits
+    ee = np.full(ni, np.inf)
+    # barriers: every member; the latest arrival causes the waits
+    b = itype == BARRIER
+    T[b], target[b], ee[b] = lat0[b], lat0_who[b], ee0[b]
+    sp |= b[inst]
+    # n-to-n: all members overlap -> all; else receivers entered before the latest sender, and that sender
+    lat_s, lat_s_who = _group_max(inst, np.where(sent > 0, my, -np.inf), local, ni)
+    n = itype == N2N
+    over = n & (ee0 > lat0)
+    T[over], target[over], ee[over] = lat0[over], lat0_who[over], ee0[over]
+    part = n & ~over
+    T[part], target[part] = lat_s[part], lat_s_who[part]
+    active = (sent > 0) | (recvd > 0)
+    n_sp = ((recvd > 0) & (my < lat_s[inst])) | ((sent > 0) & (local == lat_s_who[inst]))
+    sp |= over[inst] & active
+    sp |= part[inst] & n_sp & active
+    ee_part = _group_min(inst, np.where(part[inst] & n_sp, end, np.inf), ni)
+    ee[part] = ee_part[part]
+    # one-to-n: receivers entered before the root, and the root when somebody waited for it
+    o = (itype == ONE2N) & (root_sent > 0)
+    waits = o[inst] & (recvd > 0) & (my < root_time[inst])
+    ee_o = _group_min(inst, np.where(waits, end, np.inf), ni)
+    T[o], target[o], ee[o] = root_time[o], root_local[o], ee_o[o]
+    sp |= waits | (o[inst] & is_root & np.isfinite(ee_o[inst]))
+    # n-to-one: the root and the latest sender, when the root entered first
+    r = (itype == N2ONE) & (root_recvd > 0)
+    pair = r & (root_time < lat_s)
+    T[r], target[r] = lat_s[r], lat_s_who[r]
+    sp |= pair[inst] & (is_root | (local == lat_s_who[inst]))
+    ee_r = _group_min(inst, np.where(pair[inst] & (is_root | (local == lat_s_who[inst])), end, np.inf), ni)
+    ee[r] = ee_r[r]
+    Ti = np.minimum(T[inst], end)
+    wait = np.where(sp, np.maximum(0.0, Ti - my), 0.0)
+    compl = np.where(sp, np.maximum(0.0, end - np.maximum(ee[inst], Ti)), 0.0)
+    # synchronised ranks
+    srk = np.full(len(rows), SR_GROUP)
+    srk[n[inst]] = SR_GROUP_SP
+    one = (o[inst] & ~is_root) | (r[inst])
+    srk[one] = SR_ONE
+    srk[o[inst] & is_root] = SR_GROUP_SP
+    root_rank = np.full(ni, -1)
+    root_rank[inst[is_root]] = rank[is_root]
+    who_rank = np.full(ni, -1)
+    is_target = local == target[inst]
+    who_rank[inst[is_target]] = rank[is_target]
+    sra = inst.copy()
+    sra[o[inst] & ~is_root] = root_rank[inst][o[inst] & ~is_root]
+    rr = r[inst] & is_root
+    sra[rr] = who_rank[inst][rr]
+    rl = r[inst] & ~is_root
+    sra[rl] = root_rank[inst][rl]
+    pts = _points(loc=C["loc"][rows][sp], cut=cut[rows][sp], wait=wait[sp], total=(end - my)[sp], compl=compl[sp],
+                  cnode=C["cnode"][rows][sp], time=my[sp], mpi=np.ones(int(sp.sum()), bool), sr_kind=srk[sp],
+                  sr_arg=sra[sp], role=np.full(int(sp.sum()), 4), ref=inst[sp], ref2=is_target[sp].astype(np.int64))
+    member_rank = rank
+    return [pts], inst, member_rank, sp, {"type": itype, "rows": rows, "comm": np.asarray(C["comm"])[rows]}
+
+
+def _init_finalize(ctx, P):
+    """MPI_Init (wait 0) and MPI_Finalize (wait until the last rank entered) points on every rank."""
+    parts = []
+    for kind, fin in ((_INIT, False), (_FINI, True)):
+        s = np.flatnonzero(P["kind"] == kind)
+        if len(s) == 0:
+            continue
+        my, end = P["enter"][s], P["time"][s]
+        rank = ctx.location_process[P["loc"][s]].astype(np.int64)
+        latest = my.max()
+        ti = np.minimum(latest, end)
+        wait = np.maximum(0.0, ti - my) if fin else np.zeros(len(s))
+        compl = np.maximum(0.0, end - np.maximum(end.min(), ti))
+        order = np.lexsort((rank, -my))  # MAXLOC: the latest, lowest rank on ties
+        first = np.zeros(len(s), np.int64)
+        first[order[0]] = 1
+        parts.append(_points(loc=P["loc"][s], cut=P["cut"][s], wait=wait, total=end - my, compl=compl,
+                             cnode=P["cnode"][s], time=my, mpi=np.ones(len(s), bool), sr_kind=np.full(len(s), SR_ALL),
+                             role=np.full(len(s), 5 if fin else 6), ref2=first))
+    return parts
+
+
+def _openmp(ctx, P):
+    """Fork points (ENTER of the parallel region) and barrier points (EXIT) of every team member."""
+    parts = []
+    members, teams, B = ctx.table("omp_team_members"), ctx.table("omp_teams"), ctx.table("omp_barriers")
+    s = np.flatnonzero((P["kind"] == _FORK) & (P["row"] >= 0))
+    if len(s) and len(teams):
+        mr = P["row"][s]
+        team = np.asarray(members["team"], np.int64)[mr]
+        enter = members["enter"][mr]
+        first = _group_min(team, enter, len(teams))
+        parts.append(_points(loc=P["loc"][s], cut=P["cut"][s], cnode=P["cnode"][s], time=enter,
+                             total=_pos(enter - teams["fork_time"][team]), compl=_pos(enter - first[team]),
+                             role=np.full(len(s), 7), ref=team,
+                             ref2=(members["loc"][mr] == teams["master_loc"][team]).astype(np.int64)))
+    s = np.flatnonzero((P["kind"] == _OBAR) & (P["row"] >= 0))
+    if len(s):
+        br = P["row"][s]
+        inst = np.asarray(B["instance"], np.int64)[br]
+        _, dense = np.unique(inst, return_inverse=True)
+        enter = B["enter"][br]
+        latest = np.full(int(dense.max()) + 1, -np.inf)
+        np.maximum.at(latest, dense, enter)
+        wait = latest[dense] - enter
+        # the latest arrival causes the waits (the lowest thread among equal arrivals)
+        thread = ctx.location_thread[P["loc"][s]].astype(np.int64)
+        who = np.full(len(latest), np.iinfo(np.int64).max)
+        np.minimum.at(who, dense, np.where(enter == latest[dense], thread, np.iinfo(np.int64).max))
+        parts.append(_points(loc=P["loc"][s], cut=P["cut"][s], cnode=P["cnode"][s], time=enter,
+                             wait=np.where(wait > 0, wait, 0.0), total=B["exit"][br] - enter, role=np.full(len(s), 8),
+                             ref=dense, ref2=(thread == who[dense]).astype(np.int64)))
+    return parts
+
+
+def _build(ctx) -> BackwardInputs:
+    L = ctx.n_locations
+    P, S, M, C = ctx.table("sync_points"), ctx.table("time_segments"), ctx.table("messages"), ctx.table("collectives")
+    loc_rank = np.asarray(ctx.location_process, np.int64)
+    n_ranks = int(loc_rank.max()) + 1 if L else 0
+    p2p, n_pairs, pair_type = _p2p(ctx, M, P, loc_rank) if len(M) else ([], 0, np.zeros(0, np.int64))
+    coll, c_inst, c_rank, c_sp, c_info = _collectives(ctx, C, P)
+    parts = p2p + coll + _init_finalize(ctx, P) + _openmp(ctx, P)
+    cols = ("loc", "cut", "wait", "total", "compl", "cnode", "time", "mpi", "sr_kind", "sr_arg", "role", "ref", "ref2")
+    if parts:
+        sp = {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in cols}
+        src = np.concatenate([np.full(len(p["loc"]), i) for i, p in enumerate(parts)])
+    else:
+        sp = {k: np.zeros(0, np.float64 if k in ("wait", "total", "compl", "time") else np.int64) for k in cols}
+        src = np.zeros(0, np.int64)
+    o = np.lexsort((src, sp["cut"], sp["loc"]))
+    sp = {k: v[o] for k, v in sp.items()}
+    dup = np.zeros(len(o), bool)  # a cut registered twice keeps its first meaning (Scalasca's map insert)
+    dup[1:] = (sp["loc"][1:] == sp["loc"][:-1]) & (sp["cut"][1:] == sp["cut"][:-1])
+    sp = {k: v[~dup] for k, v in sp.items()}
+    n_sp = len(sp["loc"])
+    idx = np.arange(n_sp, dtype=np.int64)
+    role, ref, ref2 = sp["role"].astype(np.int64), sp["ref"].astype(np.int64), sp["ref2"].astype(np.int64)
+    cp_next = np.full(n_sp, -1, np.int64)
+    h_kind, h_type, h_a, h_b, h_n, hm = [], [], [], [], [], []
+    # point-to-point pairs: both points must have survived
+    w_of = np.full(n_pairs, -1, np.int64)
+    c_of = np.full(n_pairs, -1, np.int64)
+    isw = (role == 0) | (role == 2)
+    isc = (role == 1) | (role == 3)
+    w_of[ref[isw]] = idx[isw]
+    c_of[ref[isc]] = idx[isc]
+    good = (w_of >= 0) & (c_of >= 0)
+    cp_next[w_of[good]] = c_of[good]
+    for k in np.flatnonzero(good):
+        h_kind.append(H_P2P), h_type.append(int(pair_type[k])), h_a.append(int(w_of[k])), h_b.append(int(c_of[k]))
+        h_n.append(2), hm.append(())
+    # collective instances
+    grp_off = np.zeros(1, np.int64)
+    grp_rank = grp_sp = np.zeros(0, np.int64)
+    if len(c_inst):
+        ni = int(c_inst.max()) + 1
+        member_sp = np.full(len(c_inst), -1, np.int64)
+        cpt = idx[role == 4]
+        key_sp = {(int(ref[i]), int(sp["loc"][i])): int(i) for i in cpt}
+        locs = np.asarray(C["loc"], np.int64)[c_info["rows"]]
+        for j in np.flatnonzero(c_sp):
+            member_sp[j] = key_sp.get((int(c_inst[j]), int(locs[j])), -1)
+        og = np.lexsort((c_rank, c_inst))
+        grp_off = _csr(c_inst, ni)
+        grp_rank, grp_sp = c_rank[og], member_sp[og]
+        target = np.full(ni, -1, np.int64)
+        t_pts = cpt[ref2[cpt] == 1]
+        target[ref[t_pts]] = t_pts
+        for g in range(ni):
+            mem = grp_sp[grp_off[g]:grp_off[g + 1]]
+            mem = mem[mem >= 0]
+            if len(mem) == 0 or target[g] < 0:
+                continue
+            h_kind.append(H_COLL), h_type.append(int(c_info["type"][g])), h_a.append(int(target[g])), h_b.append(g)
+            h_n.append(len(mem)), hm.append(tuple(int(x) for x in mem))
+            waiting = mem[(sp["wait"][mem] > 0) & (mem != target[g])]
+            cp_next[waiting] = target[g]
+    # OpenMP barriers: the latest arrival; forks: the master
+    bpt = idx[role == 8]
+    if len(bpt):
+        for g in np.unique(ref[bpt]):
+            mem = bpt[ref[bpt] == g]
+            latest = mem[ref2[mem] == 1]
+            if len(latest) == 0:
+                continue
+            h_kind.append(H_OMPBAR), h_type.append(OMPBARRIER), h_a.append(int(latest[0])), h_b.append(int(g))
+            h_n.append(len(mem)), hm.append(tuple(int(x) for x in mem))
+            cp_next[mem[mem != latest[0]]] = latest[0]
+    fpt = idx[role == 7]
+    master_fork = {int(ref[i]): int(i) for i in fpt if ref2[i] == 1}
+    for i in fpt:
+        if ref2[i] == 0 and int(ref[i]) in master_fork:
+            cp_next[i] = master_fork[int(ref[i])]
+    # OpenMP idleness on the master of every process with several threads: at each fork and at the end
+    threads = np.bincount(loc_rank, minlength=n_ranks) if L else np.zeros(0, np.int64)
+    masters = [int(l) for l in range(L) if ctx.location_thread[l] == 0 and threads[loc_rank[l]] > 1]
+    for l in masters:
+        h_kind.append(H_IDLE), h_type.append(OMPIDLE), h_a.append(-1), h_b.append(l)
+        h_n.append(int(threads[loc_rank[l]])), hm.append(())
+    for i in fpt:
+        if ref2[i] == 1 and int(sp["loc"][i]) in set(masters):
+            h_kind.append(H_IDLE), h_type.append(OMPIDLE), h_a.append(int(i)), h_b.append(int(sp["loc"][i]))
+            h_n.append(int(threads[loc_rank[sp["loc"][i]]])), hm.append(())
+    h_kind = np.asarray(h_kind, np.int64)
+    h_a, h_b = np.asarray(h_a, np.int64), np.asarray(h_b, np.int64)
+    hm_off = np.concatenate([[0], np.cumsum([len(x) for x in hm])]).astype(np.int64)
+    hm_sp = np.asarray([x for t in hm for x in t], np.int64)
+    # touches: (location, cut, kind, handling), visited per location from the last cut backwards
+    t_loc, t_cut, t_kind, t_h = [], [], [], []
+    for h in range(len(h_kind)):
+        if h_kind[h] == H_P2P:
+            for p, k in ((h_a[h], T_WAITER), (h_b[h], T_CAUSER)):
+                t_loc.append(sp["loc"][p]), t_cut.append(sp["cut"][p]), t_kind.append(k), t_h.append(h)
+        elif h_kind[h] in (H_COLL, H_OMPBAR):
+            for p in hm_sp[hm_off[h]:hm_off[h + 1]]:
+                t_loc.append(sp["loc"][p]), t_cut.append(sp["cut"][p]), t_kind.append(T_MEMBER), t_h.append(h)
+        else:
+            t_loc.append(h_b[h]), t_cut.append(sp["cut"][h_a[h]] if h_a[h] >= 0 else np.iinfo(np.int64).max)
+            t_kind.append(T_IDLE), t_h.append(h)
+    t_loc, t_cut = np.asarray(t_loc, np.int64), np.asarray(t_cut, np.int64)
+    ot = np.lexsort((-t_cut, t_loc))
+    # critical path start: where the latest rank leaves MPI_Finalize, else the end of the master that ends last
+    fin = idx[(role == 5) & (ref2 == 1)]
+    n_fin = int((role == 5).sum())
+    mpi_ranks = len(np.unique(loc_rank[sp["loc"][sp["mpi"].astype(bool)]])) if n_sp else 0
+    if len(fin) and n_fin >= mpi_ranks:
+        start_loc, start_sp = int(sp["loc"][fin[0]]), int(fin[0])
+    else:
+        start_loc, start_sp = _last_master(ctx), -1
+    seg_loc = np.asarray(S["loc"], np.int64)
+    n_cuts = np.zeros(L, np.int64)
+    if len(P):
+        np.maximum.at(n_cuts, np.asarray(P["loc"], np.int64), np.asarray(P["cut"], np.int64))
+    js = np.flatnonzero(P["kind"] == _JOIN)
+    jo = js[np.lexsort((P["cut"][js], P["loc"][js]))]
+    return BackwardInputs(
+        n_cnodes=ctx.n_cnodes, n_locations=L, loc_rank=loc_rank, n_ranks=n_ranks,
+        seg_off=_csr(seg_loc, L), seg_cut=np.asarray(S["cut"], np.int64), seg_cnode=np.asarray(S["cnode"], np.int64),
+        seg_time=np.asarray(S["time"], np.float64), n_cuts=n_cuts,
+        sp_off=_csr(sp["loc"], L), sp_loc=sp["loc"].astype(np.int64), sp_cut=sp["cut"].astype(np.int64),
+        sp_wait=sp["wait"].astype(np.float64), sp_total=sp["total"].astype(np.float64),
+        sp_compl=sp["compl"].astype(np.float64), sp_cnode=sp["cnode"].astype(np.int64),
+        sp_time=sp["time"].astype(np.float64), sp_mpi=sp["mpi"].astype(np.bool_),
+        sp_sr_kind=sp["sr_kind"].astype(np.int64), sp_sr_arg=sp["sr_arg"].astype(np.int64),
+        grp_off=grp_off, grp_rank=np.asarray(grp_rank, np.int64), grp_sp=np.asarray(grp_sp, np.int64),
+        join_off=_csr(P["loc"][jo], L), join_cut=np.asarray(P["cut"][jo], np.int64),
+        cp_next=cp_next, cp_stop=role == 6, cp_start_loc=start_loc, cp_start_sp=start_sp,
+        h_kind=h_kind, h_type=np.asarray(h_type, np.int64), h_a=h_a, h_b=h_b, h_n=np.asarray(h_n, np.int64),
+        hm_off=hm_off, hm_sp=hm_sp,
+        tc_off=_csr(t_loc[ot], L), tc_kind=np.asarray(t_kind, np.int64)[ot], tc_h=np.asarray(t_h, np.int64)[ot],
+    )
+
+
+def _last_master(ctx) -> int:
+    """The thread-0 location whose last event is the latest (where a path without MPI_Finalize starts)."""
+    best, where = -np.inf, 0
+    for l in range(ctx.n_locations):
+        if ctx.location_thread[l] != 0:
+            continue
+        t = float(np.max(ctx.incl_time[:, l], initial=0.0))
+        n = ctx.trace.n_events(l) if ctx.trace is not None and l in set(ctx.trace.location_ids) else 0
+        if n:
+            ev = ctx.trace.events(l)
+            t = float(ev.time[-1])
+        if t > best:
+            best, where = t, l
+    return where
+
+
+def time_profile(ctx) -> np.ndarray:
+    """Σ of the time maps per (call path, location): the time the backward replay works with."""
+    S = ctx.table("time_segments")
+    out = np.zeros((ctx.n_cnodes, ctx.n_locations))
+    np.add.at(out, (np.asarray(S["cnode"], np.int64), np.asarray(S["loc"], np.int64)), S["time"])
+    return out

@@ -1,0 +1,252 @@
+"""The backward replay: the critical path and the delay costs, over the arrays of ``patterns.backward``.
+
+Both walk every location's synchronisation points from its end to its start, as Scalasca 2.6's
+backward replay does (``src/scout``: CriticalPath.pattern, Delay.MPI/OMP.pattern, DelayOps,
+MpiDelayOps, OmpDelayOps).  Time maps (exclusive time per call path between two cut points of
+one location) are sparse: sorted call-path ids with their seconds.
+
+* :func:`critical_path` follows the single path from where the last rank leaves MPI_Finalize (or
+  the end of the last master thread) backwards: on each location it charges the time since the
+  point where the path arrived, down to the point where it leaves (a wait state it can hand to
+  the location that caused it, an OpenMP fork, MPI_Init), minus the wait at that point.
+* :func:`delay_costs` schedules every wait state the way the replay meets it (``tc_*``: per
+  location the points in backward order; a point-to-point causer waits for its waiter's costs, a
+  collective or a barrier for all its members) and charges short-term costs (the delay, scaled
+  to the wait it causes) and long-term costs (the propagated costs of later wait states) to the
+  call paths of the causing location; propagation stores costs on the causer's own earlier
+  wait states (``cost[point, kind]``).
+
+Slow reference: ``tests/patterns/backward_reference.py``.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+N_KINDS = 8  # patterns.backward.KINDS
+OMPBARRIER, OMPIDLE = 6, 7
+SR_NONE, SR_ALL, SR_ONE, SR_GROUP, SR_GROUP_SP = range(5)
+T_WAITER, T_CAUSER, T_MEMBER, T_IDLE = range(4)
+H_P2P, H_COLL, H_OMPBAR, H_IDLE = range(4)
+
+
+# ----------------------------------------------------------------------------
+# time maps
+# ----------------------------------------------------------------------------
+@numba.njit(cache=True, nogil=True)
+def _seg_range(inp, loc, a, b):
+    """Rows of the time segments of ``loc`` with a < interval <= b."""
+    lo, hi = inp.seg_off[loc], inp.seg_off[loc + 1]
+    cuts = inp.seg_cut[lo:hi]
+    return lo + np.searchsorted(cuts, a, side="right"), lo + np.searchsorted(cuts, b, side="right")
+
+
+@numba.njit(cache=True, nogil=True)
+def scratch(n_cnodes):
+    """Scratch for building sparse maps: ``acc`` (float64) and ``mark`` (int8) zeroed, ``keys``; every
+    function that takes it leaves it zeroed."""
+    return np.zeros(n_cnodes, np.float64), np.zeros(n_cnodes, np.int8), np.empty(n_cnodes + 1, np.int64)
+
+
+@numba.njit(cache=True, nogil=True)
+def _add(sc, c, x, n):
+    acc, mark, keys = sc
+    if mark[c] == 0:
+        mark[c] = 1
+        keys[n] = c
+        n += 1
+    acc[c] += x
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
+def _gather(sc, n):
+    """The ``n`` touched keys as a sorted sparse map; the scratch is zeroed again."""
+    acc, mark, keys = sc
+    k = np.sort(keys[:n])
+    v = np.empty(n, np.float64)
+    for j in range(n):
+        v[j] = acc[k[j]]
+        acc[k[j]] = 0.0
+        mark[k[j]] = 0
+    return k, v
+
+
+@numba.njit(cache=True, nogil=True)
+def runtimes(inp, loc, a, b, sc):
+    """Exclusive time per call path of ``loc`` between cut ``a`` and cut ``b`` (intervals a < j <= b)."""
+    lo, hi = _seg_range(inp, loc, a, b)
+    n = 0
+    for r in range(lo, hi):
+        n = _add(sc, inp.seg_cnode[r], inp.seg_time[r], n)
+    return _gather(sc, n)
+
+
+@numba.njit(cache=True, nogil=True)
+def waits(inp, loc, a, b, sc):
+    """Wait time per call path of the points of ``loc`` strictly between cuts a and b, and its sum."""
+    n = 0
+    total = 0.0
+    for j in range(inp.sp_off[loc], inp.sp_off[loc + 1]):
+        cut = inp.sp_cut[j]
+        if cut <= a:
+            continue
+        if cut >= b:
+            break
+        w = inp.sp_wait[j]
+        if w > 0:
+            n = _add(sc, inp.sp_cnode[j], w, n)
+            total += w
+    k, v = _gather(sc, n)
+    return k, v, total
+
+
+@numba.njit(cache=True, nogil=True)
+def value_at(k, v, key):
+    j = np.searchsorted(k, key)
+    if j < k.shape[0] and k[j] == key:
+        return v[j]
+    return 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def diff(ak, av, bk, bv):
+    """Scalasca's CalculateDiff: a - b for the keys of a, kept where positive; and the sum."""
+    keep = np.zeros(ak.shape[0], np.bool_)
+    out = np.empty(ak.shape[0], np.float64)
+    total = 0.0
+    for j in range(ak.shape[0]):
+        d = av[j] - value_at(bk, bv, ak[j])
+        if d > 0.0:
+            keep[j] = True
+            out[j] = d
+            total += d
+    return ak[keep], out[keep], total
+
+
+@numba.njit(cache=True, nogil=True)
+def prune(inp, tk, tv, wk, wv, prev):
+    """Scalasca's PruneDelayTimemap: the time map without waits and without the previous point's call
+    (except its completion time); returns (keys, values, sum)."""
+    k, v, total = diff(tk, tv, wk, wv)
+    if prev < 0:
+        return k, v, total
+    cn = inp.sp_cnode[prev]
+    j = np.searchsorted(k, cn)
+    if j >= k.shape[0] or k[j] != cn:  # the entry is created (with 0) as std::map's operator[] does
+        k = np.concatenate((k[:j], np.array([cn], k.dtype), k[j:]))
+        v = np.concatenate((v[:j], np.zeros(1), v[j:]))
+    t = v[j]
+    cut_off = inp.sp_total[prev] - inp.sp_compl[prev]
+    v[j] = max(t - cut_off, 0.0)
+    total -= min(cut_off, t)
+    return k, v, total
+
+
+@numba.njit(cache=True, nogil=True)
+def _in_group(inp, g, rank, sp_only):
+    lo, hi = inp.grp_off[g], inp.grp_off[g + 1]
+    j = lo + np.searchsorted(inp.grp_rank[lo:hi], rank)
+    if j < hi and inp.grp_rank[j] == rank:
+        return (not sp_only) or inp.grp_sp[j] >= 0
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def synchronises(inp, j, rank):
+    """Whether point ``j`` synchronised with ``rank`` (Scalasca's mSynchRanks)."""
+    k = inp.sp_sr_kind[j]
+    if k == SR_ALL:
+        return True
+    if k == SR_ONE:
+        return inp.sp_sr_arg[j] == rank
+    if k == SR_GROUP:
+        return _in_group(inp, inp.sp_sr_arg[j], rank, False)
+    if k == SR_GROUP_SP:
+        return _in_group(inp, inp.sp_sr_arg[j], rank, True)
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def previous_mpi(inp, j, rank):
+    """The last MPI point before ``j`` on its location that synchronised with ``rank``, or -1."""
+    lo = inp.sp_off[inp.sp_loc[j]]
+    for q in range(j - 1, lo - 1, -1):
+        if inp.sp_mpi[q] and synchronises(inp, q, rank):
+            return q
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def previous_omp(inp, loc, j):
+    """The last OpenMP point of ``loc`` before point ``j`` (j = -1: before its end), or -1."""
+    lo, hi = inp.sp_off[loc], inp.sp_off[loc + 1]
+    start = hi - 1 if j < 0 else j - 1
+    for q in range(start, lo - 1, -1):
+        if not inp.sp_mpi[q]:
+            return q
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def cut_of(inp, j):
+    return inp.sp_cut[j] if j >= 0 else 0
+
+
+@numba.njit(cache=True, nogil=True)
+def local_map(inp, j, prev, sc):
+    """The pruned time map of point j's location from point ``prev`` to ``j``, and its waits' sum."""
+    loc = inp.sp_loc[j]
+    a, b = cut_of(inp, prev), inp.sp_cut[j]
+    tk, tv = runtimes(inp, loc, a, b, sc)
+    wk, wv, wsum = waits(inp, loc, a, b, sc)
+    k, v, total = prune(inp, tk, tv, wk, wv, prev)
+    return k, v, total, wsum
+
+
+# ----------------------------------------------------------------------------
+# critical path
+# ----------------------------------------------------------------------------
+@numba.njit(cache=True, nogil=True)
+def _charge(inp, sev, loc, a, b, minus_point, sc):
+    k, v = runtimes(inp, loc, a, b, sc)
+    for q in range(k.shape[0]):
+        sev[k[q], loc] += v[q]
+    if minus_point >= 0:
+        cn = inp.sp_cnode[minus_point]
+        sev[cn, loc] -= min(inp.sp_wait[minus_point], value_at(k, v, cn))
+
+
+@numba.njit(cache=True, nogil=True)
+def critical_path(inp, sev):
+    """Add the critical path's time per (call path, location) to ``sev`` ([C, L]); returns its length."""
+    sc = scratch(inp.n_cnodes)
+    if inp.n_locations == 0:
+        return 0.0
+    loc = inp.cp_start_loc
+    if inp.cp_start_sp >= 0:
+        end = inp.sp_cut[inp.cp_start_sp]
+        i = inp.cp_start_sp - 1
+    else:
+        end = inp.n_cuts[loc] + 1
+        i = inp.sp_off[loc + 1] - 1
+    for _ in range(inp.sp_loc.shape[0] + 2):
+        moved = False
+        while i >= inp.sp_off[loc]:
+            if inp.cp_stop[i]:
+                _charge(inp, sev, loc, inp.sp_cut[i], end, i, sc)
+                return sev.sum()
+            nx = inp.cp_next[i]
+            if nx >= 0 and nx != i:
+                _charge(inp, sev, loc, inp.sp_cut[i], end, i, sc)
+                loc = inp.sp_loc[nx]
+                end = inp.sp_cut[nx]
+                i = nx - 1
+                moved = True
+                break
+            i -= 1
+        if not moved:
+            _charge(inp, sev, loc, 0, end, -1, sc)
+            break
+    return sev.sum()
