@@ -45,7 +45,8 @@ __all__ = [
 ]
 
 #: modules holding the built-in patterns, in the order their trees are reported
-BUILTIN_MODULES = ("patterns.generic", "patterns.mpi", "patterns.omp", "patterns.reasons", "patterns.critical_path")
+BUILTIN_MODULES = ("patterns.generic", "patterns.mpi", "patterns.omp", "patterns.reasons", "patterns.critical_path",
+                   "patterns.delay")
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,62 @@
+"""The delay costs' numba backward replay against its slow reference, on random traces."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from random_hybrid_traces import random_trace
+
+import backward_reference as ref
+from analyzer import analyze
+from analyzer.replay import replay
+from patterns.backward import REQUIRES, backward_inputs
+from patterns.delay import PATTERNS
+from patterns.kernels.delay import delay_costs
+
+DELAY = [p.name for p in PATTERNS]
+
+
+def _inputs(seed):
+    trace = random_trace(seed, n_ranks=3 + seed % 3, n_threads=1 + seed % 3, steps=18 + 2 * seed)
+    ctx = replay(trace, tables=REQUIRES)
+    return ctx, backward_inputs(ctx)
+
+
+def _close(a: dict, b: dict, tol=1e-12):
+    keys = set(a) | set(b)
+    bad = {k: (a.get(k, 0.0), b.get(k, 0.0)) for k in keys if abs(a.get(k, 0.0) - b.get(k, 0.0)) > tol}
+    assert not bad, sorted(bad.items())[:5]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_delay_kernel_matches_reference(seed):
+    _, inp = _inputs(seed)
+    metric, cnode, loc, value, forced = delay_costs(inp)
+    assert forced == 0
+    mine = defaultdict(float)
+    for m, c, l, v in zip(metric, cnode, loc, value):
+        mine[(int(m), int(c), int(l))] += float(v)
+    expected = ref.Delay(inp).run()
+    _close({k: v for k, v in mine.items() if v}, {k: v for k, v in expected.items() if v})
+
+
+def test_random_traces_exercise_the_delay_kinds():
+    """Across the seeds, short-term and long-term costs of point-to-point, collective and OpenMP waits appear."""
+    seen = set()
+    for seed in range(10):
+        _, inp = _inputs(seed)
+        metric, _, _, value, _ = delay_costs(inp)
+        seen |= {int(m) for m, v in zip(metric, value) if v > 0}
+    assert {0, 2, 3, 6, 7} <= seen  # latesender, barrier, n2n, ompbarrier, ompidle
+    assert any(m >= 8 for m in seen)  # some long-term cost
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_parallel_replay_identical_on_random_traces(seed):
+    trace = random_trace(seed, n_ranks=4, n_threads=2, steps=30)
+    a = analyze(trace, plugins=False, patterns=DELAY)
+    b = analyze(trace, plugins=False, patterns=DELAY, jobs=2)
+    for m in a.metric_names:
+        assert np.array_equal(a.values[m], b.values[m]), m
