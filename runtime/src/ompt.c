@@ -24,6 +24,7 @@ typedef struct team {
     const void *codeptr;
     uint32_t par_region;
     _Atomic uint64_t barrier_end; /* master's end-of-parallel barrier exit time, 0 until known */
+    const void *sections;         /* GCC's combined `parallel sections`: its call site (gomp.c), else NULL */
     uint64_t fork_spooled;        /* where the FORK record sits, to patch in the actual team size */
     uint32_t fork_index;
 } team_t;
@@ -47,8 +48,14 @@ typedef struct omp_thread {
     /* open work-sharing constructs */
     struct {
         uint32_t region, body;
+        uint32_t team;       /* the team it belongs to (nested parallelism) */
+        int single;          /* a single construct: GCC's single has no end event; its barrier is GOMP_barrier */
+        const void *codeptr; /* where it is: names its implicit barrier if that has no code address */
     } work[MSTACK];
     int nwork;
+    /* the construct whose end is held back (xt_thread.held_exit_region): a single?  where? */
+    int held_single;
+    const void *held_codeptr;
     /* open mutex constructs (critical, ordered, atomic, lock API) */
     struct {
         uint64_t wait_id;
@@ -117,6 +124,7 @@ static void on_parallel_begin(ompt_data_t *enc_task, const ompt_frame_t *enc_fra
     tm->codeptr = codeptr;
     atomic_store(&tm->barrier_end, 0);
     tm->par_region = omp_region(codeptr, 1, "!$omp parallel", ELG_ROLE_OMP_PARALLEL);
+    tm->sections = xt_gomp_take_parallel_sections_site();
     parallel_data->ptr = tm;
     if (!t) return;
     if (t->held_exit_region != ELG_NO_ID) xt_flush_held_exit_counted(t);
@@ -191,10 +199,20 @@ static void on_work(ompt_work_t wstype, ompt_scope_endpoint_t endpoint, ompt_dat
     omp_thread *o = omp_state(t);
     if (endpoint == ompt_scope_begin) {
         uint32_t region, body = ELG_NO_ID;
+        /* GCC's sections on libomp begin as a loop (gomp.c knows where) */
+        const void *sections = xt_gomp_take_sections_site();
+        if (!sections && o->team) sections = o->team->sections;
         switch ((int)wstype) {
         case ompt_work_loop:
         case 10: case 11: case 12: case 13: /* loop_static / dynamic / guided / other (OpenMP 5.2) */
-            region = omp_region(codeptr, 2, "!$omp for", ELG_ROLE_OMP_LOOP);
+            if (sections) {
+                codeptr = sections;
+                region = omp_region(codeptr, 3, "!$omp sections", ELG_ROLE_OMP_SECTIONS);
+            } else {
+                /* GCC's combined `parallel for` on libomp: the workers' loop has no code address */
+                if (!codeptr && o->team) codeptr = o->team->codeptr;
+                region = omp_region(codeptr, 2, "!$omp for", ELG_ROLE_OMP_LOOP);
+            }
             break;
         case ompt_work_sections:
             region = omp_region(codeptr, 3, "!$omp sections", ELG_ROLE_OMP_SECTIONS);
@@ -218,6 +236,9 @@ static void on_work(ompt_work_t wstype, ompt_scope_endpoint_t endpoint, ompt_dat
         if (o->nwork < MSTACK) {
             o->work[o->nwork].region = region;
             o->work[o->nwork].body = body;
+            o->work[o->nwork].team = o->team_id;
+            o->work[o->nwork].single = wstype == ompt_work_single_executor || wstype == ompt_work_single_other;
+            o->work[o->nwork].codeptr = codeptr;
         }
         o->nwork++;
     } else {
@@ -230,6 +251,8 @@ static void on_work(ompt_work_t wstype, ompt_scope_endpoint_t endpoint, ompt_dat
         /* hold the end back: an implicit barrier may follow and belongs inside the construct */
         t->held_exit_region = o->work[o->nwork].region;
         t->held_exit_time = now;
+        o->held_single = o->work[o->nwork].single;
+        o->held_codeptr = o->work[o->nwork].codeptr;
     }
 }
 
@@ -261,6 +284,16 @@ static int is_barrier(int kind)
     }
 }
 
+/* open constructs of the innermost team, on top of the work stack (only GCC's single on libomp stays
+ * open until its barrier; an outer team's construct around a nested parallel region is not counted) */
+static int open_here(const omp_thread *o)
+{
+    if (o->nwork > MSTACK) return 0;
+    int n = 0;
+    for (int i = o->nwork - 1; i >= 0 && o->work[i].team == o->team_id; i--) n++;
+    return n;
+}
+
 static void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoint, ompt_data_t *parallel_data,
                            ompt_data_t *task_data, const void *codeptr)
 {
@@ -278,43 +311,67 @@ static void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoi
     team_t *tm = o->team;
     if (endpoint == ompt_scope_begin) {
         int k = (int)kind;
+        /* GCC code on libomp: a GOMP_barrier call site known to expert-run says explicit ('e') or the
+         * implicit barrier of a construct ('i'); libomp reports both as kind 4 (gomp.c) */
+        int gomp = xt_gomp_barrier_kind(codeptr);
+        int open = open_here(o);
         /* Is this the parallel region's closing barrier?  OpenMP 5.1 runtimes say so (kind 9).  libomp 14
          * reports every implicit barrier as kind 2; there the closing one has the parallel construct's
          * codeptr (master) or none (workers), while a worksharing construct's own barrier has the
          * codeptr of the construct's end.  GCC code on libomp gives a loop's barrier kind 4 and no
          * codeptr: that one counts only when no construct is waiting for its barrier (as before). */
-        int pending = t->held_exit_region != ELG_NO_ID || o->nwork > 0;
+        int pending = t->held_exit_region != ELG_NO_ID || open > 0;
         int at_parallel = tm && (codeptr == NULL || codeptr == tm->codeptr);
-        int parallel_end = tm && (k == 9 || (k != 3 && k != 8 && at_parallel && (k == 1 || k == 2 || !pending)));
-        /* A held construct end followed by an explicit barrier or by the end of the parallel region
-         * had no barrier of its own (nowait): it ends at its own time, before this barrier. */
-        if ((k == 3 || parallel_end) && t->held_exit_region != ELG_NO_ID) xt_flush_held_exit_counted(t);
-        if (parallel_end && o->nwork > 0) {
-            /* constructs whose end the runtime does not report (GCC's single nowait) end here too */
+        int parallel_end = !gomp && tm && (k == 9 || (k != 3 && k != 8 && at_parallel && (k == 1 || k == 2 || !pending)));
+        int explicit_barrier = k == 3 || gomp == 'e';
+        /* GCC's implicit barrier after a single is a GOMP_barrier call too.  Any other construct ends in
+         * its own entry point (GOMP_loop_end, GOMP_sections_end), so a held loop or sections had no
+         * barrier (nowait), and this one ends a static loop, which GCC inlines without any event */
+        int static_loop = gomp == 'i' && open == 0 && !(t->held_exit_region != ELG_NO_ID && o->held_single);
+        /* A held construct end followed by an explicit barrier, by the end of the parallel region or by
+         * another construct's barrier had no barrier of its own (nowait): it ends at its own time. */
+        if ((explicit_barrier || parallel_end || static_loop) && t->held_exit_region != ELG_NO_ID)
+            xt_flush_held_exit_counted(t);
+        if (explicit_barrier || parallel_end) {
+            /* constructs whose end the runtime does not report (GCC's single) end here, before it */
             uint64_t now = xt_now();
-            while (o->nwork > 0) {
+            for (; open > 0; open--) {
                 o->nwork--;
-                if (o->nwork >= MSTACK) continue;
                 if (o->work[o->nwork].body != ELG_NO_ID) xt_exit(t, now, o->work[o->nwork].body);
                 xt_exit(t, now, o->work[o->nwork].region);
             }
         }
-        if (t->held_exit_region == ELG_NO_ID && o->nwork > 0 && o->nwork <= MSTACK) {
+        if (t->held_exit_region == ELG_NO_ID && open > 0) {
             /* a construct whose end the runtime does not report (GCC's single on libomp): it ends here */
             o->nwork--;
             uint64_t now = xt_now();
             if (o->work[o->nwork].body != ELG_NO_ID) xt_exit(t, now, o->work[o->nwork].body);
             t->held_exit_region = o->work[o->nwork].region;
             t->held_exit_time = now;
+            o->held_single = o->work[o->nwork].single;
+            o->held_codeptr = o->work[o->nwork].codeptr;
+        }
+        if (static_loop) {
+            /* GCC's static loop: nothing marks its start, so it opens at the thread's last event (the end
+             * of the previous construct or barrier, or the start of the implicit task, in a program
+             * without other events) and holds its barrier, as a loop of clang's does */
+            uint64_t begin = xt_last_time(t);
+            uint32_t loop = omp_region(codeptr, 2, "!$omp for", ELG_ROLE_OMP_LOOP);
+            xt_enter(t, begin, loop, ELG_NO_ID, ELG_NO_ID);
+            t->held_exit_region = loop; /* its end comes with the barrier's, like a held construct end */
+            t->held_exit_time = begin;
+            o->held_codeptr = codeptr;
         }
         uint64_t now = xt_now();
         uint32_t held = t->held_exit_region;
         t->held_exit_region = ELG_NO_ID; /* the held construct stays open around its barrier */
         uint32_t region;
         if (parallel_end && tm) region = omp_region(tm->codeptr, 9, "!$omp ibarrier", ELG_ROLE_OMP_IMPLICIT_BARRIER);
-        else if ((int)kind == 3 || ((int)kind == 4 && held == ELG_NO_ID))
+        else if (explicit_barrier || (k == 4 && held == ELG_NO_ID && !gomp))
             region = omp_region(codeptr, 10, "!$omp barrier", ELG_ROLE_OMP_BARRIER);
-        else region = omp_region(codeptr, 9, "!$omp ibarrier", ELG_ROLE_OMP_IMPLICIT_BARRIER);
+        else /* GCC's GOMP_loop_end reports its barrier without a code address: named after its construct */
+            region = omp_region(codeptr || held == ELG_NO_ID ? codeptr : o->held_codeptr, 9, "!$omp ibarrier",
+                                ELG_ROLE_OMP_IMPLICIT_BARRIER);
         if (held != ELG_NO_ID && t->held_exit_time > now) now = t->held_exit_time;
         xt_enter(t, now, region, ELG_NO_ID, ELG_NO_ID);
         if (t->depth - 1 < XT_STACK_MAX) t->stack[t->depth - 1].team = o->team_id;
@@ -597,6 +654,7 @@ static int tool_initialize(ompt_function_lookup_t lookup, int initial_device_num
     if (xt_proc.untraced || !xt_cfg.record_omp || atomic_load(&xt_pomp_active)) return 0;
     ompt_set_callback_t set_callback = (ompt_set_callback_t)lookup("ompt_set_callback");
     if (!set_callback) return 0;
+    xt_gomp_init(); /* GCC code on libomp: its GOMP_barrier call sites (gomp.c) */
 #define REG(event, fn) set_callback(event, (ompt_callback_t)(fn))
     REG(ompt_callback_thread_begin, on_thread_begin);
     REG(ompt_callback_parallel_begin, on_parallel_begin);

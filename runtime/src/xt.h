@@ -343,6 +343,14 @@ XT_HIDDEN void xt_trace_written(const char *path, int ok, int nprocs, uint64_t e
 extern XT_HIDDEN int (*xt_mpi_exit_hook)(int crashed);
 /* hook set by the OpenMP layer: close OpenMP state before writing */
 extern XT_HIDDEN void (*xt_omp_stop_hook)(void);
+/* GCC code on libomp (gomp.c): the class of a GOMP_barrier call site from EXPERT_GOMP_BARRIERS ('e'
+ * explicit, 'i' a construct's implicit barrier, 0 unknown), and the call site of the GOMP_sections_start
+ * in progress on this thread (NULL if none; taken once) */
+XT_HIDDEN void xt_gomp_init(void);
+XT_HIDDEN int xt_gomp_barrier_kind(const void *codeptr);
+XT_HIDDEN const void *xt_gomp_take_sections_site(void);
+XT_HIDDEN const void *xt_gomp_take_parallel_sections_site(void); /* GOMP_parallel_sections in progress */
+
 /* set by the first POMP call (pomp.c): the OMPT callbacks (ompt.c) then record nothing */
 extern XT_HIDDEN atomic_int xt_pomp_active;
 

@@ -177,8 +177,9 @@ def test_nowait_region_end_barrier_of_workers_is_clamped(nowait_clang):
 
 
 def test_nowait_constructs_of_gcc_code_close_before_the_parallel_barrier(runtime_built, tmp_path):
-    """GCC code on libomp: sections appear as loops and a single reports no end; a loop followed by
-    the end of the region gets no barrier of its own from GCC (it relies on the region's)."""
+    """GCC code on libomp: libomp reports sections as a loop (the runtime's GOMP_parallel_sections wrapper
+    makes them sections again) and a single without its end; a loop followed by the end of the region
+    gets no barrier of its own from GCC (it relies on the region's)."""
     exe = build("gcc", "omp_nowait_end", tmp_path)
     trace, out = trace_of(exe, tmp_path, "g.elg")
     assert out.strip() == "1503"
@@ -186,5 +187,5 @@ def test_nowait_constructs_of_gcc_code_close_before_the_parallel_barrier(runtime
     for loc in trace.location_ids:
         inst = parallel_instances(trace, int(loc))
         assert len(inst) == 4
-        for k, construct in enumerate(["!$omp for", "!$omp for", "!$omp single", "!$omp for"]):
+        for k, construct in enumerate(["!$omp for", "!$omp sections", "!$omp single", "!$omp for"]):
             check_nowait_closes_before_parallel_barrier(trace, inst[k], construct)
