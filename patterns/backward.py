@@ -117,6 +117,15 @@ def backward_inputs(ctx) -> BackwardInputs:
     return cached(ctx, "patterns.backward", lambda: _build(ctx))
 
 
+def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """``values`` at the position of each ``wanted`` key among ``keys`` (unique), -1 where absent."""
+    if len(keys) == 0 or len(wanted) == 0:
+        return np.full(len(wanted), -1, np.int64)
+    o = np.argsort(keys, kind="stable")
+    pos = np.minimum(np.searchsorted(keys[o], wanted), len(keys) - 1)
+    return np.where(keys[o][pos] == wanted, np.asarray(values, np.int64)[o][pos], -1)
+
+
 def _csr(keys: np.ndarray, n: int) -> np.ndarray:
     """Offsets of rows sorted by ``keys`` (0..n-1)."""
     return np.concatenate([[0], np.cumsum(np.bincount(np.asarray(keys, np.int64), minlength=n))]).astype(np.int64)
@@ -400,7 +409,6 @@ def _build(ctx) -> BackwardInputs:
     idx = np.arange(n_sp, dtype=np.int64)
     role, ref, ref2 = sp["role"].astype(np.int64), sp["ref"].astype(np.int64), sp["ref2"].astype(np.int64)
     cp_next = np.full(n_sp, -1, np.int64)
-    h_kind, h_type, h_a, h_b, h_n, hm = [], [], [], [], [], []
     # point-to-point pairs: both points must have survived
     w_of = np.full(n_pairs, -1, np.int64)
     c_of = np.full(n_pairs, -1, np.int64)
@@ -408,80 +416,85 @@ def _build(ctx) -> BackwardInputs:
     isc = (role == 1) | (role == 3)
     w_of[ref[isw]] = idx[isw]
     c_of[ref[isc]] = idx[isc]
-    good = (w_of >= 0) & (c_of >= 0)
+    good = np.flatnonzero((w_of >= 0) & (c_of >= 0))
     cp_next[w_of[good]] = c_of[good]
-    for k in np.flatnonzero(good):
-        h_kind.append(H_P2P), h_type.append(int(pair_type[k])), h_a.append(int(w_of[k])), h_b.append(int(c_of[k]))
-        h_n.append(2), hm.append(())
-    # collective instances
+    hs = [(np.full(len(good), H_P2P), pair_type[good], w_of[good], c_of[good], np.full(len(good), 2))]
+    members = []  # per group handling its member points, as (handling order key, points)
+    # collective instances: the members' points (by instance and location), the target
     grp_off = np.zeros(1, np.int64)
     grp_rank = grp_sp = np.zeros(0, np.int64)
+    cpt = idx[role == 4]
     if len(c_inst):
         ni = int(c_inst.max()) + 1
-        member_sp = np.full(len(c_inst), -1, np.int64)
-        cpt = idx[role == 4]
-        key_sp = {(int(ref[i]), int(sp["loc"][i])): int(i) for i in cpt}
         locs = np.asarray(C["loc"], np.int64)[c_info["rows"]]
-        for j in np.flatnonzero(c_sp):
-            member_sp[j] = key_sp.get((int(c_inst[j]), int(locs[j])), -1)
+        member_sp = _lookup(ref[cpt] * L + sp["loc"][cpt], cpt, c_inst * L + locs)
         og = np.lexsort((c_rank, c_inst))
         grp_off = _csr(c_inst, ni)
         grp_rank, grp_sp = c_rank[og], member_sp[og]
         target = np.full(ni, -1, np.int64)
         t_pts = cpt[ref2[cpt] == 1]
         target[ref[t_pts]] = t_pts
-        for g in range(ni):
-            mem = grp_sp[grp_off[g]:grp_off[g + 1]]
-            mem = mem[mem >= 0]
-            if len(mem) == 0 or target[g] < 0:
-                continue
-            h_kind.append(H_COLL), h_type.append(int(c_info["type"][g])), h_a.append(int(target[g])), h_b.append(g)
-            h_n.append(len(mem)), hm.append(tuple(int(x) for x in mem))
-            waiting = mem[(sp["wait"][mem] > 0) & (mem != target[g])]
-            cp_next[waiting] = target[g]
-    # OpenMP barriers: the latest arrival; forks: the master
+        inst_of = c_inst[og]
+        is_m = grp_sp >= 0
+        n_m = np.bincount(inst_of[is_m], minlength=ni)
+        ok = (n_m > 0) & (target >= 0)
+        gi = np.flatnonzero(ok)
+        hs.append((np.full(len(gi), H_COLL), c_info["type"][gi], target[gi], gi, n_m[gi]))
+        keep = is_m & ok[inst_of]
+        members.append(grp_sp[keep])
+        mp = grp_sp[keep]
+        waiting = mp[(sp["wait"][mp] > 0) & (mp != target[inst_of[keep]])]
+        cp_next[waiting] = target[ref[waiting]]
+    # OpenMP barriers: the latest arrival
     bpt = idx[role == 8]
     if len(bpt):
-        for g in np.unique(ref[bpt]):
-            mem = bpt[ref[bpt] == g]
-            latest = mem[ref2[mem] == 1]
-            if len(latest) == 0:
-                continue
-            h_kind.append(H_OMPBAR), h_type.append(OMPBARRIER), h_a.append(int(latest[0])), h_b.append(int(g))
-            h_n.append(len(mem)), hm.append(tuple(int(x) for x in mem))
-            cp_next[mem[mem != latest[0]]] = latest[0]
+        nb = int(ref[bpt].max()) + 1
+        bpt = bpt[np.argsort(ref[bpt], kind="stable")]
+        latest = np.full(nb, -1, np.int64)
+        lp = bpt[ref2[bpt] == 1]
+        latest[ref[lp]] = lp
+        n_m = np.bincount(ref[bpt], minlength=nb)
+        gi = np.flatnonzero((n_m > 0) & (latest >= 0))
+        hs.append((np.full(len(gi), H_OMPBAR), np.full(len(gi), OMPBARRIER), latest[gi], gi, n_m[gi]))
+        keep = latest[ref[bpt]] >= 0
+        members.append(bpt[keep])
+        mp = bpt[keep]
+        others = mp[mp != latest[ref[mp]]]
+        cp_next[others] = latest[ref[others]]
+    # forks: a worker's path continues on the master
     fpt = idx[role == 7]
-    master_fork = {int(ref[i]): int(i) for i in fpt if ref2[i] == 1}
-    for i in fpt:
-        if ref2[i] == 0 and int(ref[i]) in master_fork:
-            cp_next[i] = master_fork[int(ref[i])]
-    # OpenMP idleness on the master of every process with several threads: at each fork and at the end
+    if len(fpt):
+        master_fork = np.full(int(ref[fpt].max()) + 1, -1, np.int64)
+        mf = fpt[ref2[fpt] == 1]
+        master_fork[ref[mf]] = mf
+        wk = fpt[(ref2[fpt] == 0) & (master_fork[ref[fpt]] >= 0)]
+        cp_next[wk] = master_fork[ref[wk]]
+    # OpenMP idleness on the master of every process with several threads: at the end and at each fork
     threads = np.bincount(loc_rank, minlength=n_ranks) if L else np.zeros(0, np.int64)
-    masters = [int(l) for l in range(L) if ctx.location_thread[l] == 0 and threads[loc_rank[l]] > 1]
-    for l in masters:
-        h_kind.append(H_IDLE), h_type.append(OMPIDLE), h_a.append(-1), h_b.append(l)
-        h_n.append(int(threads[loc_rank[l]])), hm.append(())
-    for i in fpt:
-        if ref2[i] == 1 and int(sp["loc"][i]) in set(masters):
-            h_kind.append(H_IDLE), h_type.append(OMPIDLE), h_a.append(int(i)), h_b.append(int(sp["loc"][i]))
-            h_n.append(int(threads[loc_rank[sp["loc"][i]]])), hm.append(())
-    h_kind = np.asarray(h_kind, np.int64)
-    h_a, h_b = np.asarray(h_a, np.int64), np.asarray(h_b, np.int64)
-    hm_off = np.concatenate([[0], np.cumsum([len(x) for x in hm])]).astype(np.int64)
-    hm_sp = np.asarray([x for t in hm for x in t], np.int64)
+    thread_of = np.asarray(ctx.location_thread, np.int64)
+    is_master = (thread_of == 0) & (threads[loc_rank] > 1) if L else np.zeros(0, bool)
+    masters = np.flatnonzero(is_master)
+    hs.append((np.full(len(masters), H_IDLE), np.full(len(masters), OMPIDLE), np.full(len(masters), -1), masters,
+               threads[loc_rank[masters]]))
+    fm = fpt[(ref2[fpt] == 1) & is_master[sp["loc"][fpt]]] if len(fpt) else fpt
+    hs.append((np.full(len(fm), H_IDLE), np.full(len(fm), OMPIDLE), fm, sp["loc"][fm], threads[loc_rank[sp["loc"][fm]]]))
+    h_kind, h_type, h_a, h_b, h_n = (np.concatenate([np.asarray(x[k], np.int64) for x in hs]) for k in range(5))
+    group = (h_kind == H_COLL) | (h_kind == H_OMPBAR)
+    hm_off = np.zeros(len(h_kind) + 1, np.int64)
+    hm_off[1:] = np.cumsum(np.where(group, h_n, 0))
+    hm_sp = np.concatenate(members).astype(np.int64) if members else np.zeros(0, np.int64)
     # touches: (location, cut, kind, handling), visited per location from the last cut backwards
-    t_loc, t_cut, t_kind, t_h = [], [], [], []
-    for h in range(len(h_kind)):
-        if h_kind[h] == H_P2P:
-            for p, k in ((h_a[h], T_WAITER), (h_b[h], T_CAUSER)):
-                t_loc.append(sp["loc"][p]), t_cut.append(sp["cut"][p]), t_kind.append(k), t_h.append(h)
-        elif h_kind[h] in (H_COLL, H_OMPBAR):
-            for p in hm_sp[hm_off[h]:hm_off[h + 1]]:
-                t_loc.append(sp["loc"][p]), t_cut.append(sp["cut"][p]), t_kind.append(T_MEMBER), t_h.append(h)
-        else:
-            t_loc.append(h_b[h]), t_cut.append(sp["cut"][h_a[h]] if h_a[h] >= 0 else np.iinfo(np.int64).max)
-            t_kind.append(T_IDLE), t_h.append(h)
-    t_loc, t_cut = np.asarray(t_loc, np.int64), np.asarray(t_cut, np.int64)
+    hid = np.arange(len(h_kind), dtype=np.int64)
+    p2p = hid[h_kind == H_P2P]
+    grp_h = np.repeat(hid, np.diff(hm_off))
+    idle = hid[h_kind == H_IDLE]
+    t_loc = np.concatenate([sp["loc"][h_a[p2p]], sp["loc"][h_b[p2p]], sp["loc"][hm_sp], h_b[idle]]).astype(np.int64)
+    t_cut = np.concatenate([sp["cut"][h_a[p2p]], sp["cut"][h_b[p2p]], sp["cut"][hm_sp],
+                            np.where(h_a[idle] >= 0, sp["cut"][np.maximum(h_a[idle], 0)] if n_sp else 0,
+                                     np.iinfo(np.int64).max)]).astype(np.int64)
+    t_kind = np.concatenate([np.full(len(p2p), T_WAITER), np.full(len(p2p), T_CAUSER),
+                             np.full(len(hm_sp), T_MEMBER), np.full(len(idle), T_IDLE)]).astype(np.int64)
+    t_h = np.concatenate([p2p, p2p, grp_h, idle]).astype(np.int64)
     ot = np.lexsort((-t_cut, t_loc))
     # critical path start: where the latest rank leaves MPI_Finalize, else the end of the master that ends last
     fin = idx[(role == 5) & (ref2 == 1)]
@@ -509,9 +522,8 @@ def _build(ctx) -> BackwardInputs:
         grp_off=grp_off, grp_rank=np.asarray(grp_rank, np.int64), grp_sp=np.asarray(grp_sp, np.int64),
         join_off=_csr(P["loc"][jo], L), join_cut=np.asarray(P["cut"][jo], np.int64),
         cp_next=cp_next, cp_stop=role == 6, cp_start_loc=start_loc, cp_start_sp=start_sp,
-        h_kind=h_kind, h_type=np.asarray(h_type, np.int64), h_a=h_a, h_b=h_b, h_n=np.asarray(h_n, np.int64),
-        hm_off=hm_off, hm_sp=hm_sp,
-        tc_off=_csr(t_loc[ot], L), tc_kind=np.asarray(t_kind, np.int64)[ot], tc_h=np.asarray(t_h, np.int64)[ot],
+        h_kind=h_kind, h_type=h_type, h_a=h_a, h_b=h_b, h_n=h_n, hm_off=hm_off, hm_sp=hm_sp,
+        tc_off=_csr(t_loc[ot], L), tc_kind=t_kind[ot], tc_h=t_h[ot],
     )
 
 

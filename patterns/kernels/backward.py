@@ -88,10 +88,9 @@ def waits(inp, loc, a, b, sc):
     """Wait time per call path of the points of ``loc`` strictly between cuts a and b, and its sum."""
     n = 0
     total = 0.0
-    for j in range(inp.sp_off[loc], inp.sp_off[loc + 1]):
+    lo, hi = inp.sp_off[loc], inp.sp_off[loc + 1]
+    for j in range(lo + np.searchsorted(inp.sp_cut[lo:hi], a, side="right"), hi):
         cut = inp.sp_cut[j]
-        if cut <= a:
-            continue
         if cut >= b:
             break
         w = inp.sp_wait[j]
