@@ -32,7 +32,7 @@ from .definitions import (
     Process,
     Region,
 )
-from .layout import ANY, NO_ID, EventType, LockKind, MetricDtype, MetricMode, Paradigm, Role
+from .layout import ANY, NO_ID, EventType, LockKind, MetricDtype, MetricMode, Paradigm, Role, TaskSwitch
 from .writer import TraceWriter
 
 TICKS_PER_SECOND = 1e9
@@ -60,6 +60,8 @@ class TraceBuilder:
         self._explicit_world = False  # the user made MPI_COMM_WORLD with b.comm: keep its ranks
         self._lock_count: dict[tuple[int, int], int] = {}  # (process, lock) -> acquisitions so far
         self._held: dict[tuple[int, int], int] = {}  # (location, lock) -> order of the held acquisition
+        self._running: dict[int, list[tuple[int, int]]] = {}  # location -> (task, region) executing, innermost last
+        self._task_region: dict[tuple[int, int], int] = {}  # (process, task) -> its region, from the creation
 
     # ------------------------------------------------------------------ definitions
     def location(self, rank: int = 0, thread: int = 0, node: int = 0, name: str | None = None) -> int:
@@ -328,6 +330,80 @@ class TraceBuilder:
                 raise BuilderError(f"release of lock {lock!r} on location {loc} at {t}: not held there")
             order = held
         self.event(loc, t, EventType.OMP_RELEASE_LOCK, a=lk, d=order)
+
+    # ---- OpenMP tasks (format 2.1) ----------------------------------------------------------
+    def _process(self, loc: int) -> int:
+        return self.defs.locations[self._loc(loc)].process
+
+    def running_task(self, loc: int) -> int:
+        """The task whose fragment is innermost on ``loc`` (0: none, i.e. an implicit task)."""
+        run = self._running.get(self._loc(loc))
+        return run[-1][0] if run else 0
+
+    def task_create(self, loc, t, task: int, region="!$omp task", parent: int | None = None, flags=0,
+                    dependences: int = 0) -> None:
+        """OMP_TASK_CREATE of task ``task`` (id > 0, unique in the process) that will execute ``region``
+        (role OMP_TASK).  ``parent`` defaults to the task executing on ``loc`` (0: an implicit task)."""
+        if int(task) <= 0:
+            raise BuilderError(f"task ids are > 0 (got {task})")
+        rid = self._region_id(region)
+        self._task_region[(self._process(loc), int(task))] = rid
+        par = self.running_task(loc) if parent is None else int(parent)
+        self.event(loc, t, EventType.OMP_TASK_CREATE, int(flags), a=rid, c=int(dependences), d=int(task), e=par)
+
+    def task_begin(self, loc, t, task: int, region=None, resume: bool = False) -> None:
+        """A fragment of ``task`` begins on ``loc``: ENTER(task region), OMP_TASK_BEGIN.  The region defaults
+        to the one the task was created with."""
+        if region is None:
+            rid = self._task_region.get((self._process(loc), int(task)))
+            if rid is None:
+                raise BuilderError(f"task_begin of task {task} at {t}: not created in this process; pass region=")
+        else:
+            rid = self._region_id(region)
+        self.enter(loc, t, rid)
+        how = TaskSwitch.RESUME if resume else TaskSwitch.START
+        self.event(loc, t, EventType.OMP_TASK_BEGIN, a=rid, c=int(how), d=int(task))
+        self._running.setdefault(loc, []).append((int(task), rid))
+
+    def task_end(self, loc, t, task: int | None = None, status: TaskSwitch = TaskSwitch.COMPLETE) -> None:
+        """The innermost fragment on ``loc`` ends (COMPLETE, SUSPEND, ...): OMP_TASK_END, EXIT(task region)."""
+        run = self._running.get(self._loc(loc))
+        if not run:
+            raise BuilderError(f"task_end on location {loc} at {t}: no task fragment is open")
+        cur, rid = run[-1]
+        if task is not None and int(task) != cur:
+            raise BuilderError(f"task_end of task {task} on location {loc} at {t}: the innermost task is {cur}")
+        run.pop()
+        self.event(loc, t, EventType.OMP_TASK_END, a=rid, c=int(status), d=cur)
+        self.exit(loc, t, rid)
+
+    def task_run(self, loc, t_begin, t_end, task: int, region=None) -> None:
+        """One whole fragment that starts and completes ``task``."""
+        self.task_begin(loc, t_begin, task, region)
+        self.task_end(loc, t_end, task)
+
+    def task_dependence(self, loc, t, predecessor: int, successor: int) -> None:
+        """OMP_TASK_DEPENDENCE: ``successor`` may not start before ``predecessor`` completed."""
+        self.event(loc, t, EventType.OMP_TASK_DEPENDENCE, d=int(predecessor), e=int(successor))
+
+    # ---- threads (format 2.1) -----------------------------------------------------------------
+    def thread_create(self, loc, t, thread: int) -> None:
+        """THREAD_CREATE of thread ``thread`` (id > 0, unique in the process), inside ``pthread_create``."""
+        if int(thread) <= 0:
+            raise BuilderError(f"thread ids are > 0 (got {thread})")
+        self.event(loc, t, EventType.THREAD_CREATE, d=int(thread))
+
+    def thread_begin(self, loc, t, thread: int) -> None:
+        """THREAD_BEGIN: the first event of thread ``thread``'s lifetime on ``loc``."""
+        self.event(loc, t, EventType.THREAD_BEGIN, d=int(thread))
+
+    def thread_end(self, loc, t, thread: int) -> None:
+        """THREAD_END: the last event of thread ``thread``'s lifetime on ``loc``."""
+        self.event(loc, t, EventType.THREAD_END, d=int(thread))
+
+    def thread_join(self, loc, t, thread: int) -> None:
+        """THREAD_JOIN: ``loc`` has joined thread ``thread`` (inside ``pthread_join``)."""
+        self.event(loc, t, EventType.THREAD_JOIN, d=int(thread))
 
     def counter(self, loc, t, metric, value) -> None:
         """A counter reading (metric name or id); doubles are stored as their IEEE bits."""

@@ -67,6 +67,7 @@ _OMP_CONSTRUCTS = [
     ("single sblock", Role.OMP_SINGLE_BODY),
     ("workshare", Role.OMP_WORKSHARE),
     ("taskwait", Role.OMP_TASKWAIT),
+    ("taskgroup", Role.OMP_TASKGROUP),
     ("ibarrier", Role.OMP_IMPLICIT_BARRIER),
     ("parallel", Role.OMP_PARALLEL),
     ("sections", Role.OMP_SECTIONS),
@@ -83,6 +84,10 @@ _OMP_CONSTRUCTS = [
     ("for", Role.OMP_LOOP),
     ("do", Role.OMP_LOOP),
 ]
+
+# POSIX threads API calls (2.1), by name
+_PTHREAD = {"pthread_create": Role.THREAD_CREATE, "pthread_join": Role.THREAD_JOIN,
+            "pthread_tryjoin_np": Role.THREAD_JOIN, "pthread_timedjoin_np": Role.THREAD_JOIN}
 
 _MEASUREMENT = {"TRACING": Role.MEASUREMENT_FLUSH, "PAUSING": Role.MEASUREMENT_PAUSE}
 
@@ -130,4 +135,12 @@ def classify(name: str) -> tuple[Paradigm, Role]:
         if name.endswith("_lock") or name.endswith("_lock_with_hint"):
             return Paradigm.OPENMP, Role.OMP_LOCK_API
         return Paradigm.OPENMP, Role.FUNCTION
+    if name.startswith("pthread_"):
+        if name in _PTHREAD:
+            return Paradigm.PTHREAD, _PTHREAD[name]
+        if name.startswith("pthread_mutex_"):
+            return Paradigm.PTHREAD, Role.THREAD_MUTEX
+        if name.startswith("pthread_cond_"):
+            return Paradigm.PTHREAD, Role.THREAD_CONDITION
+        return Paradigm.PTHREAD, Role.THREAD_MANAGEMENT
     return Paradigm.USER, Role.FUNCTION

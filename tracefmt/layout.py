@@ -1,4 +1,4 @@
-"""On-disk layout of the native trace format (``.elg``, format version 2.0).
+"""On-disk layout of the native trace format (``.elg``, format version 2.1).
 
 This module is the single source of truth for every number the format uses:
 magic bytes, header and block layouts, definition and event record codes,
@@ -32,7 +32,7 @@ import numpy as np
 #: EPILOG 1.x's ``b"EPILOG\0"`` so readers can tell the two apart.
 MAGIC = b"\x89ELG\r\n\x1a\n"
 VERSION_MAJOR = 2
-VERSION_MINOR = 0
+VERSION_MINOR = 1  # 2.1: OpenMP task and thread (pthread) events, their roles and the PTHREAD paradigm
 FILE_HEADER_SIZE = 64
 CREATOR_SIZE = 44
 HEADER_CRC_OFFSET = 60  # u32 CRC-32 of header bytes 0..59
@@ -138,6 +138,7 @@ class Paradigm(enum.IntEnum):
     MPI = 3
     OPENMP = 4
     MEASUREMENT = 5  # the measurement system itself (buffer flush, pause)
+    PTHREAD = 6  # POSIX threads (2.1)
 
 
 class Role(enum.IntEnum):
@@ -173,11 +174,18 @@ class Role(enum.IntEnum):
     OMP_ORDERED = 44
     OMP_ORDERED_BODY = 45
     OMP_LOCK_API = 46  # omp_set_lock, omp_unset_lock, omp_test_lock, the nest variants, init/destroy
-    OMP_TASK = 47
+    OMP_TASK = 47  # an explicit task's execution (each fragment of it: OMP_TASK_BEGIN .. OMP_TASK_END)
     OMP_TASKWAIT = 48
+    OMP_TASKGROUP = 49  # the wait at the end of a taskgroup (2.1)
     # measurement
     MEASUREMENT_FLUSH = 60  # a full buffer written to disk: overhead ("TRACING")
     MEASUREMENT_PAUSE = 61
+    # threads (2.1): POSIX threads API calls
+    THREAD_CREATE = 70  # pthread_create
+    THREAD_JOIN = 71  # pthread_join (waiting for a thread to end)
+    THREAD_MANAGEMENT = 72  # pthread_exit, pthread_detach, pthread_cancel, ...
+    THREAD_MUTEX = 73  # pthread_mutex_lock / trylock / timedlock / unlock
+    THREAD_CONDITION = 74  # pthread_cond_wait / timedwait / signal / broadcast
 
 
 class LockKind(enum.IntEnum):
@@ -187,6 +195,7 @@ class LockKind(enum.IntEnum):
     OMP_ORDERED = 4
     OMP_ATOMIC = 5
     USER = 6
+    PTHREAD_MUTEX = 7  # a pthread_mutex_t (also handed over by condition waits) (2.1)
 
 
 class MetricDtype(enum.IntEnum):
@@ -247,6 +256,14 @@ class EventType(enum.IntEnum):
     OMP_ACQUIRE_LOCK        lock         0         0             order [3]      0
     OMP_RELEASE_LOCK        lock         0         0             order [3]      0
     COUNTER                 metric       0         0             value          0
+    OMP_TASK_CREATE [4]     task region  0         dependences   task id        parent task
+    OMP_TASK_BEGIN [4]      task region  0         TaskSwitch    task id        0
+    OMP_TASK_END [4]        task region  0         TaskSwitch    task id        0
+    OMP_TASK_DEPENDENCE     0            0         0             predecessor    successor
+    THREAD_CREATE [5]       0            0         0             thread id      0
+    THREAD_BEGIN [5]        0            0         0             thread id      0
+    THREAD_END [5]          0            0         0             thread id      0
+    THREAD_JOIN [5]         0            0         0             thread id      0
     ======================  ===========  ========  ============  =============  ============
 
     [1] only on ENTER of a region whose role is OMP_PARALLEL; NO_ID otherwise.
@@ -256,6 +273,14 @@ class EventType(enum.IntEnum):
         while the request is live) that ties the post to its completion.
     [3] acquisition order of that lock, counted from 1 in the order the
         lock was acquired by any thread of the process.
+    [4] (2.1) task ids are unique within a process and never 0; parent 0 is
+        an implicit task.  flags of OMP_TASK_CREATE: TaskFlag.  Each piece
+        of a task's execution is ENTER(task region), OMP_TASK_BEGIN, ...,
+        OMP_TASK_END, EXIT(task region), all on one location.
+    [5] (2.1) thread ids (one per pthread_create) are unique within a
+        process and never 0.  THREAD_BEGIN is the first and THREAD_END the
+        last event of a created thread's lifetime on its location; a location
+        may hold several lifetimes one after another.
 
     Ranks (dest, source, root) are global ranks (MPI_COMM_WORLD), never
     communicator-local ones.  Every EXIT, MPI_COLLEXIT and OMP_COLLEXIT
@@ -277,10 +302,41 @@ class EventType(enum.IntEnum):
     OMP_ACQUIRE_LOCK = 13
     OMP_RELEASE_LOCK = 14
     COUNTER = 20
+    # 2.1: OpenMP tasks
+    OMP_TASK_CREATE = 15
+    OMP_TASK_BEGIN = 16
+    OMP_TASK_END = 17
+    OMP_TASK_DEPENDENCE = 18
+    # 2.1: threads created by the program (POSIX threads)
+    THREAD_CREATE = 21
+    THREAD_BEGIN = 22
+    THREAD_END = 23
+    THREAD_JOIN = 24
 
 
 #: event types that close a region (EXIT and the collective exits)
 EXIT_TYPES = (EventType.EXIT, EventType.MPI_COLLEXIT, EventType.OMP_COLLEXIT)
+
+
+class TaskFlag(enum.IntFlag):
+    """flags of OMP_TASK_CREATE (2.1)"""
+
+    UNDEFERRED = 0x01  # executed at once by the creating thread (if(0), included)
+    UNTIED = 0x02
+    FINAL = 0x04
+    MERGEABLE = 0x08
+    MERGED = 0x10  # its data environment is the creator's (no own execution fragment may follow)
+
+
+class TaskSwitch(enum.IntEnum):
+    """``c`` of OMP_TASK_BEGIN and OMP_TASK_END (2.1): why the fragment begins or ends"""
+
+    START = 0  # BEGIN: the task's first fragment
+    RESUME = 1  # BEGIN: a later fragment (an untied task's next part, after a yield)
+    COMPLETE = 2  # END: the task is done
+    SUSPEND = 3  # END: it continues in a later fragment (possibly on another location)
+    CANCEL = 4  # END: cancelled; the task is done
+    DETACH = 5  # END: its body is done; an allow-completion event completes it later
 
 
 class SendFlag(enum.IntFlag):

@@ -266,7 +266,7 @@ class Trace:
             raise self._error("file header checksum mismatch (damaged header)", offset=layout.HEADER_CRC_OFFSET)
         if hsize < layout.FILE_HEADER_SIZE or hsize > size or hsize % layout.BLOCK_ALIGN:
             raise self._error(f"invalid header size {hsize} in the file header", offset=14)
-        if minor == layout.VERSION_MINOR and flags & ~_KNOWN_FLAGS:
+        if minor <= layout.VERSION_MINOR and flags & ~_KNOWN_FLAGS:  # a newer minor version may add flags
             raise self._error(f"unknown header flags 0x{flags:02x} (damaged header?)", offset=9)
         text, _, padding = creator.partition(b"\0")
         try:

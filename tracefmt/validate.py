@@ -17,7 +17,8 @@ clean trace).  Checks:
 * OpenMP: forks joined, team members with distinct thread numbers within the
   team size, every member passing the same number of team barriers;
 * locks: released only by the holder, acquisition orders 1..n per
-  (process, lock), each acquisition after the previous release.
+  (process, lock), each acquisition after the previous release;
+* OpenMP tasks and threads (format 2.1): :mod:`tracefmt.validate_tasks`.
 
 The nesting check of long event streams is a numba kernel
 (:mod:`tracefmt.kernels`); the remaining checks run in Python over the
@@ -34,6 +35,8 @@ import numpy as np
 
 from .layout import ANY, NO_ID, EventType, Role
 from .plausible import definition_warnings
+from .validate_tasks import TYPES as _TASK_THREAD_TYPES
+from .validate_tasks import TaskChecks
 
 _KNOWN_TYPES = frozenset(int(t) for t in EventType)
 #: locations with at least this many events get the jitted nesting check, and
@@ -102,6 +105,7 @@ class _Validator:
         self.team_barriers = defaultdict(lambda: defaultdict(int))  # (process, team) -> loc -> count
         self.acquisitions = defaultdict(list)  # (process, lock) -> [(order, loc, acq_idx, acq_t, rel_t)]
         self.fast_path_events = FAST_PATH_EVENTS
+        self.tasks = TaskChecks(self.defs, self.add)  # tasks and threads (2.1)
         self.region_ids = np.array(sorted(self.defs.regions), dtype=np.int64)
         self.parallel_ids = np.array(
             sorted(r.id for r in self.defs.regions.values() if r.role == Role.OMP_PARALLEL), dtype=np.int64
@@ -133,6 +137,7 @@ class _Validator:
             self.check_collectives()
             self.check_teams()
             self.check_locks()
+            self.tasks.finish()
         except _Enough:
             pass
         return self.problems
@@ -295,6 +300,8 @@ class _Validator:
                     if h[0] != dd:
                         self.add(f"release of lock {a} with order {dd}, acquired with order {h[0]}", loc, i, t)
                     self.acquisitions[(process, a)].append((h[0], loc, h[1], h[2], t))
+            elif typ in _TASK_THREAD_TYPES:
+                self.tasks.event(loc, process, ev, i, typ, a, c, dd, e, t, len(stack) if nesting else None)
             elif typ == EventType.COUNTER:
                 if a not in d.metrics:
                     self.add(f"value of undefined metric {a}", loc, i, t)
@@ -309,6 +316,7 @@ class _Validator:
         for lock, (order, at, t0) in held.items():
             self.add(f"lock {lock} acquired at event {at} is never released", loc, end, t_end)
             self.acquisitions[(process, lock)].append((order, loc, at, t0, float("inf")))
+        self.tasks.end_location(loc, end, t_end)
 
     def collexit(self, loc, i, t, process, region, comm_id, root):
         d = self.defs

@@ -108,7 +108,7 @@ class LocationInfo:
 # CUBE's role vocabulary is the one Score-P and Scalasca write (and that
 # Scalasca's remapping rules match on): "function", "loop", "point2point",
 # "barrier", "one2all", "implicit barrier", "critical sblock", ...
-_PARADIGM_STRINGS = {0: "unknown", 1: "user", 2: "compiler", 3: "mpi", 4: "openmp", 5: "measurement"}
+_PARADIGM_STRINGS = {0: "unknown", 1: "user", 2: "compiler", 3: "mpi", 4: "openmp", 5: "measurement", 6: "pthread"}
 _ROLE_STRINGS = {
     0: "function",  # FUNCTION
     1: "user",  # USER_REGION (Score-P's name for SCOREP_REGION_USER)
@@ -142,8 +142,14 @@ _ROLE_STRINGS = {
     46: "wrapper",  # OMP_LOCK_API: Score-P marks omp_*_lock as wrapper regions
     47: "task",
     48: "taskwait",
+    49: "taskwait",  # OMP_TASKGROUP: the wait at the end of a taskgroup
     60: "artificial",  # MEASUREMENT_FLUSH
     61: "artificial",  # MEASUREMENT_PAUSE
+    70: "thread create",  # THREAD_CREATE (Score-P's names for pthread_create / pthread_join)
+    71: "thread wait",  # THREAD_JOIN
+    72: "wrapper",  # THREAD_MANAGEMENT
+    73: "wrapper",  # THREAD_MUTEX: Score-P marks pthread_mutex_* as wrapper regions
+    74: "wrapper",  # THREAD_CONDITION
 }
 
 

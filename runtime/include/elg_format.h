@@ -1,5 +1,5 @@
 /*
- * elg_format.h - byte layout of the .elg trace format (version 2.0) for the C runtime.
+ * elg_format.h - byte layout of the .elg trace format (version 2.1) for the C runtime.
  *
  * tracefmt/layout.py is the source of truth; this header mirrors it number for number.
  * If the two ever disagree, layout.py wins and this file is the bug; tests/runtime/test_format_header.py
@@ -13,7 +13,7 @@
 
 #define ELG_MAGIC "\x89" "ELG\r\n\x1a\n" /* 8 bytes */
 #define ELG_VERSION_MAJOR 2
-#define ELG_VERSION_MINOR 0
+#define ELG_VERSION_MINOR 1
 #define ELG_FILE_HEADER_SIZE 64
 #define ELG_CREATOR_SIZE 44
 #define ELG_HEADER_CRC_OFFSET 60 /* u32 CRC-32 of header bytes 0..59 */
@@ -59,6 +59,7 @@ enum elg_paradigm {
     ELG_PARADIGM_MPI = 3,
     ELG_PARADIGM_OPENMP = 4,
     ELG_PARADIGM_MEASUREMENT = 5,
+    ELG_PARADIGM_PTHREAD = 6,
 };
 
 enum elg_role {
@@ -94,8 +95,14 @@ enum elg_role {
     ELG_ROLE_OMP_LOCK_API = 46,
     ELG_ROLE_OMP_TASK = 47,
     ELG_ROLE_OMP_TASKWAIT = 48,
+    ELG_ROLE_OMP_TASKGROUP = 49,
     ELG_ROLE_MEASUREMENT_FLUSH = 60,
     ELG_ROLE_MEASUREMENT_PAUSE = 61,
+    ELG_ROLE_THREAD_CREATE = 70,
+    ELG_ROLE_THREAD_JOIN = 71,
+    ELG_ROLE_THREAD_MANAGEMENT = 72,
+    ELG_ROLE_THREAD_MUTEX = 73,
+    ELG_ROLE_THREAD_CONDITION = 74,
 };
 
 enum elg_lock_kind {
@@ -105,6 +112,7 @@ enum elg_lock_kind {
     ELG_LOCK_OMP_ORDERED = 4,
     ELG_LOCK_OMP_ATOMIC = 5,
     ELG_LOCK_USER = 6,
+    ELG_LOCK_PTHREAD_MUTEX = 7,
 };
 
 #define ELG_EVENT_RECORD_SIZE 40
@@ -123,8 +131,31 @@ enum elg_event_type {
     ELG_OMP_ACQUIRE_LOCK = 13,
     ELG_OMP_RELEASE_LOCK = 14,
     ELG_COUNTER = 20,
+    ELG_OMP_TASK_CREATE = 15,     /* a task region, c dependences, d task id, e parent task id (0: implicit) */
+    ELG_OMP_TASK_BEGIN = 16,      /* after ENTER(task region): a task region, c elg_task_switch, d task id */
+    ELG_OMP_TASK_END = 17,        /* before EXIT(task region): a task region, c elg_task_switch, d task id */
+    ELG_OMP_TASK_DEPENDENCE = 18, /* d predecessor task id, e successor task id */
+    ELG_THREAD_CREATE = 21,       /* d thread id (unique per process, from 1) */
+    ELG_THREAD_BEGIN = 22,
+    ELG_THREAD_END = 23,
+    ELG_THREAD_JOIN = 24,
 };
 
+enum elg_task_flag {
+    ELG_TASK_UNDEFERRED = 0x01,
+    ELG_TASK_UNTIED = 0x02,
+    ELG_TASK_FINAL = 0x04,
+    ELG_TASK_MERGEABLE = 0x08,
+    ELG_TASK_MERGED = 0x10,
+};
+enum elg_task_switch {
+    ELG_TASK_SWITCH_START = 0,
+    ELG_TASK_SWITCH_RESUME = 1,
+    ELG_TASK_SWITCH_COMPLETE = 2,
+    ELG_TASK_SWITCH_SUSPEND = 3,
+    ELG_TASK_SWITCH_CANCEL = 4,
+    ELG_TASK_SWITCH_DETACH = 5,
+};
 enum elg_send_flag { ELG_SEND_SYNCHRONOUS = 0x01, ELG_SEND_BUFFERED = 0x02, ELG_SEND_READY = 0x04 };
 enum elg_recv_flag { ELG_RECV_ANY_SOURCE = 0x01, ELG_RECV_ANY_TAG = 0x02 };
 

@@ -40,7 +40,7 @@ def test_info(capsys, pingpong):
     rc, out, err = run(capsys, "info", pingpong)
     assert rc == 0 and err == ""
     assert f"({os.path.getsize(pingpong)} bytes)" in out
-    assert ".elg 2.0, little-endian, finished" in out
+    assert f".elg 2.{tracefmt.layout.VERSION_MINOR}, little-endian, finished" in out
     assert "2 processes, 2 locations" in out
     lines = out.splitlines()
     header = next(line for line in lines if line.lstrip().startswith("location"))

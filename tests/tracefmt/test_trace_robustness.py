@@ -122,7 +122,7 @@ def test_checksum_mismatch_names_location_block_and_offset():
 def test_header_errors():
     with pytest.raises(tracefmt.TraceFormatError, match="EPILOG 1.x"):
         tracefmt.open(b"EPILOG\0\x01\x09\x01" + b"\0" * 100)
-    with pytest.raises(tracefmt.TraceFormatError, match=r"unsupported format version 3\.0"):
+    with pytest.raises(tracefmt.TraceFormatError, match=rf"unsupported format version 3\.{layout.VERSION_MINOR}"):
         tracefmt.open(DATA[:10] + struct.pack("<H", 3) + DATA[12:])
     with pytest.raises(tracefmt.TraceFormatError, match="bad magic"):
         tracefmt.open(b"x" + DATA[1:])

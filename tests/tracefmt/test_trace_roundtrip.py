@@ -31,7 +31,7 @@ def two_rank_pingpong():
 def test_architecture_example_round_trip():
     trace = two_rank_pingpong().build()
     assert trace.complete and trace.problems == []
-    assert trace.header.version == (2, 0)
+    assert trace.header.version == (2, layout.VERSION_MINOR)
     assert trace.location_ids.tolist() == [0, 1]
     assert trace.n_events(0) == 5 and trace.n_events(1) == 5
 
