@@ -43,104 +43,96 @@ def _seg_range(inp, loc, a, b):
 
 
 @numba.njit(cache=True, nogil=True)
-def scratch(n_cnodes):
-    """Scratch for building sparse maps: ``acc`` (float64) and ``mark`` (int8) zeroed, ``keys``; every
-    function that takes it leaves it zeroed."""
-    return np.zeros(n_cnodes, np.float64), np.zeros(n_cnodes, np.int8), np.empty(n_cnodes + 1, np.int64)
+def new_map(n_cnodes):
+    """A time map: ``(values by call path, keys, [count], mark by call path)``, absent keys holding 0.  The
+    functions below fill maps in place and never allocate: a handling costs no memory traffic."""
+    return (np.zeros(n_cnodes, np.float64), np.empty(n_cnodes + 1, np.int64), np.zeros(1, np.int64),
+            np.zeros(n_cnodes, np.int8))
 
 
 @numba.njit(cache=True, nogil=True)
-def _add(sc, c, x, n):
-    acc, mark, keys = sc
+def clear(m):
+    vals, keys, cnt, mark = m
+    for j in range(cnt[0]):
+        vals[keys[j]] = 0.0
+        mark[keys[j]] = 0
+    cnt[0] = 0
+
+
+@numba.njit(cache=True, nogil=True)
+def add(m, c, x):
+    vals, keys, cnt, mark = m
     if mark[c] == 0:
         mark[c] = 1
-        keys[n] = c
-        n += 1
-    acc[c] += x
-    return n
+        keys[cnt[0]] = c
+        cnt[0] += 1
+    vals[c] += x
 
 
 @numba.njit(cache=True, nogil=True)
-def _gather(sc, n):
-    """The ``n`` touched keys as a sorted sparse map; the scratch is zeroed again."""
-    acc, mark, keys = sc
-    k = np.sort(keys[:n])
-    v = np.empty(n, np.float64)
-    for j in range(n):
-        v[j] = acc[k[j]]
-        acc[k[j]] = 0.0
-        mark[k[j]] = 0
-    return k, v
-
-
-@numba.njit(cache=True, nogil=True)
-def runtimes(inp, loc, a, b, sc):
-    """Exclusive time per call path of ``loc`` between cut ``a`` and cut ``b`` (intervals a < j <= b)."""
+def runtimes(inp, loc, a, b, m):
+    """``m`` := exclusive time per call path of ``loc`` between cut ``a`` and cut ``b`` (intervals a < j <= b)."""
+    clear(m)
     lo, hi = _seg_range(inp, loc, a, b)
-    n = 0
     for r in range(lo, hi):
-        n = _add(sc, inp.seg_cnode[r], inp.seg_time[r], n)
-    return _gather(sc, n)
+        add(m, inp.seg_cnode[r], inp.seg_time[r])
 
 
 @numba.njit(cache=True, nogil=True)
-def waits(inp, loc, a, b, sc):
-    """Wait time per call path of the points of ``loc`` strictly between cuts a and b, and its sum."""
-    n = 0
+def waits(inp, loc, a, b, m):
+    """``m`` := wait time per call path of the points of ``loc`` strictly between cuts a and b; returns its sum."""
+    clear(m)
     total = 0.0
     lo, hi = inp.sp_off[loc], inp.sp_off[loc + 1]
     for j in range(lo + np.searchsorted(inp.sp_cut[lo:hi], a, side="right"), hi):
-        cut = inp.sp_cut[j]
-        if cut >= b:
+        if inp.sp_cut[j] >= b:
             break
         w = inp.sp_wait[j]
         if w > 0:
-            n = _add(sc, inp.sp_cnode[j], w, n)
+            add(m, inp.sp_cnode[j], w)
             total += w
-    k, v = _gather(sc, n)
-    return k, v, total
+    return total
 
 
 @numba.njit(cache=True, nogil=True)
-def value_at(k, v, key):
-    j = np.searchsorted(k, key)
-    if j < k.shape[0] and k[j] == key:
-        return v[j]
-    return 0.0
-
-
-@numba.njit(cache=True, nogil=True)
-def diff(ak, av, bk, bv):
-    """Scalasca's CalculateDiff: a - b for the keys of a, kept where positive; and the sum."""
-    keep = np.zeros(ak.shape[0], np.bool_)
-    out = np.empty(ak.shape[0], np.float64)
+def diff(a, b, out):
+    """Scalasca's CalculateDiff: ``out`` := a - b for the keys of a, kept where positive; returns the sum."""
+    clear(out)
+    av, ak, acnt, _ = a
+    bv = b[0]
     total = 0.0
-    for j in range(ak.shape[0]):
-        d = av[j] - value_at(bk, bv, ak[j])
+    for j in range(acnt[0]):
+        c = ak[j]
+        d = av[c] - bv[c]
         if d > 0.0:
-            keep[j] = True
-            out[j] = d
+            add(out, c, d)
             total += d
-    return ak[keep], out[keep], total
+    return total
 
 
 @numba.njit(cache=True, nogil=True)
-def prune(inp, tk, tv, wk, wv, prev):
-    """Scalasca's PruneDelayTimemap: the time map without waits and without the previous point's call
-    (except its completion time); returns (keys, values, sum)."""
-    k, v, total = diff(tk, tv, wk, wv)
-    if prev < 0:
-        return k, v, total
-    cn = inp.sp_cnode[prev]
-    j = np.searchsorted(k, cn)
-    if j >= k.shape[0] or k[j] != cn:  # the entry is created (with 0) as std::map's operator[] does
-        k = np.concatenate((k[:j], np.array([cn], k.dtype), k[j:]))
-        v = np.concatenate((v[:j], np.zeros(1), v[j:]))
-    t = v[j]
-    cut_off = inp.sp_total[prev] - inp.sp_compl[prev]
-    v[j] = max(t - cut_off, 0.0)
-    total -= min(cut_off, t)
-    return k, v, total
+def prune(inp, t, w, prev):
+    """Scalasca's PruneDelayTimemap, in place on ``t``: without the waits ``w`` and without the previous
+    point's call (but its completion time); returns the sum."""
+    tv, tk, tcnt, _ = t
+    wv = w[0]
+    total = 0.0
+    for j in range(tcnt[0]):
+        c = tk[j]
+        d = tv[c] - wv[c]
+        if d > 0.0:
+            tv[c] = d
+            total += d
+        else:
+            tv[c] = 0.0
+    if prev >= 0:
+        cn = inp.sp_cnode[prev]
+        x = tv[cn]
+        off = inp.sp_total[prev] - inp.sp_compl[prev]
+        add(t, cn, 0.0)
+        tv[cn] = max(x - off, 0.0)
+        total -= min(off, x)
+    return total
 
 
 @numba.njit(cache=True, nogil=True)
@@ -194,33 +186,34 @@ def cut_of(inp, j):
 
 
 @numba.njit(cache=True, nogil=True)
-def local_map(inp, j, prev, sc):
-    """The pruned time map of point j's location from point ``prev`` to ``j``, and its waits' sum."""
+def local_map(inp, j, prev, t, w):
+    """``t`` := the pruned time map of point j's location from point ``prev`` to ``j``; returns (its sum,
+    the sum of the waits in between) (``w``: scratch)."""
     loc = inp.sp_loc[j]
     a, b = cut_of(inp, prev), inp.sp_cut[j]
-    tk, tv = runtimes(inp, loc, a, b, sc)
-    wk, wv, wsum = waits(inp, loc, a, b, sc)
-    k, v, total = prune(inp, tk, tv, wk, wv, prev)
-    return k, v, total, wsum
+    runtimes(inp, loc, a, b, t)
+    wsum = waits(inp, loc, a, b, w)
+    return prune(inp, t, w, prev), wsum
 
 
 # ----------------------------------------------------------------------------
 # critical path
 # ----------------------------------------------------------------------------
 @numba.njit(cache=True, nogil=True)
-def _charge(inp, sev, loc, a, b, minus_point, sc):
-    k, v = runtimes(inp, loc, a, b, sc)
-    for q in range(k.shape[0]):
-        sev[k[q], loc] += v[q]
+def _charge(inp, sev, loc, a, b, minus_point, m):
+    runtimes(inp, loc, a, b, m)
+    vals, keys, cnt, _ = m
+    for q in range(cnt[0]):
+        sev[keys[q], loc] += vals[keys[q]]
     if minus_point >= 0:
         cn = inp.sp_cnode[minus_point]
-        sev[cn, loc] -= min(inp.sp_wait[minus_point], value_at(k, v, cn))
+        sev[cn, loc] -= min(inp.sp_wait[minus_point], vals[cn])
 
 
 @numba.njit(cache=True, nogil=True)
 def critical_path(inp, sev):
     """Add the critical path's time per (call path, location) to ``sev`` ([C, L]); returns its length."""
-    sc = scratch(inp.n_cnodes)
+    sc = new_map(inp.n_cnodes)
     if inp.n_locations == 0:
         return 0.0
     loc = inp.cp_start_loc

@@ -28,28 +28,30 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .backward import (H_COLL, H_IDLE, H_OMPBAR, H_P2P, N_KINDS, OMPBARRIER, OMPIDLE, T_CAUSER, T_IDLE, T_MEMBER,
-                       T_WAITER, cut_of, diff, local_map, previous_mpi, previous_omp, runtimes, scratch, synchronises,
-                       waits, value_at)
+from .backward import (H_COLL, H_OMPBAR, H_P2P, N_KINDS, OMPBARRIER, OMPIDLE, T_CAUSER, T_IDLE, T_MEMBER, T_WAITER,
+                       add, clear, cut_of, diff, local_map, new_map, previous_mpi, previous_omp, runtimes,
+                       synchronises, waits)
 
 WAIT = N_KINDS  # index of the wait-time input next to the N_KINDS cost inputs
 
 
 @numba.njit(cache=True, nogil=True)
-def _emit(out, n, metric, loc, k, v, scale):
+def _emit(out, n, metric, loc, m, scale):
+    """Append ``scale`` x the map ``m`` as (metric, call path, loc, seconds) triples."""
+    vals, keys, cnt, _ = m
     om, oc, ol, ov = out
-    if n + k.shape[0] > om.shape[0]:
-        cap = 2 * (n + k.shape[0]) + 64
+    if n + cnt[0] > om.shape[0]:
+        cap = 2 * (n + cnt[0]) + 64
         om2, oc2, ol2, ov2 = (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64),
                               np.empty(cap, np.float64))
         om2[:n], oc2[:n], ol2[:n], ov2[:n] = om[:n], oc[:n], ol[:n], ov[:n]
         out = (om2, oc2, ol2, ov2)
         om, oc, ol, ov = out
-    for j in range(k.shape[0]):
+    for j in range(cnt[0]):
         om[n] = metric
-        oc[n] = k[j]
+        oc[n] = keys[j]
         ol[n] = loc
-        ov[n] = scale * v[j]
+        ov[n] = scale * vals[keys[j]]
         n += 1
     return out, n
 
@@ -67,32 +69,33 @@ def _add_costs(inp, cost, loc, prev, cur, kind, scale):
 
 
 @numba.njit(cache=True, nogil=True)
-def _p2p(inp, h, snap, cost, out, n, sc):
+def _p2p(inp, h, snap, cost, out, n, maps):
     w, c, typ = inp.h_a[h], inp.h_b[h], inp.h_type[h]
     rwait = inp.sp_wait[w]
     if not rwait > 0:
         return out, n
     lc, lw = inp.sp_loc[c], inp.sp_loc[w]
+    loc_m, rem_m, d, scr = maps[0], maps[1], maps[2], maps[3]
     prev = previous_mpi(inp, c, inp.loc_rank[lw])
-    lk, lv, _, wsum = local_map(inp, c, prev, sc)
-    rk, rv, _, _ = local_map(inp, w, previous_mpi(inp, w, inp.loc_rank[lc]), sc)
-    dk, dv, dsum = diff(lk, lv, rk, rv)
+    _, wsum = local_map(inp, c, prev, loc_m, scr)
+    local_map(inp, w, previous_mpi(inp, w, inp.loc_rank[lc]), rem_m, scr)
+    dsum = diff(loc_m, rem_m, d)
     den = dsum + wsum
     scale_w = min(rwait / den, 1.0) if den > 0 else 0.0
     if dsum > 0:
-        out, n = _emit(out, n, typ, lc, dk, dv, scale_w)
+        out, n = _emit(out, n, typ, lc, d, scale_w)
     if not den > 0:
         return out, n
     for kind in range(N_KINDS):
         sc_c = snap[h, kind] / den
         if sc_c > 0:
-            out, n = _emit(out, n, N_KINDS + kind, lc, dk, dv, sc_c)
+            out, n = _emit(out, n, N_KINDS + kind, lc, d, sc_c)
         _add_costs(inp, cost, lc, prev, c, kind, sc_c + (scale_w if kind == typ else 0.0))
     return out, n
 
 
 @numba.njit(cache=True, nogil=True)
-def _coll(inp, h, cost, out, n, sc, rem, spmap):
+def _coll(inp, h, cost, out, n, maps, rem, spmap):
     """An MPI collective instance (Scalasca's CalculateCollectiveDelay and CalculateScales)."""
     r, g, typ = inp.h_a[h], inp.h_b[h], inp.h_type[h]
     lr = inp.sp_loc[r]
@@ -129,8 +132,10 @@ def _coll(inp, h, cost, out, n, sc, rem, spmap):
         j -= 1
     for q in range(glo, ghi):
         rem[inp.grp_rank[q]] = 0
-    gk, gv, _, propw = local_map(inp, r, prev, sc)
-    m = gk.shape[0]
+    gm, lm, sm, scr, dm = maps[0], maps[1], maps[2], maps[3], maps[4]
+    _, propw = local_map(inp, r, prev, gm, scr)
+    gv, gk, gcnt, _ = gm
+    m = gcnt[0]
     delay = np.zeros((N_KINDS + 1, m))
     base = np.zeros(N_KINDS + 1)
     recent = np.zeros((ghi - glo, N_KINDS + 1))  # scales of the members with a more recent synchronisation
@@ -142,82 +147,97 @@ def _coll(inp, h, cost, out, n, sc, rem, spmap):
         times = gv
         pw = propw
         if spmap[q - glo] >= 0:
-            sk, sv, _, pw = local_map(inp, r, spmap[q - glo], sc)
-            times = np.empty(m)
-            for x in range(m):
-                times[x] = value_at(sk, sv, gk[x])
+            _, pw = local_map(inp, r, spmap[q - glo], sm, scr)
+            times = sm[0]
         dsum = 0.0
         if p == r:
             for x in range(m):
-                d[x] = max(times[x], 0.0)
+                d[x] = max(times[gk[x]], 0.0)
                 dsum += d[x]
         else:
-            lk, lv, _, _ = local_map(inp, p, previous_mpi(inp, p, rank_r), sc)
+            local_map(inp, p, previous_mpi(inp, p, rank_r), lm, scr)
+            lv = lm[0]
             for x in range(m):
-                d[x] = max(times[x] - value_at(lk, lv, gk[x]), 0.0)
+                d[x] = max(times[gk[x]] - lv[gk[x]], 0.0)
                 dsum += d[x]
         for key in range(N_KINDS + 1):
             inp_v = max(inp.sp_wait[p], 0.0) if key == WAIT else cost[p, key]
             s = inp_v / (dsum + pw) if (dsum + pw) > 0 else 0.0
-            for x in range(m):
-                delay[key, x] += s * d[x]
+            if s != 0.0:
+                for x in range(m):
+                    delay[key, x] += s * d[x]
             if spmap[q - glo] >= 0:
                 recent[q - glo, key] = s
             else:
                 base[key] += s
-    if delay[WAIT].sum() > 0:
-        out, n = _emit(out, n, typ, lr, gk, delay[WAIT], 1.0)
-    for kind in range(N_KINDS):
-        if delay[kind].sum() > 0:
-            out, n = _emit(out, n, N_KINDS + kind, lr, gk, delay[kind], 1.0)
+    for key in range(N_KINDS + 1):
+        tot = 0.0
+        for x in range(m):
+            tot += delay[key, x]
+        if tot > 0:
+            clear(dm)
+            for x in range(m):
+                add(dm, gk[x], delay[key, x])
+            out, n = _emit(out, n, typ if key == WAIT else N_KINDS + key, lr, dm, 1.0)
     # sum scales: mPrevSp -> base; each more recent point -> base + the scales of the points before it
+    lo = prev + 1 if prev >= 0 else inp.sp_off[lr]
     for key in range(N_KINDS + 1):
         kind = typ if key == WAIT else key
         scale = base[key]
         run = base[key]
-        lo = prev + 1 if prev >= 0 else inp.sp_off[lr]
         for j in range(lo, r):
             here = False
-            add = 0.0
+            more = 0.0
             for q in range(glo, ghi):
                 if spmap[q - glo] == j:
                     here = True
-                    add += recent[q - glo, key]
+                    more += recent[q - glo, key]
             if here:
                 scale = run
-                run += add
+                run += more
             if scale > 0 and inp.sp_wait[j] > 0:
                 cost[j, kind] += scale * inp.sp_wait[j]
     return out, n
 
 
 @numba.njit(cache=True, nogil=True)
-def _ompbar(inp, h, cost, out, n, sc):
+def _ompbar(inp, h, cost, out, n, maps):
     """An OpenMP barrier instance (Scalasca's CalculateOmpBarrierDelay)."""
     latest = inp.h_a[h]
     ll = inp.sp_loc[latest]
     lprev = previous_omp(inp, ll, latest)
-    lk, lv, _, propw = local_map(inp, latest, lprev, sc)
-    m = lk.shape[0]
-    delay = np.zeros((N_KINDS + 1, m))
+    lm, mm, dm, scr = maps[0], maps[1], maps[2], maps[3]
+    _, propw = local_map(inp, latest, lprev, lm, scr)
+    out_m = maps[4]
     sums = np.zeros(N_KINDS + 1)
+    lv, lk, lcnt, _ = lm
+    delay = np.zeros((N_KINDS + 1, lcnt[0]))
+    pos = np.empty(lcnt[0], np.int64)
     for q in range(inp.hm_off[h], inp.hm_off[h + 1]):
         p = inp.hm_sp[q]
-        mk, mv, _, _ = local_map(inp, p, previous_omp(inp, inp.sp_loc[p], p), sc)
-        dk, dv, dsum = diff(lk, lv, mk, mv)
+        local_map(inp, p, previous_omp(inp, inp.sp_loc[p], p), mm, scr)
+        dsum = diff(lm, mm, dm)
+        dv, dk, dcnt, _ = dm
         for key in range(N_KINDS + 1):
             if key == OMPBARRIER:
                 continue
             inp_v = inp.sp_time[latest] - inp.sp_time[p] if key == WAIT else cost[p, key]
             s = inp_v / (dsum + propw) if (dsum + propw) > 0 else 0.0
             sums[key] += s
-            for x in range(dk.shape[0]):
-                delay[key, np.searchsorted(lk, dk[x])] += s * dv[x]
-    if delay[WAIT].sum() > 0:
-        out, n = _emit(out, n, OMPBARRIER, ll, lk, delay[WAIT], 1.0)
-    for kind in range(N_KINDS):
-        if kind != OMPBARRIER and delay[kind].sum() > 0:
-            out, n = _emit(out, n, N_KINDS + kind, ll, lk, delay[kind], 1.0)
+            if s != 0.0:
+                for x in range(lcnt[0]):
+                    delay[key, x] += s * dv[lk[x]]
+    for key in range(N_KINDS + 1):
+        if key == OMPBARRIER:
+            continue
+        tot = 0.0
+        for x in range(lcnt[0]):
+            tot += delay[key, x]
+        if tot > 0:
+            clear(out_m)
+            for x in range(lcnt[0]):
+                add(out_m, lk[x], delay[key, x])
+            out, n = _emit(out, n, OMPBARRIER if key == WAIT else N_KINDS + key, ll, out_m, 1.0)
     for key in range(N_KINDS + 1):
         if key != OMPBARRIER:
             _add_costs(inp, cost, ll, lprev, latest, OMPBARRIER if key == WAIT else key, sums[key])
@@ -225,7 +245,7 @@ def _ompbar(inp, h, cost, out, n, sc):
 
 
 @numba.njit(cache=True, nogil=True)
-def _idle(inp, h, cost, out, n, sc):
+def _idle(inp, h, cost, out, n, maps):
     """Worker threads idle while the master works alone: between the previous join and a fork (or the end)."""
     f, loc, threads = inp.h_a[h], inp.h_b[h], inp.h_n[h]
     prev = previous_omp(inp, loc, f)
@@ -236,27 +256,28 @@ def _idle(inp, h, cost, out, n, sc):
         x = jl + np.searchsorted(inp.join_cut[jl:jh], inp.sp_cut[prev], side="right")
         if x < jh and inp.join_cut[x] <= b:
             a = inp.join_cut[x]
-    tk, tv = runtimes(inp, loc, a, b, sc)
-    wk, wv, wsum = waits(inp, loc, cut_of(inp, prev), b, sc)
-    dk, dv, dsum = diff(tk, tv, wk, wv)
+    tm, wm, dm = maps[0], maps[1], maps[2]
+    runtimes(inp, loc, a, b, tm)
+    wsum = waits(inp, loc, cut_of(inp, prev), b, wm)
+    dsum = diff(tm, wm, dm)
     scale = float(threads - 1) if (dsum + wsum) > 0 else 0.0
     if dsum > 0:
-        out, n = _emit(out, n, OMPIDLE, loc, dk, dv, scale)
+        out, n = _emit(out, n, OMPIDLE, loc, dm, scale)
     if wsum > 0:
         _add_costs(inp, cost, loc, prev, f, OMPIDLE, scale)
     return out, n
 
 
 @numba.njit(cache=True, nogil=True)
-def _run(inp, h, snap, cost, out, n, sc, rem, spmap):
+def _run(inp, h, snap, cost, out, n, maps, rem, spmap):
     k = inp.h_kind[h]
     if k == H_P2P:
-        return _p2p(inp, h, snap, cost, out, n, sc)
+        return _p2p(inp, h, snap, cost, out, n, maps)
     if k == H_COLL:
-        return _coll(inp, h, cost, out, n, sc, rem, spmap)
+        return _coll(inp, h, cost, out, n, maps, rem, spmap)
     if k == H_OMPBAR:
-        return _ompbar(inp, h, cost, out, n, sc)
-    return _idle(inp, h, cost, out, n, sc)
+        return _ompbar(inp, h, cost, out, n, maps)
+    return _idle(inp, h, cost, out, n, maps)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -273,7 +294,8 @@ def delay_costs(inp):
     counted = np.zeros(inp.tc_kind.shape[0], np.bool_)
     waiting = np.full(n_h, -1, np.int64)
     ptr = inp.tc_off[:L].copy()
-    sc = scratch(inp.n_cnodes)
+    C = inp.n_cnodes
+    maps = (new_map(C), new_map(C), new_map(C), new_map(C), new_map(C), new_map(C))
     rem = np.zeros(inp.n_ranks + 1, np.int8)
     max_grp = 1
     for g in range(inp.grp_off.shape[0] - 1):
@@ -312,9 +334,9 @@ def delay_costs(inp):
                     if not ready[h]:
                         waiting[h] = l
                         break
-                    out, n = _run(inp, h, snap, cost, out, n, sc, rem, spmap)
+                    out, n = _run(inp, h, snap, cost, out, n, maps, rem, spmap)
                 elif kind == T_IDLE:
-                    out, n = _run(inp, h, snap, cost, out, n, sc, rem, spmap)
+                    out, n = _run(inp, h, snap, cost, out, n, maps, rem, spmap)
                 else:
                     if not counted[t]:
                         counted[t] = True
@@ -322,7 +344,7 @@ def delay_costs(inp):
                     if not done[h]:
                         if arrived[h] < inp.h_n[h]:
                             break
-                        out, n = _run(inp, h, snap, cost, out, n, sc, rem, spmap)
+                        out, n = _run(inp, h, snap, cost, out, n, maps, rem, spmap)
                         done[h] = True
                         for q in range(inp.hm_off[h], inp.hm_off[h + 1]):
                             ml = inp.sp_loc[inp.hm_sp[q]]
@@ -344,7 +366,7 @@ def delay_costs(inp):
                             snap[h, k] = cost[inp.h_a[h], k]
                         ready[h] = True
                     elif inp.tc_kind[t] == T_MEMBER and not done[h]:
-                        out, n = _run(inp, h, snap, cost, out, n, sc, rem, spmap)
+                        out, n = _run(inp, h, snap, cost, out, n, maps, rem, spmap)
                         done[h] = True
                     forced += 1
                     break
