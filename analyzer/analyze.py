@@ -25,7 +25,8 @@ __all__ = ["analyze", "compute_patterns", "build_cube", "collective_mismatches",
 
 #: cube attribute per property left out as not measured: ``NOT_MEASURED_ATTR + name`` = the reason
 NOT_MEASURED_ATTR = "expert-analyze::not-measured::"
-#: cube attribute of an analysis made with ``salvage`` of a trace that needed it: what the results cover
+#: cube attribute of an analysis of a damaged or incomplete trace, or one repaired by ``salvage``: what the
+#: results cover (``expert-analyze::problemN`` say what was lost or repaired)
 SALVAGED_ATTR = "expert-analyze::salvaged"
 #: cube attribute per paradigm without any call in the trace: ``ABSENT_ATTR + paradigm`` = the unique names
 #: (space-separated) of the properties that are zero for that reason
@@ -110,8 +111,7 @@ def damage_note(problems: list[str]) -> str:
     """One line for a damaged or incomplete trace: the first problem, how many more, and what to do."""
     more = len(problems) - 1
     extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more > 0 else ""
-    return (f"damaged or incomplete trace: {problems[0]}{extra}; use --salvage (analyze(..., salvage=True)) "
-            f"to analyze what survived")
+    return f"damaged or incomplete trace: {problems[0]}{extra}; use --salvage to analyze what survived"
 
 
 def metric_status(ctx, pats: list[Pattern]) -> tuple[dict[str, str], dict[str, str]]:
@@ -262,10 +262,11 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
     depend on ``jobs`` or on the number of ranks.  The replay context stays
     available as ``cube.context``.
 
-    A damaged or incomplete trace (the reader's ``trace.problems``) and a location whose time goes
-    backwards raise :class:`tracefmt.TraceFormatError` naming the first problem, unless ``salvage``:
-    then the analysis covers what survived (times going backwards raised to the latest before them),
-    and the cube says what was lost (attributes ``SALVAGED_ATTR`` and ``expert-analyze::problemN``).
+    A location whose time goes backwards raises :class:`tracefmt.TraceFormatError` naming the event and
+    both times, unless ``salvage``: then such times are raised to the latest before them.  Of a damaged or
+    incomplete trace (the reader's ``trace.problems``; ``expert-analyze`` refuses it without ``--salvage``)
+    the analysis covers what survived.  Either way the cube says what was lost or repaired: attribute
+    ``SALVAGED_ATTR`` and ``expert-analyze::problemN``.
     """
     t0 = _time.perf_counter()
     if isinstance(path_or_trace, (str, os.PathLike)):
@@ -279,9 +280,7 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
     if len(trace.location_ids) == 0:
         why = "; ".join(getattr(trace, "problems", []) or []) or "no location has events"
         raise tracefmt.TraceFormatError(f"nothing to analyze: {why}", path=source)
-    lost = list(getattr(trace, "problems", []) or [])
-    if lost and not salvage:
-        raise tracefmt.TraceFormatError(damage_note(lost), path=source)
+    lost = list(getattr(trace, "problems", []) or [])  # what the reader lost (before the ids are made dense)
     if hasattr(trace, "defs"):  # tables sized by the ids that occur, not by the largest id (tracefmt.dense)
         trace = dense_view(trace)
     from .replay import replay  # numba kernels: imported only when a trace is analyzed
@@ -307,7 +306,7 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
     }
     for i, prob in enumerate(ctx.problems):
         attrs[f"expert-analyze::problem{i}"] = prob
-    if salvage and (lost or any("(--salvage)" in p for p in ctx.problems)):
+    if lost or any("(--salvage)" in p for p in ctx.problems):
         attrs[SALVAGED_ATTR] = (f"the trace is damaged, incomplete or out of time order: these results cover what "
                                 f"survived; expert-analyze::problem0 to problem{len(ctx.problems) - 1} say what was "
                                 f"lost or repaired")

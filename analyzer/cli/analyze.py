@@ -1,13 +1,16 @@
 """``expert-analyze``: analyze a trace, print the EXPERT presenter's three views in text, write the cube.
 
     expert-analyze TRACE [-o result.cubex] [--json result.json] [--hdf5 result.h5]
-                   [--patterns NAME,...] [--all] [--top N] [-j N] [--no-progress] [-q]
+                   [--patterns NAME,...] [--all] [--top N] [-j N] [--salvage] [--no-progress] [-q]
     mpiexec -n K expert-analyze --mpi TRACE ...     (distributed: rank 0 writes and prints)
 
 The result does not depend on -j or on K.
 
 Exit status: 0 on success, 2 on bad input (unreadable trace, unknown
 pattern, a file that cannot be written), with one line naming the problem.
+A damaged or truncated trace, or one whose time goes backwards on a
+location, is bad input unless ``--salvage`` is given: then the analysis
+covers what survived, and the report and the cube say what was lost.
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--mpi", action="store_true",
                    help="distributed analysis under mpiexec (needs mpi4py): each rank reads and replays only "
                    "its share of the processes, rank 0 merges, prints and writes the result")
+    p.add_argument("--salvage", action="store_true",
+                   help="analyze what survived of a damaged or truncated trace, and raise times that go backwards "
+                   "to the time before, instead of failing; the report and the cube say what was lost")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     return p
@@ -134,7 +140,7 @@ def main(argv=None) -> int:
     from patterns.api import PatternError
     from tracefmt.detect import open_any
 
-    from analyzer.analyze import analyze
+    from analyzer.analyze import SALVAGED_ATTR, analyze, damage_note
     from analyzer.cube import CubeError, write_cubex, write_hdf5, write_json
 
     errors = (tracefmt.TraceFormatError, PatternError, CubeError, OSError, ValueError, RuntimeError)
@@ -163,6 +169,8 @@ def main(argv=None) -> int:
         if not os.path.exists(args.trace):
             raise FileNotFoundError(f"{args.trace}: no such file")
         trace = open_any(args.trace)
+        if trace.problems and not args.salvage:  # as expert-trace check: one line, exit 2
+            err = f"{args.trace}: {damage_note(list(trace.problems))}"
     except errors as exc:
         err = _result_not_trace(args.trace) if isinstance(exc, tracefmt.TraceFormatError) else None
         err = err or str(exc)
@@ -179,7 +187,7 @@ def main(argv=None) -> int:
         else:
             update = None
         cube = analyze(trace, patterns=args.patterns, plugins=not args.no_plugins, progress=update, jobs=jobs,
-                       comm=comm, plugin_files=args.plugin)
+                       comm=comm, plugin_files=args.plugin, salvage=args.salvage)
         if bar is not None:
             bar.close()
             bar = None
@@ -201,7 +209,7 @@ def main(argv=None) -> int:
         return rc
     if not args.quiet:
         report(cube, top=args.top, show_all=args.show_all)
-        for prob in cube.context.problems:
+        for prob in ([] if SALVAGED_ATTR in cube.attrs else cube.context.problems):  # else the report lists them
             print(f"{PROG}: warning: {prob}", file=sys.stderr)
         print(f"\nwrote {out_path}" + (f", {args.json}" if args.json else "") + (f", {args.hdf5}" if args.hdf5 else ""))
     return 0

@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from analyzer.analyze import ABSENT_ATTR, NOT_MEASURED_ATTR
+from analyzer.analyze import ABSENT_ATTR, NOT_MEASURED_ATTR, SALVAGED_ATTR
 
 __all__ = ["report", "hidden_properties"]
 
@@ -92,6 +92,8 @@ def report(cube, top: int = 5, out=None, show_all: bool = False) -> None:
     w = out.write
     total_time = cube.total("time") if "time" in cube.metric_names else 0.0
     absent, not_measured = hidden_properties(cube)
+    if SALVAGED_ATTR in cube.attrs:
+        _salvaged(cube, w)
     w("Performance properties (severity, % of total time)\n")
     n_hidden = 0
     for m, depth, measured in _rows(cube):
@@ -110,6 +112,21 @@ def report(cube, top: int = 5, out=None, show_all: bool = False) -> None:
     if n_hidden:
         w(_hidden_line({n: p for n, p in absent.items() if n not in not_measured}, not_measured, n_hidden))
     _worst(cube, top, total_time, set(absent), w)
+
+
+def _salvaged(cube, w) -> None:
+    """What a --salvage analysis lost or repaired, before any number (from the cube's problem attributes)."""
+    probs = [v for k, v in sorted(cube.attrs.items(), key=lambda kv: _problem_index(kv[0])) if _problem_index(k) >= 0]
+    w(f"SALVAGED: the trace is damaged, incomplete or out of time order; the results below cover what survived "
+      f"({len(probs)} problem{'s' if len(probs) != 1 else ''}):\n")
+    for p in probs:
+        w(f"  - {p}\n")
+    w("\n")
+
+
+def _problem_index(key: str) -> int:
+    head = "expert-analyze::problem"
+    return int(key[len(head):]) if key.startswith(head) and key[len(head):].isdigit() else -1
 
 
 def _time_tree(cube) -> set[str] | None:

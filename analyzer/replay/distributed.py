@@ -57,19 +57,19 @@ def _raise_portable(err, rank: int):
     raise cls(reason, path=path, location=location, block=block, offset=offset)
 
 
-def replay_mpi(trace, comm, tables=None, progress=None):
+def replay_mpi(trace, comm, tables=None, progress=None, salvage: bool = False):
     """The distributed replay; returns the :class:`AnalysisContext` on rank 0 and None elsewhere.
 
     Every rank must call it (it is collective).  A failure on any rank is
     raised on rank 0 with that rank's message; other ranks return None.
-    ``tables``: as for :func:`analyzer.replay.replay` (rank 0 builds only those).
+    ``tables``, ``salvage``: as for :func:`analyzer.replay.replay` (rank 0 builds only those tables).
     """
     want = check_tables(tables)
     names, _, role = region_arrays(trace.defs)
     shares = partition(trace, comm.size)
     try:
         mine = walk_share(trace, shares[comm.rank], role, names, progress,
-                          timeline=bool(want & {"time_segments", "sync_points"}))
+                          timeline=bool(want & {"time_segments", "sync_points"}), salvage=salvage)
         if mine.error is not None:
             mine.error = _portable_error(mine.error)
     except Exception as exc:  # anything else must still reach the gather, or rank 0 waits forever

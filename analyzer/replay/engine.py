@@ -43,6 +43,7 @@ from .extract import fragments
 from .kernels import location as K
 from .kernels.bundles import KnownTeams
 from .kernels.counters import counter_increments
+from .kernels.order import check_order, clamp
 from .kernels.summary import call_summary
 from .matching import build_collectives, build_locks, build_messages, build_omp, concat, remap_cnodes
 
@@ -157,10 +158,11 @@ def counter_metrics(defs):
     return names, slot, is_double
 
 
-def walk_share(trace, locs, region_role, names, progress=None, timeline: bool = False) -> Share:
+def walk_share(trace, locs, region_role, names, progress=None, timeline: bool = False, salvage: bool = False) -> Share:
     """Walk the locations ``locs`` (whole processes, in walk order) with one call-tree builder.
 
-    ``timeline``: also cut every location's time line (``analyzer.replay.timeline``)."""
+    ``timeline``: also cut every location's time line (``analyzer.replay.timeline``).
+    ``salvage``: repair a location whose time goes backwards (clamped, and reported) instead of failing."""
     path = getattr(trace, "path", None)
     _, _, loc_proc, _ = _location_meta(trace)
     share = Share(CallTreeBuilder())
@@ -168,7 +170,7 @@ def walk_share(trace, locs, region_role, names, progress=None, timeline: bool = 
     for l in locs:
         by_proc.setdefault(int(loc_proc[l]), []).append(int(l))
     counters = counter_metrics(trace.defs)
-    events = _EventSource(trace, locs)
+    events = _EventSource(trace, locs, salvage)
     try:
         for proc, plocs in by_proc.items():
             _walk_process(events, proc, plocs, region_role, names, path, share, progress, counters,
@@ -187,10 +189,16 @@ class _EventSource:
     location's events are valid only until the next one is decoded, which
     suits the walk: it keeps only what the kernels return.  Readers without
     ``decode_into`` (``tracefmt.Trace.decode_into``) get fresh events per location.
+
+    Every location's time must never go backwards: otherwise a ReplayError names the location, the event
+    and both times, or with ``salvage`` each such time is raised to the latest before it and
+    ``repaired[loc]`` says so (durations never come out negative).
     """
 
-    def __init__(self, trace, locs):
+    def __init__(self, trace, locs, salvage: bool = False):
         self._trace = trace
+        self._salvage = salvage
+        self.repaired: dict[int, str] = {}
         self._buffer = None
         if hasattr(trace, "decode_into"):
             largest = max((int(trace.n_events(l)) for l in locs), default=0)
@@ -199,9 +207,24 @@ class _EventSource:
 
     def __call__(self, loc: int):
         if self._buffer is None:
-            return self._trace.events(loc)
-        self._trace.check_location(loc)
-        return Events(loc, **self._trace.decode_into(loc, self._buffer))
+            ev = self._trace.events(loc)
+        else:
+            self._trace.check_location(loc)
+            ev = Events(loc, **self._trace.decode_into(loc, self._buffer))
+        n, first, worst = check_order(ev.time)
+        if n:
+            t = ev.time
+            what = (f"event {first} at {t[first]:.9f} s is earlier than event {first - 1} at {t[first - 1]:.9f} s: "
+                    f"time goes backwards" + (f" ({n} times on this location)" if n > 1 else ""))
+            if not self._salvage:
+                raise ReplayError(what + "; --salvage raises such times to the time before",
+                                  path=getattr(self._trace, "path", None), location=int(loc))
+            if not t.flags.writeable:
+                ev.time = t = t.copy()
+            clamp(t)
+            self.repaired[loc] = (f"location {loc}: {what}, by up to {worst:.9f} s; each such time was raised "
+                                  f"to the latest before it (--salvage)")
+        return ev
 
 
 def _timeline_walker(trace, names):
@@ -234,7 +257,7 @@ def _walk_process(events, proc, pending, role, names, path, share, progress, cou
             tree.update(res.tree)
             if res.status not in (nesting.OK, nesting.UNCLOSED):
                 raise _walk_error(res.status, res.info, res.open_region, loc, names, ev, path)
-            problems = []
+            problems = [events.repaired[loc]] if loc in events.repaired else []
             if res.status == nesting.UNCLOSED:
                 problems.append(f"location {loc}: {int(res.info)} region(s) still open at the end; "
                                 f"closed at its last event")
@@ -336,7 +359,7 @@ def _remap_fragment(fr: dict, m: np.ndarray) -> dict:
     return out
 
 
-def replay(trace, tables=None, jobs: int = 1, progress=None) -> AnalysisContext:
+def replay(trace, tables=None, jobs: int = 1, progress=None, salvage: bool = False) -> AnalysisContext:
     """Replay a trace into an :class:`AnalysisContext` (see the module docstring).
 
     ``tables``: names of the tables to build (default: all; ``analyzer.analyze`` passes the
@@ -344,14 +367,16 @@ def replay(trace, tables=None, jobs: int = 1, progress=None) -> AnalysisContext:
     built, and the problems their matching would report are not reported.  ``jobs``: worker
     threads walking disjoint shares of the processes (the kernels release
     the GIL); the result is identical for every value.  ``progress``: optional
-    callable ``progress(n_events_done)`` called after each location.
+    callable ``progress(n_events_done)`` called after each location.  A location whose time goes
+    backwards is a ReplayError naming the event and both times, unless ``salvage``: then such times are
+    raised to the latest before them and ``ctx.problems`` says where.
     """
     want = check_tables(tables)
     names, _, role = region_arrays(trace.defs)
     jobs = max(1, int(jobs))
     if jobs == 1:
         shares = [walk_share(trace, [l for g in walk_order(trace) for l in g], role, names, progress,
-                             timeline=TIMELINE_TABLES & want != set())]
+                             timeline=TIMELINE_TABLES & want != set(), salvage=salvage)]
     else:
         import threading
         from concurrent.futures import ThreadPoolExecutor
@@ -365,8 +390,8 @@ def replay(trace, tables=None, jobs: int = 1, progress=None) -> AnalysisContext:
         parts = [p for p in partition(trace, jobs) if p]
         with ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix="replay") as pool:
             tl = TIMELINE_TABLES & want != set()
-            shares = list(pool.map(lambda p: walk_share(trace, p, role, names, tick if progress else None, tl),
-                                   parts))
+            shares = list(pool.map(lambda p: walk_share(trace, p, role, names, tick if progress else None, tl,
+                                                        salvage), parts))
     return assemble(trace, shares, want)
 
 
