@@ -83,7 +83,9 @@ class _Delay(Pattern):
 def _make(name, parent, display, description, diagnosis, leaves) -> type:
     return type(name.title().replace("_", ""), (_Delay,), {
         "name": name, "parent": parent, "display_name": display, "description": description,
-        "diagnosis": diagnosis, "leaves": tuple(leaves), "__module__": __name__})
+        "diagnosis": diagnosis, "leaves": tuple(leaves), "__module__": __name__,
+        # zero without calls of the paradigm: the text report hides them then (Pattern.paradigm)
+        "paradigm": {"delay_mpi": "mpi", "delay_omp": "openmp"}.get(name)})
 
 
 def _patterns() -> list[type]:

@@ -65,7 +65,8 @@ def test_paradigm_is_declared_on_subtree_roots_and_optional_depends_is_declared(
     assert Pattern.optional_depends == ()
     declared = {p.name: p.paradigm for p in patterns.load_patterns(plugins=False) if p.paradigm is not None}
     assert declared == {"mpi": "mpi", "syncs": "mpi", "comms": "mpi", "bytes": "mpi", "omp_time": "openmp",
-                        "omp_idle_threads": "openmp", "omp_false_sharing": "openmp"}
+                        "omp_idle_threads": "openmp", "omp_false_sharing": "openmp", "delay_mpi": "mpi",
+                        "delay_omp": "openmp"}
     patterns.validate_pattern(_meta(paradigm="generic"))  # as earlier plugins wrote it
     with pytest.raises(PatternError, match="'probe'.*paradigm must be one of"):
         patterns.validate_pattern(_meta(paradigm="MPI"))
