@@ -14,6 +14,7 @@ import numpy as np
 
 import tracefmt
 from tracefmt.dense import dense_view
+from tracefmt.names import escape_bytes
 from tracefmt.plausible import definition_warnings
 from patterns.api import Pattern, PatternError, Severity, check_subset_rule
 
@@ -171,11 +172,12 @@ def build_cube(ctx, pats: list[Pattern], attrs: dict | None = None, not_measured
         r = defs.regions.get(rid)
         par, role = region_strings(int(ctx.region_paradigm[rid]), int(ctx.region_role[rid]))
         if r is None:
-            regions.append(RegionInfo(name=name or f"region {rid}", paradigm=par, role=role))
+            regions.append(RegionInfo(name=escape_bytes(name) or f"region {rid}", paradigm=par, role=role))
             continue
         line = lambda v: -1 if v is None or v == tracefmt.layout.NO_ID else int(v)  # noqa: E731
-        regions.append(RegionInfo(name=r.name, file=defs.files.get(r.file, ""), begin_line=line(r.begin_line),
-                                  end_line=line(r.end_line), paradigm=par, role=role))
+        # names are bytes from the trace: one that is not UTF-8 shows as \xNN in every result (tracefmt.names)
+        regions.append(RegionInfo(name=escape_bytes(r.name), file=escape_bytes(defs.files.get(r.file, "")),
+                                  begin_line=line(r.begin_line), end_line=line(r.end_line), paradigm=par, role=role))
     locations = []
     for lid in range(ctx.n_locations):
         d = defs.locations.get(lid)
@@ -186,10 +188,10 @@ def build_cube(ctx, pats: list[Pattern], attrs: dict | None = None, not_measured
         node = defs.nodes.get(proc.node) if proc is not None else None
         machine = defs.machines.get(node.machine) if node is not None else None
         locations.append(LocationInfo(
-            machine=machine.name if machine is not None else "machine",
-            node=node.name if node is not None else "node",
-            rank=int(d.process), thread=int(d.thread), name=d.name or "",
-            process_name=proc.name if proc is not None and proc.name else "",
+            machine=escape_bytes(machine.name) if machine is not None else "machine",
+            node=escape_bytes(node.name) if node is not None else "node",
+            rank=int(d.process), thread=int(d.thread), name=escape_bytes(d.name or ""),
+            process_name=escape_bytes(proc.name) if proc is not None and proc.name else "",
         ))
     values = {p.name: ctx.results[p.name] for p in pats if p.name in ctx.results and p.name not in left_out}
     for info, counts in counter_cube_metrics(ctx, names):
@@ -216,7 +218,7 @@ def counter_cube_metrics(ctx, taken=()) -> list[tuple[MetricInfo, np.ndarray]]:
             uniq = "counter_" + uniq
         used.add(uniq)
         integer = dtypes.get(name) == tracefmt.layout.MetricDtype.UINT64
-        out.append((MetricInfo(name=uniq, display_name=name, parent=None, unit="occ",
+        out.append((MetricInfo(name=uniq, display_name=escape_bytes(name), parent=None, unit="occ",
                                description=f"hardware counter {name} as recorded",
                                diagnosis="Expand the call tree to see where the events were counted; values are "
                                          "exclusive (each call path without its callees).",
@@ -244,7 +246,8 @@ def collective_mismatches(ctx) -> list[str]:
     rows = np.flatnonzero(inst == bad[0])
     ops = sorted(set(names[rows].tolist()))
     comm = ctx.trace.defs.comms.get(int(t["comm"][rows[0]]))
-    where = f"communicator {comm.name!r}" if comm is not None and comm.name else f"communicator {int(t['comm'][rows[0]])}"
+    cid = int(t["comm"][rows[0]])
+    where = f"communicator {comm.name!r}" if comm is not None and comm.name else f"communicator {cid}"
     return [f"{len(bad)} MPI collective instance(s) have members that called different operations (first: "
             f"{' and '.join(ops)} on {where}); their wait states are computed as if the calls matched"]
 

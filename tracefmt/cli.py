@@ -24,6 +24,7 @@ import numpy as np
 from . import layout
 from .errors import TraceFormatError
 from .layout import ANY, NO_ID, EventType, MetricDtype
+from .names import printable
 from .detect import detect, open_any
 from .reader import Trace
 from .validate import validate
@@ -48,7 +49,7 @@ def _open(args) -> Trace:
         raise _Unreadable(f"{args.file}: damaged or incomplete trace: {trace.problems[0]}{extra}; "
                           "use --salvage to read the complete blocks")
     for p in trace.problems:
-        print(f"warning: {args.file}: {p}", file=sys.stderr)
+        print(printable(f"warning: {args.file}: {p}"), file=sys.stderr)
     return trace
 
 
@@ -65,20 +66,20 @@ def cmd_info(args) -> int:
     trace = _open(args)
     d, h = trace.defs, trace.header
     order = "little" if h.byte_order == layout.BYTE_ORDER_LITTLE else "big"
-    print(f"file        {args.file}")
+    print(f"file        {printable(args.file)}")
     if args.kind == "native":
         print(f"size        {_fmt_bytes(os.path.getsize(args.file))} ({os.path.getsize(args.file)} bytes)")
         print(f"format      .elg {h.version[0]}.{h.version[1]}, {order}-endian, "
               f"{'finished' if h.finished else 'NOT finished'}")
     else:
         print(f"format      {_FOREIGN_NAMES[args.kind]}, converted in memory")
-    print(f"creator     {h.creator}")
+    print(f"creator     {printable(h.creator)}")
     print(f"system      {len(d.machines)} machines, {len(d.nodes)} nodes, {len(d.processes)} processes, "
           f"{len(d.locations)} locations")
     print(f"defined     {len(d.regions)} regions, {len(d.comms)} communicators, {len(d.locks)} locks, "
           f"{len(d.metrics)} metrics")
     for k, v in sorted(d.attributes.items()):
-        print(f"attribute   {k} = {v}")
+        print(f"attribute   {printable(k)} = {printable(v)}")
     types = [t for t in EventType]
     totals = np.zeros(len(types), np.int64)
     rows = []
@@ -117,11 +118,11 @@ def describe(defs, typ, flags, a, b, c, d, e) -> str:
     """One event's fields in words."""
     def region(r):
         reg = defs.regions.get(r)
-        return reg.name if reg else f"<region {r}>"
+        return printable(reg.name) if reg else f"<region {r}>"
 
     def comm(x):
         cm = defs.comms.get(x)
-        return cm.name if cm else f"<comm {x}>"
+        return printable(cm.name) if cm else f"<comm {x}>"
 
     def rank(x):
         return "ANY" if x == ANY else ("-" if x == NO_ID else str(x))
@@ -154,13 +155,13 @@ def describe(defs, typ, flags, a, b, c, d, e) -> str:
         return f"OMP_COLLEXIT {region(a)} team={b}"
     if t in (EventType.OMP_ACQUIRE_LOCK, EventType.OMP_RELEASE_LOCK):
         lk = defs.locks.get(a)
-        return f"{t.name} {lk.name if lk else f'<lock {a}>'} order={d}"
+        return f"{t.name} {printable(lk.name) if lk else f'<lock {a}>'} order={d}"
     if t == EventType.COUNTER:
         m = defs.metrics.get(a)
         if m is None:
             return f"COUNTER <metric {a}> value={d}"
         value = struct.unpack("<d", struct.pack("<Q", d))[0] if m.dtype == MetricDtype.DOUBLE else d
-        return f"COUNTER {m.name}={value}{' ' + m.unit if m.unit else ''}"
+        return f"COUNTER {printable(m.name)}={value}{' ' + printable(m.unit) if m.unit else ''}"
     return t.name
 
 
@@ -196,7 +197,7 @@ def cmd_dump(args) -> int:
         if args.end is not None:
             keep &= ev.time <= args.end
         L = d.locations[loc]
-        out.write(f"# location {loc} (rank {L.process}, thread {L.thread}, {L.name}): "
+        out.write(f"# location {loc} (rank {L.process}, thread {L.thread}, {printable(L.name)}): "
                   f"{int(keep.sum())} of {len(ev)} events\n")
         sel = ev[keep]
         for i, t, typ, fl, a, b, c, dd, e in zip(
@@ -212,7 +213,7 @@ def cmd_check(args) -> int:
     trace = _open(args)
     problems = validate(trace, max_problems=args.max_problems)
     for p in problems:
-        print(p)
+        print(printable(str(p)))
     n_events = sum(trace.n_events(loc) for loc in trace.location_ids.tolist())
     if problems:
         capped = args.max_problems is not None and len(problems) >= args.max_problems
@@ -260,11 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (TraceFormatError, _Unreadable) as e:
-        print(f"expert-trace: error: {e}", file=sys.stderr)
-        return EXIT_UNREADABLE
-    except _Usage as e:
-        print(f"expert-trace: error: {e}", file=sys.stderr)
+    except (TraceFormatError, _Unreadable, _Usage) as e:  # one line, whatever the names in it hold
+        print(f"expert-trace: error: {printable(str(e))}", file=sys.stderr)
         return EXIT_UNREADABLE
     except BrokenPipeError:  # `expert-trace dump x.elg | head`
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -273,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # never a traceback at the command line
-        print(f"expert-trace: internal error ({type(e).__name__}: {e}); please report it with the file",
+        print(f"expert-trace: internal error ({type(e).__name__}: {printable(str(e))}); please report it with the file",
               file=sys.stderr)
         return EXIT_INTERNAL
 

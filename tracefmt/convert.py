@@ -8,10 +8,13 @@ the Chrome/Perfetto timeline and a ``.elg`` file for our own format.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 
 from .detect import open_any
+from .errors import TraceFormatError
+from .names import escape_bytes
 
 FORMATS = ("otf2", "chrome", "elg")
 
@@ -22,14 +25,22 @@ def convert(src: str, dst: str, to: str, force: bool = False) -> list[str]:
         raise ValueError(f"unknown target format {to!r} (one of {', '.join(FORMATS)})")
     trace = open_any(src)
     notes = list(trace.problems)
-    if to == "otf2":
-        from .otf2_out import write_otf2
+    if to in ("otf2", "chrome"):
+        _escape_names(trace.defs)  # OTF2's strings must be UTF-8: an undecodable byte goes out as \xNN
+        try:
+            if to == "otf2":
+                from .otf2_out import write_otf2
 
-        notes += write_otf2(trace, dst, force=force)
-    elif to == "chrome":
-        from .chrome import write_chrome
+                notes += write_otf2(trace, dst, force=force)
+            else:
+                from .chrome import write_chrome
 
-        write_chrome(trace, dst)
+                write_chrome(trace, dst)
+        except (OSError, TraceFormatError):
+            raise
+        except Exception as exc:  # an inconsistent trace (undefined region or comm, ...): our one line
+            raise TraceFormatError(f"cannot be written as {to}: {type(exc).__name__}: {exc}; `expert-trace check "
+                                   f"{src}` names what is inconsistent", path=src) from None
     else:
         import numpy as np
 
@@ -46,6 +57,22 @@ def convert(src: str, dst: str, to: str, force: bool = False) -> list[str]:
                     rec[f] = getattr(ev, f)
                 w.write_events(loc, rec)
     return notes
+
+
+def _escape_names(defs) -> None:
+    """Every name of ``defs`` (of a trace this module opened) in place through ``names.escape_bytes``."""
+    for table in (defs.regions, defs.machines, defs.nodes, defs.processes, defs.locations, defs.comms, defs.locks,
+                  defs.metrics):
+        for k, v in list(table.items()):
+            new = escape_bytes(v.name)
+            if new != v.name:
+                table[k] = dataclasses.replace(v, name=new)
+    for k, m in list(defs.metrics.items()):
+        if escape_bytes(m.unit) != m.unit:
+            defs.metrics[k] = dataclasses.replace(m, unit=escape_bytes(m.unit))
+    defs.files = {k: escape_bytes(v) for k, v in defs.files.items()}
+    defs.strings = {k: escape_bytes(v) for k, v in defs.strings.items()}
+    defs.attributes = {escape_bytes(k): escape_bytes(v) for k, v in defs.attributes.items()}
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -80,7 +107,11 @@ def cmd_convert(args) -> int:
             print(f"expert-trace convert: error: cannot tell the target format from {args.dst!r}; give --to "
                   f"({', '.join(FORMATS)}) or name the output *.elg, *.json or *-otf2", file=sys.stderr)
             return 2
-    notes = convert(args.src, args.dst, args.to, force=args.force)
+    try:
+        notes = convert(args.src, args.dst, args.to, force=args.force)
+    except OSError as exc:  # reading errors are TraceFormatErrors: this is the output
+        print(f"expert-trace convert: error: {args.dst}: cannot write: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     for n in notes:
         print(f"note: {n}", file=sys.stderr)
     print(f"{args.src} -> {args.dst} ({args.to})")

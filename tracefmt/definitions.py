@@ -11,7 +11,7 @@ import math
 import struct
 from dataclasses import dataclass, field
 
-from . import layout
+from . import layout, names
 from .layout import NO_ID, DefType, LockKind, MetricDtype, MetricMode, Paradigm, Role
 
 
@@ -136,6 +136,10 @@ class Definitions:
     offsets: dict[int, list[Offset]] = field(default_factory=dict)
     metrics: dict[int, Metric] = field(default_factory=dict)
     attributes: dict[str, str] = field(default_factory=dict)
+    #: values the reader could not compute with and replaced or dropped (a tick rate of 1e-300, a NaN clock
+    #: offset), one line each; the events are all there, so these are not ``trace.problems`` (damage) but
+    #: what ``tracefmt.plausible`` reports first
+    repairs: list[str] = field(default_factory=list)
 
     def region_id(self, name: str) -> int:
         """Id of the first region with this name (KeyError if none)."""
@@ -245,7 +249,7 @@ def encode_definitions(defs: Definitions, strings: StringTable, byte_order: int)
 
     # strings first, so a reader meets every string before its use
     for sid, s in strings.pending:
-        rec(DefType.STRING, struct.pack(p + "I", sid) + s.encode("utf-8"))
+        rec(DefType.STRING, struct.pack(p + "I", sid) + names.encode(s))
     n = len(strings.pending)
     strings.pending = []
     for gid, ranks in sorted(defs.groups.items()):
@@ -296,10 +300,7 @@ def decode_definitions(payload, count: int, byte_order: int, raw: RawDefinitions
             if length < 4:
                 raise where(f"STRING record {n} is too short ({length} bytes)", pos)
             (sid,) = u32.unpack_from(body, 0)
-            try:
-                raw.strings[sid] = bytes(body[4:]).decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise where(f"STRING record {n} (id {sid}) is not valid UTF-8: {e.reason}", pos) from None
+            raw.strings[sid] = names.decode(body[4:])  # bytes that are not UTF-8 survive (tracefmt.names)
         elif t == DefType.GROUP:
             if length < 8:
                 raise where(f"GROUP record {n} is too short ({length} bytes)", pos)
@@ -358,13 +359,13 @@ def resolve(raw: RawDefinitions, problems: list[str]) -> Definitions:
         elif t == DefType.CLOCK:
             proc, _, tps, origin = v
             if not TICK_RATE_LIMITS[0] <= tps <= TICK_RATE_LIMITS[1]:  # also rejects NaN
-                problems.append(f"clock of process {proc} has a tick rate of {tps} per second, outside "
+                d.repairs.append(f"clock of process {proc} has a tick rate of {tps} per second, outside "
                                 f"{TICK_RATE_LIMITS[0]:g}..{TICK_RATE_LIMITS[1]:g}; using 1e9")
                 tps = 1e9
             d.clocks[proc] = Clock(proc, tps, origin)
         elif t == DefType.OFFSET:
             if not (math.isfinite(v[2]) and math.isfinite(v[3]) and abs(v[3]) <= OFFSET_LIMIT):
-                problems.append(f"clock offset of process {v[0]} ({v[3]} s at local time {v[2]} s) is not a "
+                d.repairs.append(f"clock offset of process {v[0]} ({v[3]} s at local time {v[2]} s) is not a "
                                 f"finite time within {OFFSET_LIMIT:g} s; ignored")
                 continue
             d.offsets.setdefault(v[0], []).append(Offset(v[2], v[3]))
@@ -389,7 +390,7 @@ def resolve(raw: RawDefinitions, problems: list[str]) -> Definitions:
         offs.sort(key=lambda o: o.local_time)
         slope = max_offset_slope(offs)
         if not slope <= OFFSET_SLOPE_LIMIT:
-            problems.append(f"clock offsets of process {proc} change by {slope:.3g} s per second between two "
+            d.repairs.append(f"clock offsets of process {proc} change by {slope:.3g} s per second between two "
                             f"measurements (more than {OFFSET_SLOPE_LIMIT:g}: time would run backwards or twice "
                             f"as fast); ignored")
             del d.offsets[proc]

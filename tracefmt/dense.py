@@ -19,7 +19,8 @@ What is renumbered, and when:
 * **processes** (MPI ranks, also in groups and in the ``dest``/``source``/
   ``root`` fields of events) when a rank is 2^31 or more (no MPI rank can be)
   or the ranks are far from dense: a problem line says so;
-* **threads** of a process when a thread number is 2^31 or more;
+* **threads** of a process when a thread number is 2^31 or more or two locations
+  of one process have the same thread number: a problem line says so;
 * **regions** (ENTER/EXIT/collective exits, call sites) and **metrics**
   (COUNTER) when their ids are far from dense; sparse ids are legal for these,
   so this is silent.
@@ -36,7 +37,7 @@ import numpy as np
 from .definitions import Callsite, Clock, Comm, Definitions, Location, Metric, Offset, Process, Region
 from .layout import ANY, NO_ID, EventType
 
-__all__ = ["DenseTrace", "IdMap", "dense_view", "id_slack", "INT32_LIMIT"]
+__all__ = ["DenseTrace", "IdMap", "dense_view", "duplicate_threads", "id_slack", "INT32_LIMIT"]
 
 #: ids of a kind count as compact while below ``count + SLACK`` (tables that size cost a few kB)
 SLACK = 1024
@@ -129,10 +130,10 @@ class DenseTrace:
             for members in by_proc.values():
                 for k, (_, lid) in enumerate(sorted(members)):
                     thread_of[lid] = k
-            self.problems.append("thread numbers of 2^31 or more; threads numbered from 0 per process for the "
-                                 "analysis")
+            self.problems.append("thread numbers of 2^31 or more, or two locations with the same thread number "
+                                 "in one process; threads numbered from 0 per process for the analysis")
         nd = Definitions(strings=d.strings, files=d.files, machines=d.machines, nodes=d.nodes, comms={},
-                         locks=d.locks, attributes=d.attributes)
+                         locks=d.locks, attributes=d.attributes, repairs=d.repairs)
         nd.regions = {R(r.id): Region(R(r.id), r.name, r.file, r.begin_line, r.end_line, r.paradigm, r.role)
                       for r in d.regions.values()}
         nd.callsites = {c.id: Callsite(c.id, c.file, c.line, R(c.region_entered)) for c in d.callsites.values()}
@@ -210,6 +211,21 @@ def _span(ids: list[int]) -> str:
     return shown + (f", ..., {ids[-1]}" if len(ids) > 3 else "")
 
 
+def duplicate_threads(defs) -> list[tuple[int, int, int, int]]:
+    """(first location, other location, process, thread) for each location whose process already has a
+    location with its thread number (no measurement writes that; the cube needs distinct threads)."""
+    seen: dict[tuple[int, int], int] = {}
+    out = []
+    for lid in sorted(defs.locations):
+        loc = defs.locations[lid]
+        key = (loc.process, loc.thread)
+        if key in seen:
+            out.append((seen[key], lid, loc.process, loc.thread))
+        else:
+            seen[key] = lid
+    return out
+
+
 def dense_view(trace):
     """``trace`` itself when its ids are compact, else a :class:`DenseTrace` over it (module docstring)."""
     d = trace.defs
@@ -217,7 +233,7 @@ def dense_view(trace):
     locations = bool(loc_ids) and loc_ids[-1] != len(loc_ids) - 1
     ranks = set(d.processes) | {r for g in d.groups.values() for r in g if r not in (NO_ID, ANY)}
     processes = not _compact(ranks)
-    threads = any(l.thread >= INT32_LIMIT for l in d.locations.values())
+    threads = bool(duplicate_threads(d)) or any(l.thread >= INT32_LIMIT for l in d.locations.values())
     regions = not _compact(d.regions)
     metrics = not _compact(d.metrics)
     if not (locations or processes or threads or regions or metrics):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
 
 from .errors import TraceFormatError
 from .layout import MAGIC as NATIVE_MAGIC
@@ -30,7 +31,7 @@ def _head(path: str, n: int = 16) -> bytes:
                 try:
                     with gzip.GzipFile(fileobj=f) as g:
                         return g.read(n)
-                except (OSError, EOFError):
+                except (OSError, EOFError, zlib.error):  # damaged: the reader words it
                     return head
             return head
     except OSError as exc:
@@ -61,7 +62,7 @@ def detect(path: str | os.PathLike) -> str:
     head = _head(path)
     if head.startswith(NATIVE_MAGIC):
         return "native"
-    if head.startswith(EPILOG_MAGIC):
+    if head.startswith(EPILOG_MAGIC) or head.startswith(GZIP_MAGIC):  # a damaged gzip stream: only EPILOG is one
         return "epilog"
     if _is_otf2_anchor(path):
         return "otf2"

@@ -90,6 +90,11 @@ class _FileContext:
     comm_map: np.ndarray | None = None
     callsite_map: np.ndarray | None = None
     offsets: list[tuple[float, float]] = field(default_factory=list)
+    events_read: int = 0  # event records (types 100 and up) met, for the NUM_EVENTS check
+
+
+#: the largest event time (seconds, corrected) read: about 2096 on EPIK's wall clock; its ticks fit int64
+TIME_LIMIT = 4e9
 
 
 def _mapped(table: np.ndarray | None, local: int, what: str, ctx: _FileContext, off: int, rtype: int) -> int:
@@ -236,6 +241,7 @@ class _Importer:
             if rtype < 100:
                 self.warn(f"unknown-{rtype}", f"{f.path}: unknown record type {rtype} at byte offset {off} skipped")
                 continue
+            ctx.events_read += 1
             if rtype in RMA_CODES:
                 self.warn("rma", f"{f.path}: one-sided communication (RMA) records are not analysed; "
                                  f"first at byte offset {off}")
@@ -267,6 +273,8 @@ class _Importer:
             (t,) = struct.unpack_from(e + "d", body, p)
             if corr is not None:
                 t = corr(t)
+            if not -TIME_LIMIT <= t <= TIME_LIMIT:  # also NaN: nanosecond ticks of it must fit 64 bits
+                raise bad_record(f, off, rtype, f"time {t} s is not a finite time within {TIME_LIMIT:g} s")
             p += 8
             attrs = pending_attr.pop(lid, None) or pending_attr.pop(None, None) or {}
             self._event(ctx, off, rtype, body, p, t, lid, stack[lid], attrs, metc)
@@ -453,6 +461,9 @@ def read_merged(path: str) -> TraceAssembly:
                                        f"to a process; ignored")
     ctx = _FileContext(f, merged=True, rank=None, default_location=default, offsets=offsets)
     imp.read_events(ctx, first)
+    if defs.num_events and ctx.events_read < defs.num_events:  # 0 is the dummy of a file never patched
+        imp.warn("truncated", f"{path}: truncated: {ctx.events_read} of the {defs.num_events} event records "
+                              f"its NUM_EVENTS record announces")
     return imp.finish()
 
 

@@ -11,9 +11,7 @@ Every error names the file, the record type and its byte offset.
 
 from __future__ import annotations
 
-import gzip
 import struct
-import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,7 +19,9 @@ import numpy as np
 from .foreign import classify_name, mpi_role
 from .layout import Paradigm, Role
 
+from . import names
 from .errors import TraceFormatError
+from .inflate import InflateError, gzip_cap, inflate
 
 EPILOG_MAGIC = b"EPILOG\0"
 HEADER_SIZE = 10
@@ -173,6 +173,13 @@ RMA_CODES = set(range(112, 129)) - {117, 118}
 # --------------------------------------------------------------------------
 # Files and records
 # --------------------------------------------------------------------------
+#: an EPILOG stream inflates to at most GZIP_RATIO times its gzip size, plus GZIP_FLOOR: every event
+#: record carries an 8-byte time that differs from the last one (real EPIK files deflate 3-6 times);
+#: definitions compress better, but a definitions file of more than a few MiB is not one a run writes
+GZIP_RATIO = 16
+GZIP_FLOOR = 4 << 20
+
+
 def load_bytes(path: str) -> bytes:
     """The content of an EPILOG file, gunzipped if it is a gzip stream (as EPIK writes them)."""
     try:
@@ -182,9 +189,9 @@ def load_bytes(path: str) -> bytes:
         raise EpilogFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if data[:2] == GZIP_MAGIC:
         try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise EpilogFormatError(f"{path}: damaged gzip stream: {exc}") from None
+            data = inflate(data, gzip_cap(len(data), GZIP_RATIO, GZIP_FLOOR))
+        except InflateError as exc:
+            raise EpilogFormatError(f"{path}: {'gzip stream' if exc.bomb else 'damaged gzip stream'}: {exc}") from None
     return data
 
 
@@ -263,12 +270,34 @@ def bad_record(f: EpilogFile, off: int, rtype: int, what: str) -> EpilogFormatEr
 # --------------------------------------------------------------------------
 # Definitions
 # --------------------------------------------------------------------------
+class SparseIdMap:
+    """A sparse id map (IDMAP mode 1: local, global pairs) indexed like the dense table it stands for.
+
+    Local ids listed map to their global ids; unlisted ones below the largest
+    listed id map to themselves.  Only the pairs are stored, so a local id of
+    4e9 costs one entry, not a table of 4e9.
+    """
+
+    def __init__(self, flat: list[int]):
+        self._map = dict(zip(flat[0::2], flat[1::2]))
+        self._len = max(self._map) + 1 if self._map else 0
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, local: int) -> int:
+        local = int(local)
+        if not 0 <= local < self._len:
+            raise IndexError(local)
+        return self._map.get(local, local)
+
+
 @dataclass
 class MapSection:
     """One rank's part of ``epik.map``."""
 
     rank: int
-    idmaps: dict[int, np.ndarray] = field(default_factory=dict)  # def-record code -> local->global
+    idmaps: dict[int, np.ndarray | SparseIdMap] = field(default_factory=dict)  # def-record code -> local->global
     offsets: list[tuple[float, float]] = field(default_factory=list)
 
 
@@ -307,7 +336,7 @@ def _read_string_chars(chunks: list[bytes]) -> str:
     nul = raw.find(b"\0")
     if nul >= 0:
         raw = raw[:nul]
-    return raw.decode("utf-8", errors="replace")
+    return names.decode(raw)  # lossless: bytes that are not UTF-8 survive (tracefmt.names)
 
 
 def parse_definition(stream: RecordStream, off: int, rtype: int, body: bytes, d: EpilogDefinitions,
@@ -390,10 +419,7 @@ def parse_definition(stream: RecordStream, off: int, rtype: int, body: bytes, d:
             if mode == 0:
                 table = np.asarray(vals, dtype=np.int64)
             else:
-                pairs = np.asarray(vals, dtype=np.int64).reshape(-1, 2)
-                size = int(pairs[:, 0].max()) + 1 if len(pairs) else 0
-                table = np.arange(size, dtype=np.int64)
-                table[pairs[:, 0]] = pairs[:, 1]
+                table = SparseIdMap(vals)
             if section is None:
                 raise bad_record(f, off, rtype, "id map outside a MAP_SECTION")
             section.idmaps[etype] = table
@@ -408,6 +434,9 @@ def parse_definition(stream: RecordStream, off: int, rtype: int, body: bytes, d:
 
 def _collect_u4(stream, head: bytes, n: int, cont_type: int, f, off, rtype, what) -> list[int]:
     e = f.endian
+    if 4 * n > len(f.data) - off:  # checked before anything is collected: the file cannot hold them
+        raise bad_record(f, off, rtype, f"{what}: {n} entries announced, the file has room for "
+                                        f"{(len(f.data) - off) // 4}")
     raw = bytearray(head)
     while len(raw) < 4 * n:
         c = stream.continuation(cont_type)

@@ -1,16 +1,16 @@
 """Plausibility of a trace's definitions: what no correct measurement writes, though a reader can go on.
 
-The reader refuses only values it cannot compute with (a tick rate outside
-``definitions.TICK_RATE_LIMITS``, a non-finite or huge clock offset; those
-are ``trace.problems``).  :func:`definition_warnings` lists what is readable
-but physically implausible, one line each: ``expert-trace check`` reports
+The reader replaces or drops only values it cannot compute with (a tick
+rate outside ``definitions.TICK_RATE_LIMITS``, a non-finite or huge clock
+offset) and says so in ``defs.repairs``.  :func:`definition_warnings` lists
+those and what is readable but physically implausible, one line each: ``expert-trace check`` reports
 these lines as problems, ``expert-analyze`` prints them as warnings.
 """
 
 from __future__ import annotations
 
 from .definitions import Definitions, max_offset_slope
-from .dense import INT32_LIMIT, id_slack
+from .dense import INT32_LIMIT, duplicate_threads, id_slack
 
 __all__ = ["definition_warnings", "PLAUSIBLE_TICK_RATES", "PLAUSIBLE_OFFSET", "PLAUSIBLE_DRIFT"]
 
@@ -25,7 +25,7 @@ PLAUSIBLE_DRIFT = 1e-3
 def definition_warnings(defs: Definitions, ids: bool = True) -> list[str]:
     """One line per implausible fact in ``defs``: tick rates, clock offsets and their drift, and (with
     ``ids``) location ids that are not ``0..L-1`` and process ids that no MPI rank can have."""
-    out = []
+    out = list(defs.repairs)  # what the reader could not compute with (definitions.TICK_RATE_LIMITS, ...)
     lo, hi = PLAUSIBLE_TICK_RATES
     for proc, clock in sorted(defs.clocks.items()):
         if not lo <= clock.ticks_per_second <= hi:
@@ -45,6 +45,11 @@ def definition_warnings(defs: Definitions, ids: bool = True) -> list[str]:
         if gap:
             out.append(f"location ids are not dense: {len(defs.locations)} locations, the largest id "
                        f"{max(defs.locations)} (the format numbers locations 0..L-1)")
+        dup = duplicate_threads(defs)
+        if dup:
+            a, b, proc, thread = dup[0]
+            out.append(f"locations {a} and {b} are both thread {thread} of process {proc}"
+                       + (f" (and {len(dup) - 1} more such pairs)" if len(dup) > 1 else ""))
         big = sorted(p for p in defs.processes if p >= INT32_LIMIT)
         if big:
             out.append(f"process id {big[0]} is no MPI rank (2^31 or more)"

@@ -16,13 +16,14 @@ path's value does not contain its callees).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from dataclasses import dataclass
 
 import numpy as np
 
-from analyzer.cube import Cube, CubeError
+from analyzer.cube import Cube, CubeError, RegionInfo
 from analyzer.cube.compare import Change, MetricDiff, Summary, compare, format_loc, summarize, summary_from_json
 from analyzer.cube.files import read_result
 
@@ -183,6 +184,10 @@ def format_diff(d: Diff, top: int = 10, all_metrics: bool = False) -> str:
 # --------------------------------------------------------------------------
 # Difference cube
 # --------------------------------------------------------------------------
+#: region of the synthetic root a difference cube gets when its inputs have several roots between them
+DIFF_ROOT = "<difference root>"
+
+
 def diff_cube(base, new):
     """A Cube holding new - base over the union of metrics, call paths and locations (both inputs must be cubes)."""
     b, n = load_result(base), load_result(new)
@@ -191,48 +196,62 @@ def diff_cube(base, new):
             raise ResultError(f"{r.source}: a difference cube needs cube inputs (.cubex), not a JSON summary")
     cb, cn = b.cube, n.cube
 
-    # metrics: new's order, then base-only ones (their parents exist in base, so in the union)
-    metrics = list(cn.metrics) + [m for m in cb.metrics if m.name not in n.metrics]
+    # metrics: new's order, then base-only ones (their parents exist in base, so in the union); a difference
+    # of counts can be negative, so every metric is FLOAT (CUBE writes INTEGER as UINT64)
+    metrics = [dataclasses.replace(m, dtype="FLOAT") if m.dtype != "FLOAT" else m
+               for m in list(cn.metrics) + [m for m in cb.metrics if m.name not in n.metrics]]
 
-    # call tree: union of region-name paths, as tuples so names containing "/" stay intact
-    def tuples(cube):
+    # call tree: union by (parent in the union, region name), so names containing "/" stay intact and a
+    # deep tree costs linear time and memory (no path is ever spelt out); new's nodes first, then base's
+    union_parent: list[int] = []
+    union_name: list[str] = []
+    children: list[list[int]] = []
+    roots: list[int] = []
+    key_of: dict[tuple[int, str], int] = {}
+
+    def merge(cube) -> np.ndarray:
         names = [r.name for r in cube.regions]
-        parent = np.asarray(cube.cnode_parent)
-        region = np.asarray(cube.cnode_region)
-        memo: dict[int, tuple] = {}
+        parent = np.asarray(cube.cnode_parent, np.int64)
+        region = np.asarray(cube.cnode_region, np.int64)
+        where = np.full(len(parent), -1, np.int64)
+        for c in cube.dfs_order():  # parents before children
+            p = int(parent[c])
+            up = int(where[p]) if p >= 0 else -1
+            key = (up, names[int(region[c])])
+            u = key_of.get(key)
+            if u is None:
+                u = key_of[key] = len(union_parent)
+                union_parent.append(up)
+                union_name.append(key[1])
+                children.append([])
+                (children[up] if up >= 0 else roots).append(u)
+            where[c] = u
+        return where
 
-        def path(c: int) -> tuple:
-            if c not in memo:
-                p = int(parent[c])
-                memo[c] = (path(p) if p >= 0 else ()) + (names[int(region[c])],)
-            return memo[c]
-
-        return [path(c) for c in range(len(parent))]
-
-    tb, tn = tuples(cb), tuples(cn)
-    children: dict[tuple, list[tuple]] = {(): []}
-    for p in tn + tb:
-        for i in range(1, len(p) + 1):
-            node = p[:i]
-            if node not in children:
-                children[node] = []
-                children[node[:-1]].append(node)
-    order: list[tuple] = []
-    stack = list(reversed(children[()]))
+    wn, wb = merge(cn), merge(cb)
+    synthetic = len(roots) > 1  # CUBE readers need one root: a synthetic one above several
+    order: list[int] = []
+    stack = list(reversed(roots))
     while stack:
-        node = stack.pop()
-        order.append(node)
-        stack.extend(reversed(children[node]))
-    index = {p: i for i, p in enumerate(order)}
+        u = stack.pop()
+        order.append(u)
+        stack.extend(reversed(children[u]))
+    index = np.empty(len(order), np.int64)
+    index[np.asarray(order, np.int64)] = np.arange(len(order)) + (1 if synthetic else 0)
 
     region_info = {}
     for cube in (cn, cb):
         for r in cube.regions:
             region_info.setdefault(r.name, r)
+    if synthetic:
+        region_info.setdefault(DIFF_ROOT, RegionInfo(name=DIFF_ROOT))
     region_names = list(region_info)
     region_id = {name: i for i, name in enumerate(region_names)}
-    cnode_parent = np.array([index[p[:-1]] if len(p) > 1 else -1 for p in order], dtype=np.int64)
-    cnode_region = np.array([region_id[p[-1]] for p in order], dtype=np.int64)
+    parent_of = [index[union_parent[u]] if union_parent[u] >= 0 else (0 if synthetic else -1) for u in order]
+    cnode_parent = np.array(([-1] if synthetic else []) + parent_of, dtype=np.int64)
+    cnode_region = np.array(([region_id[DIFF_ROOT]] if synthetic else []) + [region_id[union_name[u]] for u in order],
+                            dtype=np.int64)
+    n_cnodes = len(cnode_parent)
 
     loc_info = {}
     for cube in (cn, cb):
@@ -241,17 +260,17 @@ def diff_cube(base, new):
     loc_keys = sorted(loc_info)
     loc_index = {k: i for i, k in enumerate(loc_keys)}
 
-    def scatter(cube, paths, name) -> np.ndarray:
-        out = np.zeros((len(order), len(loc_keys)))
+    def scatter(cube, where, name) -> np.ndarray:
+        out = np.zeros((n_cnodes, len(loc_keys)))
         if name not in cube.values:
             return out
         vals = np.asarray(cube.values[name], dtype=np.float64)
-        rows = np.array([index[p] for p in paths], dtype=np.int64)
+        rows = index[where]
         cols = np.array([loc_index[(int(li.rank), int(li.thread))] for li in cube.locations], dtype=np.int64)
         np.add.at(out, (rows[:, None], cols[None, :]), vals)
         return out
 
-    values = {m.name: scatter(cn, tn, m.name) - scatter(cb, tb, m.name) for m in metrics}
+    values = {m.name: scatter(cn, wn, m.name) - scatter(cb, wb, m.name) for m in metrics}
     attrs = {"expert.diff.base": b.source, "expert.diff.new": n.source}
     return Cube(metrics, [region_info[nm] for nm in region_names], cnode_parent, cnode_region,
                 [loc_info[k] for k in loc_keys], values, attrs=attrs, strict=False)

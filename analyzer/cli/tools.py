@@ -38,7 +38,9 @@ class UsageError(Exception):
 
 
 def _fail(prog: str, message: str) -> int:
-    print(f"{prog}: error: {message}", file=sys.stderr)
+    from tracefmt.names import printable  # one line, whatever the names in the message hold
+
+    print(f"{prog}: error: {printable(message)}", file=sys.stderr)
     return 2
 
 
@@ -244,9 +246,11 @@ def _profile(a) -> int:
 
 
 def _profile_errors() -> tuple:
+    from tracefmt import TraceFormatError
+
     from analyzer.profile.ompp import ProfileError
 
-    return (ProfileError,)
+    return ProfileError, TraceFormatError  # a damaged block is found when its location is decoded
 
 
 # --------------------------------------------------------------------------

@@ -99,7 +99,7 @@ def summarize(cube: Cube, source: str = "<cube>", cells: bool = False) -> Summar
             description=m.description or "",
             diagnosis=m.diagnosis or "",
             total=float(cube.total(m.name)),
-            per_callpath={str(k): float(v) for k, v in cube.per_callpath(m.name).items()},
+            per_callpath={str(k): float(v) for k, v in cube.per_callpath(m.name, nonzero=True).items()},  # 0 if absent
             per_location=per_loc,
         )
     out = Summary(source, "cube", metrics, cube, paths, list(dict.fromkeys(locs)))
@@ -129,10 +129,22 @@ def _add_cells(s: Summary, cube: Cube, locs: list[Loc]) -> None:
 
 
 def _number(v):
-    """A JSON number as the file gives it (int or float); anything else is converted to float or refused."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return v
-    return float(v)
+    """A JSON number as the file gives it (int or float); anything else is converted to float or refused,
+    as is a number without a finite float value."""
+    if isinstance(v, bool):
+        raise ValueError(f"{v!r} is not a number")
+    if not isinstance(v, (int, float)):
+        v = float(v)
+    if not math.isfinite(float(v)):
+        raise ValueError(f"{v!r} is not a finite number")
+    return v
+
+
+def _object(m: dict, key: str, name: str, source: str) -> dict:
+    v = m.get(key) or {}
+    if not isinstance(v, dict):
+        raise CubeFormatError(f"{source}: metrics.{name}.{key} is a {type(v).__name__}, not an object")
+    return v
 
 
 def summary_from_json(doc, source: str) -> Summary:
@@ -143,14 +155,20 @@ def summary_from_json(doc, source: str) -> Summary:
     for name, m in doc["metrics"].items():
         if not isinstance(m, dict):
             raise CubeFormatError(f"{source}: metrics.{name} is not an object")
+        for key in ("display_name", "unit", "parent", "description", "diagnosis"):
+            if m.get(key) is not None and not isinstance(m[key], str):
+                raise CubeFormatError(f"{source}: metrics.{name}.{key} is a {type(m[key]).__name__}, not a string")
+        cp_doc, loc_doc = _object(m, "per_callpath", name, source), _object(m, "per_location", name, source)
         try:
-            per_cp = {str(k): _number(v) for k, v in (m.get("per_callpath") or {}).items()}
+            per_cp = {str(k): _number(v) for k, v in cp_doc.items()}
             per_loc: dict[Loc, float] = {}
-            for k, v in (m.get("per_location") or {}).items():
+            for k, v in loc_doc.items():
                 loc = parse_loc_key(k, source)
                 per_loc[loc] = per_loc[loc] + _number(v) if loc in per_loc else _number(v)
             total = _number(m["total"]) if "total" in m else float(sum(per_cp.values()))
-        except (TypeError, ValueError) as e:
+        except CubeFormatError:
+            raise
+        except (TypeError, ValueError, OverflowError) as e:
             raise CubeFormatError(f"{source}: metrics.{name}: non-numeric value ({e})") from None
         metrics[name] = MetricSummary(
             name=name,

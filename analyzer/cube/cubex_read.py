@@ -15,14 +15,14 @@ system trees inside a CUBE4 anchor, metrics without data.
 
 from __future__ import annotations
 
-import gzip
 import re
 import struct
 import xml.etree.ElementTree as ET
-import zlib
 from pathlib import Path
 
 import numpy as np
+
+from tracefmt.inflate import InflateError, gzip_cap, inflate
 
 from .model import Cube, CubeFormatError, LocationInfo, MetricInfo, RegionInfo
 from .tar import DATA_MAGIC, INDEX_DENSE, INDEX_MAGIC, INDEX_NONE, INDEX_SPARSE, ZDATA_MAGIC, TarMember, scan_tar
@@ -81,6 +81,9 @@ def read_cubex(path) -> Cube:
     _, parsed = _parse_document(anchor, f"{path}: anchor.xml", problems)
     values = {}
     n_c, n_l = len(parsed.cnode_parent), len(parsed.locations)
+    with_data = sum(1 for m, el in zip(parsed.metrics, parsed.metric_elements) if not parsed.void.get(m.name)
+                    and f"{'ghost_' if el.get('viztype', '').upper() == 'GHOST' else ''}{el.get('id')}.data" in members)
+    _check_dense_size(path, n_c, n_l, with_data, len(raw))
     for m, el in zip(parsed.metrics, parsed.metric_elements):
         if parsed.void.get(m.name):
             continue
@@ -101,6 +104,21 @@ def read_cubex(path) -> Cube:
     return _cube_from_anchor(parsed, values, problems)
 
 
+#: the cube model holds every metric with data as a dense [cnodes x locations] float64 array: a file may ask
+#: for DENSE_BYTES_RATIO times its own size, or DENSE_BYTES_FLOOR, whichever is more, and no more
+DENSE_BYTES_RATIO = 64
+DENSE_BYTES_FLOOR = 1 << 31
+
+
+def _check_dense_size(path, n_c: int, n_l: int, n_metrics: int, file_bytes: int) -> None:
+    need = 8 * n_c * n_l * n_metrics
+    limit = max(DENSE_BYTES_FLOOR, DENSE_BYTES_RATIO * file_bytes)
+    if need > limit:
+        raise CubeFormatError(f"{path}: {n_c} call paths x {n_l} locations x {n_metrics} metrics need "
+                              f"{need / 2**30:.1f} GiB as dense values, more than this reader holds for a file of "
+                              f"{file_bytes} bytes ({limit / 2**30:.1f} GiB)")
+
+
 # --------------------------------------------------------------------------
 # CUBE3 (.cube): one XML document with the values in <severity>
 # --------------------------------------------------------------------------
@@ -116,9 +134,11 @@ def read_cube3(path) -> Cube:
     where = str(path)
     root, parsed = _parse_document(raw, where, problems)
     n_c, n_l = len(parsed.cnode_parent), len(parsed.locations)
+    sev = root.find("severity")
+    _check_dense_size(path, n_c, n_l, len({mx.get("metricId") for mx in sev.findall("matrix")}) if sev is not None
+                      else 0, len(raw))
     by_id = {el.get("id"): m for m, el in zip(parsed.metrics, parsed.metric_elements)}
     values: dict[str, np.ndarray] = {}
-    sev = root.find("severity")
     for matrix in sev.findall("matrix") if sev is not None else []:
         m = by_id.get(matrix.get("metricId"))
         if m is None:
@@ -159,6 +179,8 @@ def _cube_from_anchor(parsed: _Anchor, values: dict[str, np.ndarray], problems: 
 def _open_bytes(path: Path) -> tuple[bytes, list[str]]:
     problems: list[str] = []
     try:
+        if path.exists() and not path.is_file():  # a FIFO would block, a device never end
+            raise CubeFormatError(f"{path}: not a regular file")
         raw = path.read_bytes()
     except OSError as e:
         raise CubeFormatError(f"{path}: cannot read: {e.strerror or e}") from None
@@ -168,13 +190,19 @@ def _open_bytes(path: Path) -> tuple[bytes, list[str]]:
     return data, problems
 
 
+#: a gzip-compressed archive or anchor inflates to at most GZIP_RATIO times its size plus GZIP_FLOOR (XML and
+#: values compress 5 to 20 times; a 2.8 MB bomb asked for 5 GB)
+GZIP_RATIO = 64
+GZIP_FLOOR = 64 << 20
+
+
 def _gunzip(data: bytes, failure: str) -> bytes:
     """``data``, decompressed if it is gzip-compressed; ``failure`` starts the message if it cannot be."""
     if data[:2] != b"\x1f\x8b":
         return data
     try:
-        return gzip.decompress(data)
-    except (OSError, EOFError, zlib.error) as e:
+        return inflate(data, gzip_cap(len(data), GZIP_RATIO, GZIP_FLOOR))
+    except InflateError as e:
         raise CubeFormatError(f"{failure}: {e}") from None
 
 
@@ -243,7 +271,7 @@ def _read_metric(raw, idx: TarMember, dat: TarMember, dtype: str, n_c: int, n_l:
     np_dtype = np.dtype(e + dtype)
     need = rows.size * n_l
     if db.startswith(ZDATA_MAGIC):
-        payload = _inflate(db, e, dwhere)
+        payload = _inflate(db, e, dwhere, need * np_dtype.itemsize + (1 << 20))  # what the index lists, no more
     elif db.startswith(DATA_MAGIC):
         payload = db[len(DATA_MAGIC) :]
     else:
@@ -260,11 +288,14 @@ def _read_metric(raw, idx: TarMember, dat: TarMember, dtype: str, n_c: int, n_l:
     return rows, data
 
 
-def _inflate(db: bytes, e: str, where: str) -> bytes:
-    """Compressed data: count K, K (row start, block start, block size) triples, K zlib streams."""
+def _inflate(db: bytes, e: str, where: str, cap: int) -> bytes:
+    """Compressed data: count K, K (row start, block start, block size) triples, K zlib streams, inflated to
+    at most ``cap`` bytes in all."""
     start = len(ZDATA_MAGIC)
     try:
         (k,) = struct.unpack(e + "Q", db[start : start + 8])
+        if 24 * k > len(db) - start - 8:  # checked before the table is unpacked
+            raise struct.error
         table = struct.unpack(e + "Q" * (3 * k), db[start + 8 : start + 8 + 24 * k])
     except struct.error:
         raise CubeFormatError(f"{where}: compressed data header is truncated") from None
@@ -276,9 +307,10 @@ def _inflate(db: bytes, e: str, where: str) -> bytes:
             continue
         # blocks follow the table back to back (pycubexr reads them the same way)
         try:
-            parts.append(zlib.decompress(db[pos : pos + size]))
-        except zlib.error as err:
+            parts.append(inflate(db[pos : pos + size], cap, gzip=False))
+        except InflateError as err:
             raise CubeFormatError(f"{where}: compressed block {i} at byte {pos}: {err}") from None
+        cap -= len(parts[-1])
         pos += size
     return b"".join(parts)
 
@@ -328,6 +360,19 @@ def _text(el: ET.Element, tag: str) -> str:
     return (el.findtext(tag) or "").strip()
 
 
+def _name(el: ET.Element, tag: str) -> str:
+    """A name as written: only the line breaks and indentation a pretty-printer puts around it are dropped
+    (whitespace at both ends, each run holding a newline), so every character of ``" a\\rb "`` survives."""
+    t = el.findtext(tag) or ""
+    core = t.strip()
+    if core == t:
+        return t
+    head, tail = t[: len(t) - len(t.lstrip())], t[len(t.rstrip()):]
+    if ("\n" in t and not core) or ("\n" in head and "\n" in tail):
+        return core
+    return t
+
+
 def _parse_anchor(root: ET.Element, where: str, problems: list[str]) -> _Anchor:
     if root.tag != "cube":
         raise CubeFormatError(f"{where}: root element is <{root.tag}>, expected <cube>")
@@ -373,10 +418,10 @@ def _parse_metrics(parent_el: ET.Element, parent: str | None, out: _Anchor, wher
                 diagnosis = a.get("value", "")
         info = MetricInfo(
             name=name,
-            display_name=_text(el, "disp_name") or name,
+            display_name=_name(el, "disp_name") or name,
             parent=parent,
             unit=_text(el, "uom"),
-            description=_text(el, "descr"),
+            description=_name(el, "descr"),
             diagnosis=diagnosis,
             dtype="INTEGER" if is_int else "FLOAT",
             url=_text(el, "url"),
@@ -401,13 +446,13 @@ def _parse_program(program: ET.Element, out: _Anchor, where: str):
         region_index[rid] = len(out.regions)
         out.regions.append(
             RegionInfo(
-                name=_text(el, "name"),
+                name=_name(el, "name"),
                 file=el.get("mod", ""),
                 begin_line=_int_attr(el, "begin", where, -1),
                 end_line=_int_attr(el, "end", where, -1),
                 paradigm=_text(el, "paradigm") or "unknown",
                 role=_text(el, "role") or "unknown",
-                description=_text(el, "descr"),
+                description=_name(el, "descr"),
             )
         )
     roots = program.findall("cnode")
@@ -490,7 +535,7 @@ def _parse_system(system: ET.Element, where: str) -> list[LocationInfo]:
 
     # CUBE4 style: systemtreenode* -> locationgroup -> location
     def walk(el: ET.Element, machine: str | None, node: str | None, parent_name: str):
-        name = _text(el, "name")
+        name = _name(el, "name")
         cls = _text(el, "class").lower()
         if cls == "machine" or machine is None:
             machine = name if cls == "machine" or machine is None else machine
@@ -498,7 +543,7 @@ def _parse_system(system: ET.Element, where: str) -> list[LocationInfo]:
             node = name
         for g in el.findall("locationgroup"):
             rank = _int_text(g, "rank", where)
-            gname = _text(g, "name")
+            gname = _name(g, "name")
             for loc in g.findall("location"):
                 add(
                     _sys_id(loc, where),
@@ -507,7 +552,7 @@ def _parse_system(system: ET.Element, where: str) -> list[LocationInfo]:
                         node=node or name,
                         rank=rank,
                         thread=_int_text(loc, "rank", where),
-                        name=_text(loc, "name"),
+                        name=_name(loc, "name"),
                         process_name=gname,
                     ),
                 )
@@ -525,12 +570,12 @@ def _parse_system(system: ET.Element, where: str) -> list[LocationInfo]:
                     add(
                         _sys_id(t, where),
                         LocationInfo(
-                            machine=_text(m, "name"),
-                            node=_text(nd, "name"),
+                            machine=_name(m, "name"),
+                            node=_name(nd, "name"),
                             rank=rank,
                             thread=_int_text(t, "rank", where),
-                            name=_text(t, "name"),
-                            process_name=_text(p, "name"),
+                            name=_name(t, "name"),
+                            process_name=_name(p, "name"),
                         ),
                     )
     n = len(found)

@@ -34,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tracefmt.names import escape_bytes
+
 from .model import Cube, CubeError, MetricInfo
 from .tar import DATA_MAGIC, INDEX_MAGIC, INDEX_SPARSE, TAR_BLOCK, write_tar
 
@@ -50,8 +52,16 @@ _BAD_XML_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def _esc(text) -> str:
-    s = _BAD_XML_CHARS.sub("\ufffd", str(text))
-    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    """Element text: markup escaped; a carriage return as ``&#13;`` (a parser turns a literal one into a
+    newline); bytes that were not UTF-8 as ``\\xNN`` (:func:`tracefmt.names.escape_bytes`)."""
+    s = _BAD_XML_CHARS.sub("\ufffd", escape_bytes(str(text)))
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    return s.replace("\r", "&#13;")
+
+
+def _attr(text) -> str:
+    """An attribute value: as :func:`_esc`, and newlines and tabs as references (a parser makes them spaces)."""
+    return _esc(text).replace("\n", "&#10;").replace("\t", "&#9;")
 
 
 def write_cubex(cube: Cube, path) -> None:
@@ -142,12 +152,21 @@ def _cube_dtype(m: MetricInfo) -> str:
     return "UINT64" if m.dtype == "INTEGER" else "DOUBLE"
 
 
+#: nesting levels indented in anchor.xml; deeper call trees stay at this indentation, so the file grows
+#: linearly with the depth of the call tree (a trace nested 20,000 calls deep wrote 400 MB of spaces)
+MAX_INDENT = 40
+
+
+def _indent(level: int) -> str:
+    return "  " * min(level, MAX_INDENT)
+
+
 def _anchor_xml(cube: Cube, dfs: np.ndarray, new_id: np.ndarray, metric_order: list[int]) -> str:
     out: list[str] = [XML_PROLOG, CUBE_START, "\n"]
     attrs = {"Creator": CREATOR, "CUBE_CT_AGGR": "SUM"}
     attrs.update(cube.attrs)
     for k, v in attrs.items():
-        out.append(f'  <attr key="{_esc(k)}" value="{_esc(v)}"/>\n')
+        out.append(f'  <attr key="{_attr(k)}" value="{_attr(v)}"/>\n')
 
     # metrics: nested, ids in DFS pre-order
     out.append("  <metrics>\n")
@@ -167,7 +186,7 @@ def _anchor_xml(cube: Cube, dfs: np.ndarray, new_id: np.ndarray, metric_order: l
         out.append(f"{ind}  <url>{_esc(m.url)}</url>\n")
         out.append(f"{ind}  <descr>{_esc(m.description)}</descr>\n")
         if m.diagnosis:
-            out.append(f'{ind}  <attr key="diagnosis" value="{_esc(m.diagnosis)}"/>\n')
+            out.append(f'{ind}  <attr key="diagnosis" value="{_attr(m.diagnosis)}"/>\n')
         open_stack.append(m.name)
     while open_stack:
         open_stack.pop()
@@ -178,7 +197,7 @@ def _anchor_xml(cube: Cube, dfs: np.ndarray, new_id: np.ndarray, metric_order: l
     out.append("  <program>\n")
     for rid, r in enumerate(cube.regions):
         out.append(
-            f'    <region id="{rid}" mod="{_esc(r.file)}" begin="{int(r.begin_line)}" end="{int(r.end_line)}">\n'
+            f'    <region id="{rid}" mod="{_attr(r.file)}" begin="{int(r.begin_line)}" end="{int(r.end_line)}">\n'
             f"      <name>{_esc(r.name)}</name>\n"
             f"      <mangled_name>{_esc(r.name)}</mangled_name>\n"
             f"      <paradigm>{_esc(r.paradigm)}</paradigm>\n"
@@ -192,18 +211,18 @@ def _anchor_xml(cube: Cube, dfs: np.ndarray, new_id: np.ndarray, metric_order: l
         parent = int(cube.cnode_parent[old])
         while depth_stack and depth_stack[-1] != parent:
             depth_stack.pop()
-            out.append("  " * (len(depth_stack) + 2) + "</cnode>\n")
-        ind = "  " * (len(depth_stack) + 2)
+            out.append(_indent(len(depth_stack) + 2) + "</cnode>\n")
+        ind = _indent(len(depth_stack) + 2)
         extra = ""
         if cube.cnode_line[old] >= 0:
             extra += f' line="{int(cube.cnode_line[old])}"'
         if cube.cnode_file[old]:
-            extra += f' mod="{_esc(cube.cnode_file[old])}"'
+            extra += f' mod="{_attr(cube.cnode_file[old])}"'
         out.append(f'{ind}<cnode id="{int(new_id[old])}"{extra} calleeId="{int(cube.cnode_region[old])}">\n')
         depth_stack.append(old)
     while depth_stack:
         depth_stack.pop()
-        out.append("  " * (len(depth_stack) + 2) + "</cnode>\n")
+        out.append(_indent(len(depth_stack) + 2) + "</cnode>\n")
     out.append("  </program>\n")
 
     out.append(_system_xml(cube))

@@ -10,12 +10,12 @@ in one line (missing, a directory, unreadable, empty, not a result).
 
 from __future__ import annotations
 
-import json
 import os
 import zlib
 
 from .cubex_read import read_cube3, read_cubex
 from .hdf5 import read_hdf5
+from .json_summary import loads
 from .model import Cube, CubeFormatError
 
 #: what :func:`peek` reads of a file to tell its kind
@@ -35,6 +35,8 @@ def peek(path, expected: str = "a .cubex or .json result") -> bytes:
         raise ResultFileError(f"{path}: no such file")
     if os.path.isdir(path):
         raise ResultFileError(f"{path}: is a directory, expected {expected}")
+    if not os.path.isfile(path):  # reading a FIFO would block, a device (/dev/urandom) never end
+        raise ResultFileError(f"{path}: not a regular file (a FIFO, device or socket), expected {expected}")
     try:
         with open(path, "rb") as f:
             return f.read(HEAD_BYTES)
@@ -77,11 +79,15 @@ def read_json_summary(path):
     path = os.fspath(path)
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            text = f.read()
+    except UnicodeDecodeError as e:
         raise ResultFileError(f"{path}: invalid JSON: {e}") from None
     except OSError as e:
         raise ResultFileError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        return loads(text, path)
+    except CubeFormatError as e:
+        raise ResultFileError(str(e)) from None
 
 
 def read_result(path, expected: str = "a .cubex or .json result"):

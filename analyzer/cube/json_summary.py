@@ -49,7 +49,7 @@ def to_json_dict(cube: Cube) -> dict:
         for key, v in zip(keys, cube.per_location(m.name).tolist()):
             if v != 0:
                 per_loc[key] = per_loc.get(key, 0) + _num(v, integer)
-        per_path = {p: _num(v, integer) for p, v in cube.per_callpath(m.name).items() if v != 0}
+        per_path = {p: _num(v, integer) for p, v in cube.per_callpath(m.name, nonzero=True).items()}
         metrics[m.name] = {
             "display_name": m.display_name,
             "parent": m.parent,
@@ -75,6 +75,43 @@ def write_json(cube: Cube, path) -> None:
     Path(path).write_text(dumps(cube), encoding="utf-8")
 
 
+#: integers with more digits than this are read as floats (and one beyond float's range is refused)
+_INT_DIGITS = 18
+
+
+def _int(text: str):
+    return int(text) if len(text.lstrip("-")) <= _INT_DIGITS else float(text)
+
+
+def loads(text: str, source: str, syntax: str = "invalid JSON"):
+    """The JSON document in ``text``, refusing what no summary holds with one :class:`CubeFormatError` line:
+    NaN and Infinity, numbers beyond a float's range (a 400- or 5,000-digit number), nesting deeper than
+    Python's recursion limit, and syntax errors (naming line and column)."""
+
+    def constant(name: str):
+        raise ValueError(f"{name} is not a number a summary holds")
+
+    def number(text: str):
+        v = float(text)
+        if v in (float("inf"), float("-inf")):
+            raise ValueError(f"number {text[:20]}{'...' if len(text) > 20 else ''} ({len(text)} characters) is "
+                             f"beyond a float's range")
+        return v
+
+    def integer(text: str):
+        v = _int(text)
+        return v if isinstance(v, int) else number(text)
+
+    try:
+        return json.loads(text, parse_int=integer, parse_float=number, parse_constant=constant)
+    except json.JSONDecodeError as e:
+        raise CubeFormatError(f"{source}: {syntax}: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    except RecursionError:
+        raise CubeFormatError(f"{source}: JSON nested too deeply (deeper than any summary)") from None
+    except ValueError as e:
+        raise CubeFormatError(f"{source}: {e}") from None
+
+
 def read_json(path) -> dict:
     """Load a summary written by :func:`write_json`; checks its shape.
 
@@ -86,10 +123,7 @@ def read_json(path) -> dict:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise CubeFormatError(f"{path}: cannot read: {e}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise CubeFormatError(f"{path}: not JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    data = loads(text, str(path), "not JSON")
     if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
         raise CubeFormatError(f"{path}: not a cube summary (no 'metrics' object at the top level)")
     for name, m in data["metrics"].items():

@@ -35,6 +35,7 @@ import numpy as np
 from tracefmt import nesting
 from tracefmt.columns import event_columns
 from tracefmt.dense import dense_view
+from tracefmt.names import printable
 from tracefmt.layout import NO_ID, EventType, Paradigm, Role
 
 from . import kernel as K
@@ -423,7 +424,7 @@ def _fmt(col: str, v: float, has_body: bool) -> str:
 
 
 def format_profile(p: Profile, regions: list[str] | None = None) -> str:
-    lines = [f"ompP-style profile of {p.source}",
+    lines = [f"ompP-style profile of {printable(str(p.source))}",
              f"duration {p.header['duration']:.6f} s, {int(p.header['processes'])} process(es), "
              f"up to {int(p.header['max_threads'])} thread(s) each; data volume: {p.volume} accounting", ""]
     rows = sorted(p.regions.values(), key=lambda r: (-r.total()[_I["execT"]], r.name))
@@ -432,9 +433,10 @@ def format_profile(p: Profile, regions: list[str] | None = None) -> str:
         rows = [r for r in rows if r.name in wanted]
         missing = wanted - {r.name for r in rows}
         if missing:
-            raise ProfileError(f"{p.source}: no region named {', '.join(sorted(map(repr, missing)))}")
+            raise ProfileError(f"{p.source}: no region named {', '.join(sorted(map(ascii, missing)))}")
     for n, r in enumerate(rows, 1):
-        lines.append(f"R{n:05d} {r.name}" + (f"  {r.where}" if r.where else "") + f"  {r.kind}")
+        # names are bytes from the trace: no control character reaches the terminal (tracefmt.names)
+        lines.append(f"R{n:05d} {printable(r.name)}" + (f"  {printable(r.where)}" if r.where else "") + f"  {r.kind}")
         table = [["TID"] + list(COLUMNS)]
         for (rank, thread), v in sorted(r.per_loc.items()):
             table.append([f"{rank}.{thread}"] + [_fmt(c, x, r.has_body) for c, x in zip(COLUMNS, v)])
@@ -451,7 +453,7 @@ def format_profile(p: Profile, regions: list[str] | None = None) -> str:
         v = agg[name]
         total = v[0]
         pct = lambda x: f"{x:.2f} ({100 * x / total:5.2f})" if total > 0 else f"{x:.2f}"
-        table.append([name, f"{total:.2f}", pct(v[1:].sum())] + [pct(x) for x in v[1:]])
+        table.append([printable(name), f"{total:.2f}", pct(v[1:].sum())] + [pct(x) for x in v[1:]])
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
         lines.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))))

@@ -13,6 +13,7 @@ import hashlib
 import html
 import json
 import os
+import re
 from importlib import resources
 
 import numpy as np
@@ -110,10 +111,7 @@ def report_data(cube, title: str = "") -> dict:
     region = np.asarray(cube.cnode_region, dtype=np.int64)
     regions = list(cube.regions)
     labels = [regions[int(r)].name for r in region]
-    paths: list[str] = []
-    for c in range(len(parent)):  # parents precede children in a Cube's call tree
-        p = int(parent[c])
-        paths.append(labels[c] if p < 0 else f"{paths[p]}/{labels[c]}")
+    paths = list(cube.callpaths)  # row keys; a call path thousands of calls deep is a digest (Cube.callpaths)
     where = []
     for r in region:
         ri = regions[int(r)]
@@ -142,9 +140,13 @@ def report_data(cube, title: str = "") -> dict:
     }
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _json_for_script(obj) -> str:
     """JSON safe inside <script>: no '<', '>' or '&' can end the element or start markup."""
     s = json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    s = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", s)  # a name's undecodable byte: valid UTF-8 out
     return (s.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
@@ -160,7 +162,7 @@ def render(cube, title: str = "expert report") -> str:
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
     csp = (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
            "img-src data:; base-uri 'none'; form-action 'none'")
-    t = html.escape(title, quote=True)
+    t = html.escape(_LONE_SURROGATE.sub("\ufffd", title), quote=True)  # a file name's undecodable byte
     n_loc = len(cube.locations)
     sub = html.escape(f"{len(data['metrics'])} properties · {len(data['cnodes']['parent'])} call paths · "
                       f"{n_loc} locations")

@@ -75,6 +75,9 @@ def test_the_warnings_name_what_was_renumbered():
     assert any("process ids (MPI ranks)" in p for p in cube.context.problems)
     cube = analyze(tracefmt.open(hostile_bytes("offset", -1000.0)))
     assert any("clock offset of process 1 is 1000 s" in p for p in cube.context.problems)
+    cube = analyze(tracefmt.open(hostile_bytes("tick_rate", 1e-300)))
+    assert sum("tick rate of 1e-300" in p for p in cube.context.problems) == 2  # one line per process
+    assert np.isfinite(cube.total("time"))
 
 
 def test_a_collective_of_different_operations_is_warned_about():
