@@ -118,7 +118,8 @@ class TraceAssembly:
     metrics: dict[int, tuple[str, str, int, int]] = field(default_factory=dict)  # id -> (name, unit, dtype, mode)
     attributes: dict[str, str] = field(default_factory=dict)
     events: dict[int, np.ndarray] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # damage: something the file should hold is missing
+    notes: list[str] = field(default_factory=list)  # what the source holds that we do not analyse (not damage)
 
     # -- helpers for readers ------------------------------------------------
     def region_id(self, name: str, **kw) -> int:
@@ -188,6 +189,7 @@ class TraceAssembly:
         trace = open_native(data)
         trace.path = self.source
         trace.problems[:0] = self.problems
+        trace.notes[:0] = self.notes
         return trace
 
 

@@ -192,7 +192,7 @@ def decode_events(defs, jobs: int | None = None) -> None:
         if name not in USED_RECORDS:
             defs.skipped[name] += int(counts[t])
     for what, n in sorted(defs.skipped.items()):
-        a.problems.append(f"{defs.anchor.path}: {n} {what} record(s) skipped (not analysed)")
+        a.notes.append(f"{defs.anchor.path}: {n} {what} record(s) skipped (not analysed)")
     events = [w.events for w in done]
     _resolve_teams(defs, events)
     for w, ev in zip(done, events):

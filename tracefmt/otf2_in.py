@@ -395,7 +395,7 @@ class _Import:
             else:
                 self.skipped[type(e).__name__] += 1
         for what, n in sorted(self.skipped.items()):
-            a.problems.append(f"{self.anchor}: {n} {what} record(s) skipped (not analysed)")
+            a.notes.append(f"{self.anchor}: {n} {what} record(s) skipped (not analysed)")
         rank_thread = {loc: self.loc_rank_thread[loc] for loc in rows}
         rs = EventRows(rows, rank_thread, a)
         rs.resolve_teams()

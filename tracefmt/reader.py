@@ -161,7 +161,8 @@ class Trace:
 
     def __init__(self, source, verify: bool = True):
         self.verify = verify
-        self.problems: list[str] = []
+        self.problems: list[str] = []  # damage: what is missing or was repaired (--salvage territory)
+        self.notes: list[str] = []  # what a foreign source held that is not analysed; no damage
         self._mmap = None
         self._file = None
         if isinstance(source, (str, os.PathLike)):
