@@ -45,8 +45,9 @@ __all__ = [
 ]
 
 #: modules holding the built-in patterns, in the order their trees are reported
-BUILTIN_MODULES = ("patterns.generic", "patterns.mpi", "patterns.omp", "patterns.reasons", "patterns.critical_path",
-                   "patterns.delay")
+BUILTIN_MODULES = ("patterns.generic", "patterns.mpi", "patterns.omp", "patterns.tasks", "patterns.threads",
+                   "patterns.reasons", "patterns.critical_path",
+                   "patterns.delay", "patterns.pop")
 
 
 # --------------------------------------------------------------------------
