@@ -19,6 +19,8 @@ import argparse
 import os
 import sys
 
+from tracefmt.names import TerminalWriter, printable
+
 from .pop_table import pop_table
 from .text_report import report
 from .tools import quiet_on_closed_pipe
@@ -180,7 +182,7 @@ def main(argv=None) -> int:
         err = (failed[0][1] if failed[0][0] == 0 else f"rank {failed[0][0]}: {failed[0][1]}") if failed else None
     if err is not None:
         if root:
-            print(f"{PROG}: error: {err}", file=sys.stderr)
+            print(f"{PROG}: error: {printable(err)}", file=sys.stderr)
         return 2
     try:
         if root:
@@ -202,17 +204,17 @@ def main(argv=None) -> int:
         if bar is not None:
             bar.close()
         if root:
-            print(f"{PROG}: error: {exc}", file=sys.stderr)
+            print(f"{PROG}: error: {printable(str(exc))}", file=sys.stderr)
         rc = 2
     if comm is not None:
         rc = comm.bcast(rc, root=0)
     if rc or not root:
         return rc
     if not args.quiet:
-        report(cube, top=args.top, show_all=args.show_all)
+        report(cube, top=args.top, show_all=args.show_all, out=TerminalWriter(sys.stdout))  # names: no escapes
         pop_table(cube, out=sys.stdout)
         for prob in ([] if SALVAGED_ATTR in cube.attrs else cube.context.problems):  # else the report lists them
-            print(f"{PROG}: warning: {prob}", file=sys.stderr)
+            print(f"{PROG}: warning: {printable(prob)}", file=sys.stderr)
         print(f"\nwrote {out_path}" + (f", {args.json}" if args.json else "") + (f", {args.hdf5}" if args.hdf5 else ""))
     return 0
 
