@@ -93,3 +93,33 @@ def test_a_collective_of_different_operations_is_warned_about():
     hits = [p for p in cube.context.problems if "different operations" in p]
     assert len(hits) == 1 and "MPI_Bcast and MPI_Reduce" in hits[0] and "MPI_COMM_WORLD" in hits[0]
     assert not any("different operations" in p for p in SANE.context.problems)
+
+
+def _peak_rss_kib(argv) -> int:
+    """Peak resident memory of one command (its own child process), in KiB."""
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from analyzer.cli.analyze import main; "
+                             "sys.exit(main(sys.argv[1:]))", *argv], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+    assert proc.returncode == 0, argv
+    return usage.ru_maxrss
+
+
+@pytest.mark.slow
+def test_expert_analyze_of_a_hostile_file_stays_within_twice_a_sane_ones_memory(tmp_path):
+    """Whole commands, as the issue measured them (a sane file of the same size is the yardstick)."""
+    sane = tmp_path / "sane.elg"
+    sane.write_bytes(small_builder().to_bytes())
+    base = _peak_rss_kib([str(sane), "-o", str(tmp_path / "s.cubex"), "-q"])
+    for kind, value in [("location", 10**8), ("process", 0xFFFFFFFD), ("region", 4_000_000_000),
+                        ("unused_region", 10**8), ("metric", 2**32 - 3), ("tick_rate", 1e-300)]:
+        path = tmp_path / f"{kind}.elg"
+        path.write_bytes(hostile_bytes(kind, value))
+        assert abs(path.stat().st_size - sane.stat().st_size) < 256
+        rss = _peak_rss_kib([str(path), "-o", str(tmp_path / "h.cubex"), "-q"])
+        assert rss < 2 * base, f"{kind}={value}: {rss} KiB, sane {base} KiB"
