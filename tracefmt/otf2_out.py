@@ -1,20 +1,27 @@
 """Export a native trace as an OTF2 archive the way Score-P writes one (for Vampir, Scalasca 2, otf2-print).
 
-Conventions followed (those Scalasca's OTF2 reader and Vampir rely on):
+Conventions followed (those Scalasca's OTF2 reader and Vampir rely on; docs/interop.md):
 
-* one system-tree machine > node > ``MPI Rank r`` location group per process,
-  ``Master thread`` / ``OMP thread k`` CPU-thread locations;
+* a system-tree machine > node (domains MACHINE, SHARED_MEMORY); per process a
+  PROCESS location group with id = rank, ``MPI Rank r``; CPU-thread locations
+  with Score-P's id ``(thread << 32) | rank`` (Scalasca reads the thread number
+  from the upper half), ``Master thread`` / ``OMP thread k``; paradigm
+  definitions for MPI and OpenMP;
 * regions keep paradigm and role; MPI regions get source file ``MPI``;
-  OpenMP construct regions are named ``!$omp <construct> @file:line``;
+  OpenMP construct regions are named ``!$omp <construct> @file:line``
+  (``!$omp ibarrier`` becomes ``!$omp implicit barrier``);
   ``MPI_Init`` and ``MPI_Finalize`` are always defined for MPI traces;
 * an MPI ``COMM_LOCATIONS`` group (master threads in rank order), one
-  ``COMM_GROUP`` per communicator group (ranks), ``MPI_COMM_WORLD`` and the
-  other communicators; an OpenMP ``COMM_LOCATIONS`` group and one thread-team
+  ``COMM_GROUP`` per communicator group (ranks), ``MPI_COMM_WORLD``, one
+  ``MPI_COMM_SELF`` on a ``COMM_SELF`` group, the other communicators with
+  their parent; an OpenMP ``COMM_LOCATIONS`` group and one thread-team
   communicator per process;
 * a collective is Enter, MpiCollectiveBegin, MpiCollectiveEnd (operation,
-  communicator, comm-local root, bytes), Leave; a parallel region is
-  ThreadFork (master), ThreadTeamBegin, Enter ... Leave, ThreadTeamEnd,
-  ThreadJoin (master); locks keep their acquisition order (from 1);
+  communicator, comm-local root, bytes), Leave, for visits that end in an
+  MPI_COLLEXIT (the issuing call of a non-blocking collective is a plain
+  Enter/Leave); a parallel region is ThreadFork (master), ThreadTeamBegin,
+  Enter ... Leave, ThreadTeamEnd, ThreadJoin (master); locks keep their
+  acquisition order (from 1);
 * partner and root ranks are written communicator-local.
 
 Timestamps are nanoseconds of the global clock (clock offsets applied).
@@ -93,7 +100,13 @@ _COLL_DEFAULT_OP = {
 
 
 def _region_name(r, files) -> str:
-    """Score-P style name: OpenMP constructs as '!$omp <construct> @file:line'."""
+    """Score-P style name: OpenMP constructs as '!$omp <construct> @file:line'.
+
+    Our runtime's '!$omp ibarrier @f:l' (EPIK's word) becomes Score-P's
+    '!$omp implicit barrier @f:l'; Scalasca classifies OpenMP regions by these names.
+    """
+    if r.name.startswith("!$omp ibarrier"):
+        return "!$omp implicit barrier" + r.name[len("!$omp ibarrier"):]
     if r.paradigm != Paradigm.OPENMP or r.name.startswith("!$omp"):
         return r.name
     word = omp_construct_label(r.role)
@@ -115,12 +128,58 @@ def _first_ns(trace, location: int) -> int:
     return int(round(span[0] * 1e9))
 
 
+def _is_self(comm, members: tuple) -> bool:
+    """A process's own MPI_COMM_SELF (our traces define one per process)."""
+    return len(members) == 1 and comm.name == "MPI_COMM_SELF"
+
+
+def _collective_visits(typ) -> set[int]:
+    """Indices of the MPI_COLLEXITs and of the ENTERs they close.
+
+    Only those visits become MpiCollectiveBegin ... MpiCollectiveEnd.  A collective
+    region left by a plain EXIT (the issuing call of a non-blocking collective,
+    whose completion the runtime records later, inside the MPI_Wait*) is a plain
+    Enter/Leave: a collective record without communicator and root there made
+    Scalasca replay a rootless MPI_Bcast and abort (``MPI_ERR_ROOT``).
+    """
+    out: set[int] = set()
+    stack: list[int] = []
+    for i in range(len(typ)):
+        t = int(typ[i])
+        if t == EventType.ENTER:
+            stack.append(i)
+        elif t in EXIT_TYPES and stack:
+            j = stack.pop()
+            if t == EventType.MPI_COLLEXIT:
+                out.update((i, j))
+    return out
+
+
+def _scorep_location(D, lid: int, name: str, kind, group):
+    """A location with Score-P's id ``(thread << 32) | rank``.
+
+    Scalasca 2 takes a location's thread number from the upper 32 bits of its id
+    (``pearl::Location::getThreadId``); the ``otf2`` package numbers definitions
+    0, 1, 2 ... itself, so the location is registered under its id through the
+    package's location registry (as ``gen_otf2_synth.py`` does).
+    """
+    from otf2.definitions import Location
+
+    registry = getattr(D, "_locations", None)
+    if registry is None or not hasattr(registry, "_register"):  # pragma: no cover - another otf2 release
+        raise Otf2FormatError("this otf2 package cannot write locations with Score-P ids "
+                              "(no definition registry); use otf2 3.x")
+    loc = Location(registry, lid, name, kind, 0, group)
+    registry._register(loc)
+    return loc
+
+
 def write_otf2(trace, outdir: str | os.PathLike, force: bool = False) -> list[str]:
     """Write ``outdir/traces.otf2`` (+ ``traces.def``, ``traces/``); returns notes on what was left out."""
     otf2 = require_otf2()
     from otf2.enums import CollectiveOp, GroupFlag, GroupType, LocationGroupType, LocationType
     from otf2.enums import Paradigm as OP
-    from otf2.enums import RegionRole
+    from otf2.enums import ParadigmClass, RegionRole, SystemTreeDomain
 
     outdir = os.fspath(outdir)
     if os.path.exists(outdir):
@@ -137,19 +196,24 @@ def write_otf2(trace, outdir: str | os.PathLike, force: bool = False) -> list[st
     D = w.definitions
     machine_name = next(iter(defs.machines.values())).name if defs.machines else "machine"
     machine = D.system_tree_node(machine_name, class_name="machine")
+    D.system_tree_node_domain(machine, SystemTreeDomain.MACHINE)
     nodes = {}
     for nid, n in sorted(defs.nodes.items()):
         nodes[nid] = D.system_tree_node(n.name, class_name="node", parent=machine)
-    groups = {}
-    for rank in ranks:
+        D.system_tree_node_domain(nodes[nid], SystemTreeDomain.SHARED_MEMORY)
+    groups = {}  # created in rank order: the group of rank index i has id i, as Score-P's
+    for i, rank in enumerate(ranks):
         p = defs.processes.get(rank)
         parent = nodes.get(p.node, machine) if p is not None else machine
-        groups[rank] = D.location_group(f"MPI Rank {rank}" if has_mpi else (p.name if p else f"Process {rank}"),
+        groups[rank] = D.location_group(f"MPI Rank {i}" if has_mpi else "Process",
                                         location_group_type=LocationGroupType.PROCESS, system_tree_parent=parent)
     o_loc = {}
-    for L in locs:
-        name = "Master thread" if L.thread == 0 else f"OMP thread {L.thread}"
-        o_loc[L.id] = D.location(name, type=LocationType.CPU_THREAD, group=groups[L.process])
+    for rank_index, rank in enumerate(ranks):
+        threads = [L for L in locs if L.process == rank]
+        for k, L in enumerate(threads):
+            name = "Master thread" if k == 0 else f"OMP thread {k}"
+            o_loc[L.id] = _scorep_location(D, (k << 32) | rank_index, name, LocationType.CPU_THREAD,
+                                           groups[rank])
 
     # regions
     o_reg = {}
@@ -169,7 +233,9 @@ def write_otf2(trace, outdir: str | os.PathLike, force: bool = False) -> list[st
             D.region("MPI_Finalize", region_role=RegionRole.FUNCTION, paradigm=OP.MPI, source_file="MPI")
 
     # groups and communicators
-    masters = {L.process: o_loc[L.id] for L in locs if L.thread == 0}
+    masters = {}
+    for L in locs:
+        masters.setdefault(L.process, o_loc[L.id])
     o_comm = {}
     comm_ranks = {}
     if has_mpi:
@@ -177,16 +243,29 @@ def write_otf2(trace, outdir: str | os.PathLike, force: bool = False) -> list[st
                 members=[masters[r] for r in ranks if r in masters])
         rank_index = {r: i for i, r in enumerate(ranks)}
         o_group = {}
-        for gid, members in sorted(defs.groups.items()):
-            o_group[gid] = D.group("", group_type=GroupType.COMM_GROUP, paradigm=OP.MPI,
-                                   group_flags=GroupFlag.NONE, members=[rank_index.get(m, m) for m in members])
+        self_comm = None
         for cid, c in sorted(defs.comms.items()):
-            o_comm[cid] = D.comm(c.name or f"comm {cid}", o_group[c.group], None)
-            comm_ranks[cid] = {g: i for i, g in enumerate(defs.groups.get(c.group, ()))}
-        for cid, c in defs.comms.items():
-            if c.parent != NO_ID and c.parent in o_comm:
-                pass  # the python binding fixes a comm's parent at creation; parents are informational only
+            members = tuple(defs.groups.get(c.group, ()))
+            comm_ranks[cid] = {g: i for i, g in enumerate(members)}
+            if _is_self(c, members):
+                # Score-P: one MPI_COMM_SELF on a COMM_SELF group without members
+                if self_comm is None:
+                    g = D.group("", group_type=GroupType.COMM_SELF, paradigm=OP.MPI, group_flags=GroupFlag.NONE,
+                                members=[])
+                    self_comm = D.comm("MPI_COMM_SELF", g, None)
+                o_comm[cid] = self_comm
+                continue
+            if c.group not in o_group:
+                o_group[c.group] = D.group("", group_type=GroupType.COMM_GROUP, paradigm=OP.MPI,
+                                           group_flags=GroupFlag.NONE,
+                                           members=[rank_index.get(m, m) for m in members])
+            parent = o_comm.get(c.parent) if c.parent != NO_ID else None
+            o_comm[cid] = D.comm(c.name or f"comm {cid}", o_group[c.group], parent)
     omp_threads = any(L.thread > 0 for L in locs) or any(r.paradigm == Paradigm.OPENMP for r in defs.regions.values())
+    if has_mpi:
+        D.paradigm(OP.MPI, "MPI", ParadigmClass.PROCESS)
+    if omp_threads:
+        D.paradigm(OP.OPENMP, "OpenMP", ParadigmClass.THREAD_FORK_JOIN)
     teams = {}
     if omp_threads:
         D.group("OpenMP", group_type=GroupType.COMM_LOCATIONS, paradigm=OP.OPENMP, group_flags=GroupFlag.NONE,
@@ -202,7 +281,10 @@ def write_otf2(trace, outdir: str | os.PathLike, force: bool = False) -> list[st
     for rid, r in defs.regions.items():
         if r.role in _COLL_ROLES:
             name = r.name[4:].upper() if r.name[:4].upper() == "MPI_" else ""
-            op_of[rid] = getattr(CollectiveOp, name, None) or getattr(CollectiveOp, _COLL_DEFAULT_OP[r.role])
+            op = getattr(CollectiveOp, name, None)
+            if op is None and name.startswith("I"):  # MPI_Igather completes a GATHER
+                op = getattr(CollectiveOp, name[1:], None)
+            op_of[rid] = op if op is not None else getattr(CollectiveOp, _COLL_DEFAULT_OP[r.role])
 
     def local(cid: int, rank: int) -> int:
         if rank == NO_ID:
@@ -222,7 +304,7 @@ def write_otf2(trace, outdir: str | os.PathLike, force: bool = False) -> list[st
         wr = w.event_writer_from_location(o_loc[L.id])
         ts = [int(x) + shift_ns for x in (ev.time * 1e9).round().astype("int64")]
         typ, A, B, C, Dd, Ee = ev.type, ev.a, ev.b, ev.c, ev.d, ev.e
-        stack: list[int] = []
+        collective = _collective_visits(typ)
         rank = L.process
         for i in range(len(ev)):
             t = int(typ[i])
@@ -232,21 +314,14 @@ def write_otf2(trace, outdir: str | os.PathLike, force: bool = False) -> list[st
                 if role_of.get(rid) == Role.OMP_PARALLEL and rank in teams:
                     wr.thread_team_begin(now, teams[rank])
                 wr.enter(now, o_reg[rid])
-                stack.append(rid)
-                if role_of.get(rid) in _COLL_ROLES:
+                if i in collective:
                     wr.mpi_collective_begin(now)
             elif t in EXIT_TYPES:
                 rid = int(A[i])
-                if stack:
-                    stack.pop()
-                if t == EventType.MPI_COLLEXIT:
+                if i in collective:
                     cid = int(B[i])
                     op = op_of.get(rid) or CollectiveOp.BARRIER
                     wr.mpi_collective_end(now, op, o_comm[cid], local(cid, int(C[i])), int(Dd[i]), int(Ee[i]))
-                elif role_of.get(rid) in _COLL_ROLES:
-                    # a collective region left by a plain EXIT: close the begun collective without data
-                    wr.mpi_collective_end(now, op_of[rid], next(iter(o_comm.values())), OTF2_UNDEFINED_UINT32,
-                                          0, 0)
                 wr.leave(now, o_reg[rid])
                 if role_of.get(rid) == Role.OMP_PARALLEL and rank in teams:
                     wr.thread_team_end(now, teams[rank])
