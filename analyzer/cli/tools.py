@@ -63,7 +63,10 @@ def _command(prog: str, arguments, run, errors, epilog: str | None = None, on_er
             return run(a)
         except (UsageError, *errors()) as e:
             if on_error is not None:
-                on_error(a, str(e))
+                try:
+                    on_error(a, str(e))
+                except UsageError as also:  # its report of the error cannot be written either: one line
+                    return _fail(prog, str(e) if str(also) == str(e) else f"{e}; and {also}")
             return _fail(prog, str(e))
 
     main.__doc__ = f"{prog}: {description}"
@@ -71,10 +74,14 @@ def _command(prog: str, arguments, run, errors, epilog: str | None = None, on_er
 
 
 def _write(path: str, text: str) -> None:
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+    """Write a text output (its folder made if missing); a file system error becomes a :class:`UsageError`."""
+    try:
+        d = os.path.dirname(os.path.abspath(path))
+        os.makedirs(d, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot write: {e.strerror or e}") from None
 
 
 def _write_output(path: str, write) -> None:
@@ -240,7 +247,10 @@ def _profile(a) -> int:
     if a.json:
         _write(a.json, json.dumps(p.to_dict(), indent=1))
     if a.charts:
-        files = prof.write_charts(p, a.charts)
+        try:
+            files = prof.write_charts(p, a.charts)
+        except OSError as e:
+            raise UsageError(f"{a.charts}: cannot write the charts: {e.strerror or e}") from None
         print("\ncharts: " + ", ".join(files))
     return 0
 

@@ -214,3 +214,37 @@ def test_result_readers_refuse_a_json_summary_with_a_huge_file_without_a_traceba
                  ",".join(f'"p{i}": {i}' for i in range(100_000)) + "}}}}")
     doc = read_result(p)
     assert len(doc["metrics"]["time"]["per_callpath"]) == 100_000
+
+
+def test_outputs_that_cannot_be_written_are_one_line(tmp_path, capsys):
+    from analyzer.cli.tools import profile_main
+    from hostile import small_builder
+
+    cube = tmp_path / "a.cubex"
+    write_cubex(small_cube(), cube)
+    trace = tmp_path / "t.elg"
+    small_builder().write(trace)
+    nowhere = "/proc/nonexistent-dir/out"
+    for main, argv in ((diff_main, [cube, cube, "--json", f"{nowhere}.json"]),
+                       (diff_main, [cube, cube, "-o", f"{nowhere}.cubex"]),
+                       (check_main, [cube, "--baseline", cube, "--max-increase", "time=1%", "--junit", nowhere]),
+                       (check_main, [cube, "--baseline", cube, "--max-increase", "time=1%", "--markdown", nowhere]),
+                       (check_main, [tmp_path / "missing.cubex", "--baseline", cube, "--max-increase", "time=1%",
+                                     "--junit", nowhere]),
+                       (report_main, [cube, "-o", f"{nowhere}.html"]),
+                       (profile_main, [trace, "--json", f"{nowhere}.json"]),
+                       (profile_main, [trace, "--charts", nowhere])):
+        err = _one_line_2(main([str(a) for a in argv]), capsys)
+        assert "nonexistent-dir" in err
+
+
+def test_convert_to_an_output_that_cannot_be_written_is_one_line(tmp_path, capsys):
+    from hostile import small_builder
+    from tracefmt.cli import main as trace_main
+
+    trace = tmp_path / "t.elg"
+    small_builder().write(trace)
+    for out in ("/proc/nonexistent-dir/x.json", "/proc/nonexistent-dir/x.elg", str(tmp_path)):
+        argv = ["convert", str(trace), out] + (["--to", "elg"] if out == str(tmp_path) else [])
+        err = _one_line_2(trace_main(argv), capsys)
+        assert "cannot write" in err or "exists" in err
