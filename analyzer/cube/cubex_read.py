@@ -83,7 +83,7 @@ def read_cubex(path) -> Cube:
     n_c, n_l = len(parsed.cnode_parent), len(parsed.locations)
     with_data = sum(1 for m, el in zip(parsed.metrics, parsed.metric_elements) if not parsed.void.get(m.name)
                     and f"{'ghost_' if el.get('viztype', '').upper() == 'GHOST' else ''}{el.get('id')}.data" in members)
-    _check_dense_size(path, n_c, n_l, with_data, len(raw))
+    check_dense_size(path, n_c, n_l, with_data, len(raw))
     for m, el in zip(parsed.metrics, parsed.metric_elements):
         if parsed.void.get(m.name):
             continue
@@ -110,7 +110,7 @@ DENSE_BYTES_RATIO = 64
 DENSE_BYTES_FLOOR = 1 << 31
 
 
-def _check_dense_size(path, n_c: int, n_l: int, n_metrics: int, file_bytes: int) -> None:
+def check_dense_size(path, n_c: int, n_l: int, n_metrics: int, file_bytes: int) -> None:
     need = 8 * n_c * n_l * n_metrics
     limit = max(DENSE_BYTES_FLOOR, DENSE_BYTES_RATIO * file_bytes)
     if need > limit:
@@ -135,7 +135,7 @@ def read_cube3(path) -> Cube:
     root, parsed = _parse_document(raw, where, problems)
     n_c, n_l = len(parsed.cnode_parent), len(parsed.locations)
     sev = root.find("severity")
-    _check_dense_size(path, n_c, n_l, len({mx.get("metricId") for mx in sev.findall("matrix")}) if sev is not None
+    check_dense_size(path, n_c, n_l, len({mx.get("metricId") for mx in sev.findall("matrix")}) if sev is not None
                       else 0, len(raw))
     by_id = {el.get("id"): m for m, el in zip(parsed.metrics, parsed.metric_elements)}
     values: dict[str, np.ndarray] = {}

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import cubex_read  # the one rule on how much dense value memory a file may ask for
 from .model import Cube, CubeFormatError, LocationInfo, MetricInfo, RegionInfo
 
 FORMAT = "expert-analyze-cube"
@@ -98,6 +99,16 @@ def read_hdf5(path) -> Cube:
         f = h5py.File(path, "r")
     except OSError as e:
         raise CubeFormatError(f"{path}: not an HDF5 file or unreadable: {e}") from None
+    limit = max(cubex_read.DENSE_BYTES_FLOOR, cubex_read.DENSE_BYTES_RATIO * path.stat().st_size)
+
+    def read(ds):
+        """A dataset's values, if the file can justify their size (a declared shape costs no storage)."""
+        need = int(ds.size) * ds.dtype.itemsize
+        if need > limit:
+            raise CubeFormatError(f"{path}: dataset {ds.name} declares {need} bytes, more than this reader holds "
+                                  f"for a file of {path.stat().st_size} bytes")
+        return ds[()]
+
     with f:
         if f.attrs.get("format") != FORMAT:
             raise CubeFormatError(f"{path}: HDF5 file without format={FORMAT!r}; not a cube written by us")
@@ -109,20 +120,21 @@ def read_hdf5(path) -> Cube:
                 for fld in fields(cls):
                     ds = g[fld.name]
                     if fld.type in ("int", int):
-                        cols[fld.name] = [int(x) for x in ds[()]]
+                        cols[fld.name] = [int(x) for x in read(ds)]
                     else:
-                        cols[fld.name] = [x.decode("utf-8") if isinstance(x, bytes) else str(x) for x in ds[()]]
+                        cols[fld.name] = [x.decode("utf-8") if isinstance(x, bytes) else str(x) for x in read(ds)]
                 n = len(next(iter(cols.values()))) if cols else 0
                 records[gname] = [cls(**{k: v[i] for k, v in cols.items()}) for i in range(n)]
-            parent = f["calltree/parent"][()]
-            region = f["calltree/region"][()]
-            line = f["calltree/line"][()]
-            files = [x.decode("utf-8") if isinstance(x, bytes) else str(x) for x in f["calltree/file"][()]]
+            parent = read(f["calltree/parent"])
+            region = read(f["calltree/region"])
+            line = read(f["calltree/line"])
+            files = [x.decode("utf-8") if isinstance(x, bytes) else str(x) for x in read(f["calltree/file"])]
             shape = (len(parent), len(records["locations"]))
+            cubex_read.check_dense_size(path, shape[0], shape[1], len(f["values"]), path.stat().st_size)
             values = {}
             for name, g in f["values"].items():
                 vals = np.zeros(shape, np.float64)
-                vals[g["rows"][()]] = g["data"][()]
+                vals[read(g["rows"])] = read(g["data"])
                 values[str(g.attrs.get("metric", name))] = vals
             attrs = {k: str(v) for k, v in f["attrs"].attrs.items()}
         except KeyError as e:

@@ -248,3 +248,20 @@ def test_convert_to_an_output_that_cannot_be_written_is_one_line(tmp_path, capsy
         argv = ["convert", str(trace), out] + (["--to", "elg"] if out == str(tmp_path) else [])
         err = _one_line_2(trace_main(argv), capsys)
         assert "cannot write" in err or "exists" in err
+
+
+def test_an_hdf5_dataset_declared_larger_than_the_file_can_justify_is_refused(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    from analyzer.cube import read_hdf5, write_hdf5
+
+    p = tmp_path / "c.h5"
+    write_hdf5(small_cube(), p)
+    with h5py.File(p, "a") as f:
+        del f["calltree/parent"]
+        f.create_dataset("calltree/parent", shape=(10**10,), dtype="i8")  # a shape costs no storage
+    tracemalloc.start()
+    with pytest.raises(CubeFormatError, match="declares 80000000000 bytes"):
+        read_hdf5(p)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 16 << 20
