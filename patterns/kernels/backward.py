@@ -34,12 +34,15 @@ H_P2P, H_COLL, H_OMPBAR, H_IDLE = range(4)
 # ----------------------------------------------------------------------------
 # time maps
 # ----------------------------------------------------------------------------
+# fields of the time-map bundle (:func:`timemaps`): the few arrays the hot helpers read, passed instead of the
+# whole input bundle (a call that numba does not inline copies every array of its arguments)
+SEG_OFF, SEG_CUT, SEG_CNODE, SEG_TIME, SP_OFF, SP_CUT, SP_WAIT, SP_CNODE, SP_TOTAL, SP_COMPL, SP_LOC, SP_MPI = range(12)
+
+
 @numba.njit(cache=True, nogil=True)
-def _seg_range(inp, loc, a, b):
-    """Rows of the time segments of ``loc`` with a < interval <= b."""
-    lo, hi = inp.seg_off[loc], inp.seg_off[loc + 1]
-    cuts = inp.seg_cut[lo:hi]
-    return lo + np.searchsorted(cuts, a, side="right"), lo + np.searchsorted(cuts, b, side="right")
+def timemaps(inp):
+    return (inp.seg_off, inp.seg_cut, inp.seg_cnode, inp.seg_time, inp.sp_off, inp.sp_cut, inp.sp_wait, inp.sp_cnode,
+            inp.sp_total, inp.sp_compl, inp.sp_loc, inp.sp_mpi)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -70,51 +73,95 @@ def add(m, c, x):
 
 
 @numba.njit(cache=True, nogil=True)
-def runtimes(inp, loc, a, b, m):
+def runtimes(tm, loc, a, b, m):
     """``m`` := exclusive time per call path of ``loc`` between cut ``a`` and cut ``b`` (intervals a < j <= b)."""
-    clear(m)
-    lo, hi = _seg_range(inp, loc, a, b)
+    vals, keys, cnt, mark = m  # unpacked once: helper calls per entry would cost more than the work
+    for j in range(cnt[0]):
+        vals[keys[j]] = 0.0
+        mark[keys[j]] = 0
+    n = 0
+    lo, hi = tm[SEG_OFF][loc], tm[SEG_OFF][loc + 1]
+    cuts, cnodes, times = tm[SEG_CUT], tm[SEG_CNODE], tm[SEG_TIME]
+    lo = _after(cuts, lo, hi, a)
+    hi = _after(cuts, lo, hi, b)
     for r in range(lo, hi):
-        add(m, inp.seg_cnode[r], inp.seg_time[r])
+        c = cnodes[r]
+        if mark[c] == 0:
+            mark[c] = 1
+            keys[n] = c
+            n += 1
+        vals[c] += times[r]
+    cnt[0] = n
 
 
 @numba.njit(cache=True, nogil=True)
-def waits(inp, loc, a, b, m):
+def _after(a, lo, hi, x):
+    """The first index in a[lo:hi] (ascending) holding a value > x."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] <= x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@numba.njit(cache=True, nogil=True)
+def waits(tm, loc, a, b, m):
     """``m`` := wait time per call path of the points of ``loc`` strictly between cuts a and b; returns its sum."""
-    clear(m)
+    vals, keys, cnt, mark = m
+    for j in range(cnt[0]):
+        vals[keys[j]] = 0.0
+        mark[keys[j]] = 0
+    n = 0
     total = 0.0
-    lo, hi = inp.sp_off[loc], inp.sp_off[loc + 1]
-    for j in range(lo + np.searchsorted(inp.sp_cut[lo:hi], a, side="right"), hi):
-        if inp.sp_cut[j] >= b:
+    lo, hi = tm[SP_OFF][loc], tm[SP_OFF][loc + 1]
+    cuts, wait, cnodes = tm[SP_CUT], tm[SP_WAIT], tm[SP_CNODE]
+    for j in range(_after(cuts, lo, hi, a), hi):
+        if cuts[j] >= b:
             break
-        w = inp.sp_wait[j]
+        w = wait[j]
         if w > 0:
-            add(m, inp.sp_cnode[j], w)
+            c = cnodes[j]
+            if mark[c] == 0:
+                mark[c] = 1
+                keys[n] = c
+                n += 1
+            vals[c] += w
             total += w
+    cnt[0] = n
     return total
 
 
 @numba.njit(cache=True, nogil=True)
 def diff(a, b, out):
     """Scalasca's CalculateDiff: ``out`` := a - b for the keys of a, kept where positive; returns the sum."""
-    clear(out)
+    vals, keys, cnt, mark = out
+    for j in range(cnt[0]):
+        vals[keys[j]] = 0.0
+        mark[keys[j]] = 0
     av, ak, acnt, _ = a
     bv = b[0]
+    n = 0
     total = 0.0
     for j in range(acnt[0]):
         c = ak[j]
         d = av[c] - bv[c]
         if d > 0.0:
-            add(out, c, d)
+            mark[c] = 1
+            keys[n] = c
+            n += 1
+            vals[c] = d
             total += d
+    cnt[0] = n
     return total
 
 
 @numba.njit(cache=True, nogil=True)
-def prune(inp, t, w, prev):
+def prune(tm, t, w, prev):
     """Scalasca's PruneDelayTimemap, in place on ``t``: without the waits ``w`` and without the previous
     point's call (but its completion time); returns the sum."""
-    tv, tk, tcnt, _ = t
+    tv, tk, tcnt, tmark = t
     wv = w[0]
     total = 0.0
     for j in range(tcnt[0]):
@@ -126,10 +173,13 @@ def prune(inp, t, w, prev):
         else:
             tv[c] = 0.0
     if prev >= 0:
-        cn = inp.sp_cnode[prev]
+        cn = tm[SP_CNODE][prev]
         x = tv[cn]
-        off = inp.sp_total[prev] - inp.sp_compl[prev]
-        add(t, cn, 0.0)
+        off = tm[SP_TOTAL][prev] - tm[SP_COMPL][prev]
+        if tmark[cn] == 0:
+            tmark[cn] = 1
+            tk[tcnt[0]] = cn
+            tcnt[0] += 1
         tv[cn] = max(x - off, 0.0)
         total -= min(off, x)
     return total
@@ -170,30 +220,31 @@ def previous_mpi(inp, j, rank):
 
 
 @numba.njit(cache=True, nogil=True)
-def previous_omp(inp, loc, j):
+def previous_omp(tm, loc, j):
     """The last OpenMP point of ``loc`` before point ``j`` (j = -1: before its end), or -1."""
-    lo, hi = inp.sp_off[loc], inp.sp_off[loc + 1]
+    lo, hi = tm[SP_OFF][loc], tm[SP_OFF][loc + 1]
     start = hi - 1 if j < 0 else j - 1
+    mpi = tm[SP_MPI]
     for q in range(start, lo - 1, -1):
-        if not inp.sp_mpi[q]:
+        if not mpi[q]:
             return q
     return -1
 
 
 @numba.njit(cache=True, nogil=True)
-def cut_of(inp, j):
-    return inp.sp_cut[j] if j >= 0 else 0
+def cut_of(tm, j):
+    return tm[SP_CUT][j] if j >= 0 else 0
 
 
 @numba.njit(cache=True, nogil=True)
-def local_map(inp, j, prev, t, w):
+def local_map(tm, j, prev, t, w):
     """``t`` := the pruned time map of point j's location from point ``prev`` to ``j``; returns (its sum,
     the sum of the waits in between) (``w``: scratch)."""
-    loc = inp.sp_loc[j]
-    a, b = cut_of(inp, prev), inp.sp_cut[j]
-    runtimes(inp, loc, a, b, t)
-    wsum = waits(inp, loc, a, b, w)
-    return prune(inp, t, w, prev), wsum
+    loc = tm[SP_LOC][j]
+    a, b = cut_of(tm, prev), tm[SP_CUT][j]
+    runtimes(tm, loc, a, b, t)
+    wsum = waits(tm, loc, a, b, w)
+    return prune(tm, t, w, prev), wsum
 
 
 # ----------------------------------------------------------------------------
@@ -201,7 +252,7 @@ def local_map(inp, j, prev, t, w):
 # ----------------------------------------------------------------------------
 @numba.njit(cache=True, nogil=True)
 def _charge(inp, sev, loc, a, b, minus_point, m):
-    runtimes(inp, loc, a, b, m)
+    runtimes(timemaps(inp), loc, a, b, m)
     vals, keys, cnt, _ = m
     for q in range(cnt[0]):
         sev[keys[q], loc] += vals[keys[q]]

@@ -29,8 +29,8 @@ import numba
 import numpy as np
 
 from .backward import (H_COLL, H_OMPBAR, H_P2P, N_KINDS, OMPBARRIER, OMPIDLE, T_CAUSER, T_IDLE, T_MEMBER, T_WAITER,
-                       add, clear, cut_of, diff, local_map, new_map, previous_mpi, previous_omp, runtimes,
-                       synchronises, waits)
+                       cut_of, diff, local_map, new_map, previous_mpi, previous_omp, runtimes, synchronises,
+                       timemaps, waits)
 
 WAIT = N_KINDS  # index of the wait-time input next to the N_KINDS cost inputs
 
@@ -57,6 +57,26 @@ def _emit(out, n, metric, loc, m, scale):
 
 
 @numba.njit(cache=True, nogil=True)
+def _emit_pos(out, n, metric, loc, keys, vals, count):
+    """Append ``vals[x]`` at call path ``keys[x]`` (x < count) as (metric, call path, loc, seconds) triples."""
+    om, oc, ol, ov = out
+    if n + count > om.shape[0]:
+        cap = 2 * (n + count) + 64
+        om2, oc2, ol2, ov2 = (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64),
+                              np.empty(cap, np.float64))
+        om2[:n], oc2[:n], ol2[:n], ov2[:n] = om[:n], oc[:n], ol[:n], ov[:n]
+        out = (om2, oc2, ol2, ov2)
+        om, oc, ol, ov = out
+    for x in range(count):
+        om[n] = metric
+        oc[n] = keys[x]
+        ol[n] = loc
+        ov[n] = vals[x]
+        n += 1
+    return out, n
+
+
+@numba.njit(cache=True, nogil=True)
 def _add_costs(inp, cost, loc, prev, cur, kind, scale):
     """Scalasca's DelayCostMap::addCosts with one scale: the wait states between prev and cur get wait x scale."""
     if not scale > 0:
@@ -69,7 +89,7 @@ def _add_costs(inp, cost, loc, prev, cur, kind, scale):
 
 
 @numba.njit(cache=True, nogil=True)
-def _p2p(inp, h, snap, cost, out, n, maps):
+def _p2p(inp, tm, h, snap, cost, out, n, maps):
     w, c, typ = inp.h_a[h], inp.h_b[h], inp.h_type[h]
     rwait = inp.sp_wait[w]
     if not rwait > 0:
@@ -77,8 +97,8 @@ def _p2p(inp, h, snap, cost, out, n, maps):
     lc, lw = inp.sp_loc[c], inp.sp_loc[w]
     loc_m, rem_m, d, scr = maps[0], maps[1], maps[2], maps[3]
     prev = previous_mpi(inp, c, inp.loc_rank[lw])
-    _, wsum = local_map(inp, c, prev, loc_m, scr)
-    local_map(inp, w, previous_mpi(inp, w, inp.loc_rank[lc]), rem_m, scr)
+    _, wsum = local_map(tm, c, prev, loc_m, scr)
+    local_map(tm, w, previous_mpi(inp, w, inp.loc_rank[lc]), rem_m, scr)
     dsum = diff(loc_m, rem_m, d)
     den = dsum + wsum
     scale_w = min(rwait / den, 1.0) if den > 0 else 0.0
@@ -95,7 +115,7 @@ def _p2p(inp, h, snap, cost, out, n, maps):
 
 
 @numba.njit(cache=True, nogil=True)
-def _coll(inp, h, cost, out, n, maps, rem, spmap):
+def _coll(inp, tm, h, cost, out, n, maps, rem, spmap):
     """An MPI collective instance (Scalasca's CalculateCollectiveDelay and CalculateScales)."""
     r, g, typ = inp.h_a[h], inp.h_b[h], inp.h_type[h]
     lr = inp.sp_loc[r]
@@ -132,8 +152,8 @@ def _coll(inp, h, cost, out, n, maps, rem, spmap):
         j -= 1
     for q in range(glo, ghi):
         rem[inp.grp_rank[q]] = 0
-    gm, lm, sm, scr, dm = maps[0], maps[1], maps[2], maps[3], maps[4]
-    _, propw = local_map(inp, r, prev, gm, scr)
+    gm, lm, sm, scr = maps[0], maps[1], maps[2], maps[3]
+    _, propw = local_map(tm, r, prev, gm, scr)
     gv, gk, gcnt, _ = gm
     m = gcnt[0]
     delay = np.zeros((N_KINDS + 1, m))
@@ -147,7 +167,7 @@ def _coll(inp, h, cost, out, n, maps, rem, spmap):
         times = gv
         pw = propw
         if spmap[q - glo] >= 0:
-            _, pw = local_map(inp, r, spmap[q - glo], sm, scr)
+            _, pw = local_map(tm, r, spmap[q - glo], sm, scr)
             times = sm[0]
         dsum = 0.0
         if p == r:
@@ -155,7 +175,7 @@ def _coll(inp, h, cost, out, n, maps, rem, spmap):
                 d[x] = max(times[gk[x]], 0.0)
                 dsum += d[x]
         else:
-            local_map(inp, p, previous_mpi(inp, p, rank_r), lm, scr)
+            local_map(tm, p, previous_mpi(inp, p, rank_r), lm, scr)
             lv = lm[0]
             for x in range(m):
                 d[x] = max(times[gk[x]] - lv[gk[x]], 0.0)
@@ -175,10 +195,7 @@ def _coll(inp, h, cost, out, n, maps, rem, spmap):
         for x in range(m):
             tot += delay[key, x]
         if tot > 0:
-            clear(dm)
-            for x in range(m):
-                add(dm, gk[x], delay[key, x])
-            out, n = _emit(out, n, typ if key == WAIT else N_KINDS + key, lr, dm, 1.0)
+            out, n = _emit_pos(out, n, typ if key == WAIT else N_KINDS + key, lr, gk, delay[key], m)
     # sum scales: mPrevSp -> base; each more recent point -> base + the scales of the points before it
     lo = prev + 1 if prev >= 0 else inp.sp_off[lr]
     for key in range(N_KINDS + 1):
@@ -201,21 +218,19 @@ def _coll(inp, h, cost, out, n, maps, rem, spmap):
 
 
 @numba.njit(cache=True, nogil=True)
-def _ompbar(inp, h, cost, out, n, maps):
+def _ompbar(inp, tm, h, cost, out, n, maps):
     """An OpenMP barrier instance (Scalasca's CalculateOmpBarrierDelay)."""
     latest = inp.h_a[h]
     ll = inp.sp_loc[latest]
-    lprev = previous_omp(inp, ll, latest)
+    lprev = previous_omp(tm, ll, latest)
     lm, mm, dm, scr = maps[0], maps[1], maps[2], maps[3]
-    _, propw = local_map(inp, latest, lprev, lm, scr)
-    out_m = maps[4]
+    _, propw = local_map(tm, latest, lprev, lm, scr)
     sums = np.zeros(N_KINDS + 1)
     lv, lk, lcnt, _ = lm
     delay = np.zeros((N_KINDS + 1, lcnt[0]))
-    pos = np.empty(lcnt[0], np.int64)
     for q in range(inp.hm_off[h], inp.hm_off[h + 1]):
         p = inp.hm_sp[q]
-        local_map(inp, p, previous_omp(inp, inp.sp_loc[p], p), mm, scr)
+        local_map(tm, p, previous_omp(tm, inp.sp_loc[p], p), mm, scr)
         dsum = diff(lm, mm, dm)
         dv, dk, dcnt, _ = dm
         for key in range(N_KINDS + 1):
@@ -234,10 +249,7 @@ def _ompbar(inp, h, cost, out, n, maps):
         for x in range(lcnt[0]):
             tot += delay[key, x]
         if tot > 0:
-            clear(out_m)
-            for x in range(lcnt[0]):
-                add(out_m, lk[x], delay[key, x])
-            out, n = _emit(out, n, OMPBARRIER if key == WAIT else N_KINDS + key, ll, out_m, 1.0)
+            out, n = _emit_pos(out, n, OMPBARRIER if key == WAIT else N_KINDS + key, ll, lk, delay[key], lcnt[0])
     for key in range(N_KINDS + 1):
         if key != OMPBARRIER:
             _add_costs(inp, cost, ll, lprev, latest, OMPBARRIER if key == WAIT else key, sums[key])
@@ -245,10 +257,10 @@ def _ompbar(inp, h, cost, out, n, maps):
 
 
 @numba.njit(cache=True, nogil=True)
-def _idle(inp, h, cost, out, n, maps):
+def _idle(inp, tm, h, cost, out, n, maps):
     """Worker threads idle while the master works alone: between the previous join and a fork (or the end)."""
     f, loc, threads = inp.h_a[h], inp.h_b[h], inp.h_n[h]
-    prev = previous_omp(inp, loc, f)
+    prev = previous_omp(tm, loc, f)
     b = inp.sp_cut[f] if f >= 0 else inp.n_cuts[loc] + 1
     a = 0
     if prev >= 0:  # the join after the previous OpenMP point (none: from the start)
@@ -256,10 +268,10 @@ def _idle(inp, h, cost, out, n, maps):
         x = jl + np.searchsorted(inp.join_cut[jl:jh], inp.sp_cut[prev], side="right")
         if x < jh and inp.join_cut[x] <= b:
             a = inp.join_cut[x]
-    tm, wm, dm = maps[0], maps[1], maps[2]
-    runtimes(inp, loc, a, b, tm)
-    wsum = waits(inp, loc, cut_of(inp, prev), b, wm)
-    dsum = diff(tm, wm, dm)
+    tmap, wm, dm = maps[0], maps[1], maps[2]
+    runtimes(tm, loc, a, b, tmap)
+    wsum = waits(tm, loc, cut_of(tm, prev), b, wm)
+    dsum = diff(tmap, wm, dm)
     scale = float(threads - 1) if (dsum + wsum) > 0 else 0.0
     if dsum > 0:
         out, n = _emit(out, n, OMPIDLE, loc, dm, scale)
@@ -269,15 +281,15 @@ def _idle(inp, h, cost, out, n, maps):
 
 
 @numba.njit(cache=True, nogil=True)
-def _run(inp, h, snap, cost, out, n, maps, rem, spmap):
+def _run(inp, tm, h, snap, cost, out, n, maps, rem, spmap):
     k = inp.h_kind[h]
     if k == H_P2P:
-        return _p2p(inp, h, snap, cost, out, n, maps)
+        return _p2p(inp, tm, h, snap, cost, out, n, maps)
     if k == H_COLL:
-        return _coll(inp, h, cost, out, n, maps, rem, spmap)
+        return _coll(inp, tm, h, cost, out, n, maps, rem, spmap)
     if k == H_OMPBAR:
-        return _ompbar(inp, h, cost, out, n, maps)
-    return _idle(inp, h, cost, out, n, maps)
+        return _ompbar(inp, tm, h, cost, out, n, maps)
+    return _idle(inp, tm, h, cost, out, n, maps)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -296,6 +308,7 @@ def delay_costs(inp):
     ptr = inp.tc_off[:L].copy()
     C = inp.n_cnodes
     maps = (new_map(C), new_map(C), new_map(C), new_map(C), new_map(C), new_map(C))
+    tm = timemaps(inp)
     rem = np.zeros(inp.n_ranks + 1, np.int8)
     max_grp = 1
     for g in range(inp.grp_off.shape[0] - 1):
@@ -334,9 +347,9 @@ def delay_costs(inp):
                     if not ready[h]:
                         waiting[h] = l
                         break
-                    out, n = _run(inp, h, snap, cost, out, n, maps, rem, spmap)
+                    out, n = _run(inp, tm, h, snap, cost, out, n, maps, rem, spmap)
                 elif kind == T_IDLE:
-                    out, n = _run(inp, h, snap, cost, out, n, maps, rem, spmap)
+                    out, n = _run(inp, tm, h, snap, cost, out, n, maps, rem, spmap)
                 else:
                     if not counted[t]:
                         counted[t] = True
@@ -344,7 +357,7 @@ def delay_costs(inp):
                     if not done[h]:
                         if arrived[h] < inp.h_n[h]:
                             break
-                        out, n = _run(inp, h, snap, cost, out, n, maps, rem, spmap)
+                        out, n = _run(inp, tm, h, snap, cost, out, n, maps, rem, spmap)
                         done[h] = True
                         for q in range(inp.hm_off[h], inp.hm_off[h + 1]):
                             ml = inp.sp_loc[inp.hm_sp[q]]
@@ -366,7 +379,7 @@ def delay_costs(inp):
                             snap[h, k] = cost[inp.h_a[h], k]
                         ready[h] = True
                     elif inp.tc_kind[t] == T_MEMBER and not done[h]:
-                        out, n = _run(inp, h, snap, cost, out, n, maps, rem, spmap)
+                        out, n = _run(inp, tm, h, snap, cost, out, n, maps, rem, spmap)
                         done[h] = True
                     forced += 1
                     break
