@@ -307,3 +307,25 @@ def test_collective_instances_point_at_their_rows():
     lb = mpi_late_broadcast_instances(ctx)
     assert dict(zip(lb["loc"].tolist(), lb["wait"].tolist())) == pytest.approx({0: 2.0, 1: 1.0})
     assert {ctx.region_name[r] for r in T["region"][lb["row"]]} == {"MPI_Bcast"}
+
+
+def test_late_sender_in_a_waitall_is_bounded_by_its_own_time():
+    # rank 1's MPI_Waitall (1.0-2.0) waits for rank 0's send at 1.8, but 0.6 s of the call is spent in a region
+    # nested in it (a non-blocking collective completing there): the Waitall holds 0.4 s itself, so of the 0.8 s
+    # wait only 0.4 s is its Late Sender; the metric tree stays inclusive and the analysis completes
+    b = tracefmt.TraceBuilder()
+    r0, r1 = b.location(rank=0), b.location(rank=1)
+    for loc in (r0, r1):
+        b.enter(loc, 0.0, "main")
+    b.enter(r1, 0.5, "MPI_Irecv"); b.recv_request(r1, 0.5, 7, source=0, tag=1); b.exit(r1, 0.6, "MPI_Irecv")
+    b.enter(r1, 1.0, "MPI_Waitall")
+    b.enter(r1, 1.0, "MPI_Ibarrier"); b.exit(r1, 1.6, "MPI_Ibarrier")
+    b.recv(r1, 1.9, source=0, tag=1, nbytes=8, request=7)
+    b.exit(r1, 2.0, "MPI_Waitall")
+    b.enter(r0, 1.8, "MPI_Send"); b.send(r0, 1.8, dest=1, tag=1, nbytes=8); b.exit(r0, 1.9, "MPI_Send")
+    for loc in (r0, r1):
+        b.exit(loc, 3.0, "main")
+    cube = analyze(b.build(), patterns="mpi_latesender", plugins=False)
+    per = cube.per_callpath("mpi_latesender")
+    assert per["main/MPI_Waitall"] == pytest.approx(0.4, abs=1e-12)
+    assert cube.per_callpath("mpi_point2point")["main/MPI_Waitall"] == pytest.approx(0.4, abs=1e-12)
