@@ -31,7 +31,6 @@ import pytest
 
 import tracefmt
 from analyzer.analyze import analyze
-from patterns.api import PatternError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scalasca_export"
 NAMES = sorted(p.stem for p in DATA.glob("*.json"))
@@ -54,11 +53,6 @@ KNOWN = {
     ("nonblocking_3", "mpi_latesender"): "MPI_Waitall",
 }
 
-#: traces whose analysis may stop at the metric-tree check (an expected failure until it is fixed)
-OURS_FAILS = {
-    "nonblocking_3": "Late Sender in an MPI_Waitall that also completes non-blocking collectives exceeded "
-                     "the Waitall's own point-to-point time: the analysis stopped at the metric-tree check",
-}
 
 
 def _record(name: str) -> dict:
@@ -112,13 +106,8 @@ def _mismatches(name: str, rec: dict, cube, tolerance, rename=lambda p: p) -> li
 
 
 def _analysed(name: str, analyse):
-    """``analyse()``, or xfail where a trace in OURS_FAILS stops the analysis."""
-    try:
-        return analyse()
-    except PatternError:
-        if name in OURS_FAILS:
-            pytest.xfail(OURS_FAILS[name])
-        raise
+    """``analyse()``: every committed trace must analyse (nonblocking_3 once stopped at the metric-tree check)."""
+    return analyse()
 
 
 @pytest.fixture(scope="module")
@@ -184,11 +173,7 @@ def test_known_differences_are_still_there(exported):
     """If one of the KNOWN definitions is aligned with Scalasca's, drop it from KNOWN and docs/interop.md."""
     for (name, m), region in KNOWN.items():
         rec = _record(name)
-        try:
-            cube = exported(name)
-        except PatternError:
-            assert name in OURS_FAILS
-            continue
+        cube = exported(name)
         ours = _ours(cube, rec["locations"], m)
         theirs = rec["metrics"].get(m, {})
         paths = [p for p in set(theirs) | set(ours) if p.split("/")[-1] == region]
