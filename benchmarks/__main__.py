@@ -8,6 +8,7 @@ BENCHMARKS = {
     "trace_io": "benchmarks.trace_io",
     "analysis": "benchmarks.analysis",
     "runtime_overhead": "benchmarks.runtime_overhead",
+    "unwind_cost": "benchmarks.unwind_cost",
     "otf2": "benchmarks.otf2",
 }
 

@@ -1,6 +1,6 @@
 """What call-path unwinding at MPI and OpenMP events (expert-run --unwind) costs on the sample programs.
 
-    python runtime/tools/unwind_cost.py [--repeat 5] [--keep DIR]
+    python -m benchmarks unwind_cost [--repeat 5] [--keep DIR]
 
 Builds the sample programs (samples/runtime, samples/waits) into a temporary directory and runs each
 untraced, traced (expert-run) and traced with --unwind (libunwind), --repeat times each, interleaved,
@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 EXPERT_RUN = str(ROOT / "runtime" / "bin" / "expert-run")
 SAMPLES = ROOT / "samples"
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
