@@ -174,6 +174,9 @@ def main(argv=None) -> int:
         trace = open_any(args.trace)
         if trace.problems and not args.salvage:  # as expert-trace check: one line, exit 2
             err = f"{args.trace}: {damage_note(list(trace.problems))}"
+        elif root and not args.quiet:
+            for note in getattr(trace, "notes", ()):  # records of kinds we do not analyse: say so, go on
+                print(f"{PROG}: note: {printable(note)}", file=sys.stderr)
     except errors as exc:
         err = _result_not_trace(args.trace) if isinstance(exc, tracefmt.TraceFormatError) else None
         err = err or str(exc)

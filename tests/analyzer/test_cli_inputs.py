@@ -116,3 +116,15 @@ def test_a_result_given_as_the_trace_points_to_the_result_tools(tmp_path, capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"is {kind}" in err[0] and "not a trace" in err[0]
     assert "expert-report" in err[0] and "expert-diff" in err[0]
+
+
+def test_records_we_do_not_analyse_are_a_note_not_damage(tmp_path, capsys):
+    # the hand-written archive holds records of a type we do not know (type 200, two per iteration):
+    # expert-analyze says so in a note and analyses; only damage would need --salvage
+    import otf2_bytes
+
+    anchor = otf2_bytes.write_archive(tmp_path / "a", big=False, iterations=3)
+    assert main([str(anchor), "-o", str(tmp_path / "a.cubex")]) == 0
+    err = capsys.readouterr().err
+    assert "expert-analyze: note:" in err and "6 type-200 record(s) skipped (not analysed)" in err
+    assert "damaged" not in err
