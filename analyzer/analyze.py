@@ -126,7 +126,8 @@ def metric_status(ctx, pats: list[Pattern]) -> tuple[dict[str, str], dict[str, s
     """
     paradigms = ctx.cnode_paradigm()
     present = {"mpi": bool((paradigms == tracefmt.layout.Paradigm.MPI).any()),
-               "openmp": bool((paradigms == tracefmt.layout.Paradigm.OPENMP).any())}
+               "openmp": bool((paradigms == tracefmt.layout.Paradigm.OPENMP).any()),
+               "pthread": bool((paradigms == tracefmt.layout.Paradigm.PTHREAD).any())}
     names = {p.name for p in pats}
     paradigm: dict[str, str | None] = {}
     not_measured: dict[str, str] = {}

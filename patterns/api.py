@@ -39,8 +39,9 @@ from .tables import TABLE_NAMES
 
 ENTRY_POINT_GROUP = "expert.patterns"
 UNITS = ("sec", "occ", "bytes")
-#: values of ``Pattern.paradigm``: None (every program; "generic", as earlier versions wrote it), MPI, OpenMP
-PARADIGMS = (None, "generic", "mpi", "openmp")
+#: values of ``Pattern.paradigm``: None (every program; "generic", as earlier versions wrote it), MPI, OpenMP,
+#: POSIX threads
+PARADIGMS = (None, "generic", "mpi", "openmp", "pthread")
 
 
 class PatternError(Exception):
@@ -98,7 +99,7 @@ class Pattern:
     #: computed in the same run* (check ``name in ctx.results``): computed first
     #: when selected, but never selected because of this pattern
     optional_depends: ClassVar[tuple[str, ...]] = ()
-    #: the programming model the property belongs to: ``"mpi"``, ``"openmp"`` or None (any
+    #: the programming model the property belongs to: ``"mpi"``, ``"openmp"``, ``"pthread"`` or None (any
     #: program; ``"generic"`` means the same).  None inherits the parent's.  In a trace without a call of that paradigm
     #: the property is zero by construction, and the text report hides it unless ``--all``
     paradigm: ClassVar[str | None] = None

@@ -141,6 +141,9 @@ OMP_BARRIERS = {
     "exit": "f8",
     "n_members": "i4",  # team size
 }
+# The replay adds the column "task_busy" (f8) to omp_barriers: the time the member spent executing OpenMP
+# tasks inside the barrier before the last member arrived (format 2.1; 0 without tasks).  Its wait for the
+# others is the rest.
 
 # One row per lock acquisition, in hand-over order per (process, lock).
 LOCKS = {
@@ -158,6 +161,67 @@ LOCKS = {
     "lock_kind": "i4",  # tracefmt.layout.LockKind
 }
 
+
+# One row per created OpenMP task (format 2.1), in (process, task) order.  Its execution summarised from its
+# fragments (omp_task_fragments); -1 / NaN where it never ran.
+OMP_TASKS = {
+    "process": "i4",
+    "task": "i8",  # task id as recorded (unique within the process)
+    "parent": "i8",  # the creating task's id, 0 for an implicit task
+    "task_region": "i4",  # the region of its task construct (role OMP_TASK)
+    "flags": "i4",  # tracefmt.layout.TaskFlag
+    "dependences": "i4",  # depend items of its construct
+    "create_loc": "i4",
+    "create_time": "f8",
+    "create_region": "i4",  # the call it was created in (single, loop, another task, ...)
+    "create_cnode": "i4",
+    "cnode": "i4",  # call path of its execution (that of its first fragment: .../!$omp parallel/!$omp task)
+    "first_loc": "i4",  # the location of its first fragment
+    "start_time": "f8",  # first fragment's ENTER
+    "end_time": "f8",  # last fragment's EXIT
+    "n_fragments": "i4",
+    "own_time": "f8",  # time executing it: its fragments minus the fragments of other tasks nested in them
+    "complete": "?",  # its last fragment ended with COMPLETE, CANCEL or DETACH
+}
+
+# One row per task execution fragment (ENTER .. EXIT of a task region), per location in ENTER order.
+OMP_TASK_FRAGMENTS = {
+    "process": "i4",
+    "loc": "i4",
+    "task": "i8",
+    "task_region": "i4",
+    "cnode": "i4",  # call path of the fragment (.../!$omp parallel/!$omp task)
+    "enter": "f8",
+    "exit": "f8",
+    "begin_how": "i4",  # tracefmt.layout.TaskSwitch: START or RESUME
+    "end_how": "i4",  # COMPLETE, SUSPEND, CANCEL, DETACH; -1 if the fragment has no OMP_TASK_END
+    "own_time": "f8",  # exit - enter minus the fragments of other tasks nested in it (at any depth)
+    "call": "i8",  # id of its call, (loc << 32) | call index
+    "outer_call": "i8",  # the call of the fragment it runs in (at any depth), -1 if none
+    # the call it ran in (barrier, taskwait, taskgroup wait, another task's fragment, the creating construct)
+    "host_call": "i8",
+    "host_region": "i4",
+    "host_cnode": "i4",
+    "host_enter": "f8",
+    "host_exit": "f8",
+}
+
+# One row per created thread (THREAD_CREATE, format 2.1), in (process, thread) order.
+THREADS = {
+    "process": "i4",
+    "thread": "i8",  # thread id as recorded (unique within the process)
+    "create_loc": "i4",
+    "create_time": "f8",
+    "create_cnode": "i4",  # call path of the creating call (pthread_create)
+    "loc": "i4",  # where it ran (-1: never began)
+    "begin_time": "f8",
+    "end_time": "f8",
+    "join_loc": "i4",  # -1: never joined
+    "join_time": "f8",  # the THREAD_JOIN
+    "join_cnode": "i4",  # the joining call (pthread_join)
+    "join_enter": "f8",
+    "join_exit": "f8",
+}
 
 # Every location's time line, cut at its synchronisation points (the input of the backward replay,
 # patterns.backward).  Cut points are numbered 1, 2, ... per location in event order (sync_points);
@@ -203,6 +267,9 @@ TABLES = {
     "omp_team_members": OMP_TEAM_MEMBERS,
     "omp_barriers": OMP_BARRIERS,
     "locks": LOCKS,
+    "omp_tasks": OMP_TASKS,
+    "omp_task_fragments": OMP_TASK_FRAGMENTS,
+    "threads": THREADS,
     "time_segments": TIME_SEGMENTS,
     "sync_points": SYNC_POINTS,
 }

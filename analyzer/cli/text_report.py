@@ -20,7 +20,8 @@ __all__ = ["report", "hidden_properties"]
 
 #: how the hidden-rows line names a paradigm without calls
 _PARADIGM_WORDS = {"mpi": ("MPI", "the trace has no MPI call"),
-                   "openmp": ("OpenMP", "the trace has no OpenMP construct")}
+                   "openmp": ("OpenMP", "the trace has no OpenMP construct"),
+                   "pthread": ("POSIX threads", "the trace has no POSIX threads call")}
 #: values whose magnitude is below this are printed and ranked as zero (float rounding of sums and differences)
 _TINY = 1e-12
 _LABEL = 62

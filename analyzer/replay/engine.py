@@ -46,6 +46,7 @@ from .kernels.counters import counter_increments
 from .kernels.order import check_order, clamp
 from .kernels.summary import call_summary
 from .matching import build_collectives, build_locks, build_messages, build_omp, concat, remap_cnodes
+from .tasks import add_task_busy, build_task_tables, thread_grafts
 
 ALL_TABLES = TABLE_NAMES  # every table the replay can build (patterns.tables.TABLES)
 TIMELINE_TABLES = {"time_segments", "sync_points"}  # built by analyzer.replay.timeline
@@ -271,6 +272,7 @@ def _walk_process(events, proc, pending, role, names, path, share, progress, cou
             share.done[loc] = (summary, fr, problems)
             # publish this location's forks so its team's workers can be walked
             teams.add(loc, fr["forks"])
+            teams.add(loc, thread_grafts(fr["threads"]))  # and its threads' creations (format 2.1)
             if progress is not None:
                 progress(len(ev))
             del ev, cols, res
@@ -449,7 +451,8 @@ def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
         for k, v in fr.items():
             frags.setdefault(k, []).append(v)
     frags = {k: frags.get(k, []) for k in ("sends", "recvs", "collectives", "forks", "joins", "members",
-                                           "barriers", "locks", "cuts", "segments", "send_cuts", "recv_cuts")}
+                                           "barriers", "locks", "cuts", "segments", "send_cuts", "recv_cuts",
+                                           "tasks", "task_creates", "threads")}
 
     # only the wanted tables are matched and built (the kernel still cuts every
     # location's rows of all of them: cheap next to matching, and one fused pass)
@@ -465,9 +468,12 @@ def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
         built = build_omp(concat(frags["forks"]), concat(frags["joins"]), concat(frags["members"]), barrier_rows,
                           loc_proc, problems)
         tbl.update((n, t) for n, t in zip(("omp_teams", "omp_team_members", "omp_barriers"), built) if n in want)
+        if "omp_barriers" in tbl:  # the time each member ran tasks in a barrier is no wait (format 2.1)
+            add_task_busy(tbl["omp_barriers"], frags["tasks"])
     if "locks" in want:
         kinds = {lid: int(lk.kind) for lid, lk in defs.locks.items()}
         tbl["locks"] = build_locks(concat(frags["locks"]), loc_proc, kinds)
+    tbl.update(build_task_tables(frags, want, loc_proc))  # OpenMP tasks, threads (format 2.1)
     for t in tbl.values():
         remap_cnodes(t, new_id)
     if want & TIMELINE_TABLES:

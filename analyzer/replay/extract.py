@@ -25,11 +25,15 @@ KINDS = (
     ("members", K.MEMBER_I, K.MEMBER_F),
     ("barriers", K.BARRIER_I, K.BARRIER_F),
     ("locks", K.LOCK_I, K.LOCK_F),
+    ("tasks", K.TASK_I, K.TASK_F),
+    ("task_creates", K.TCREATE_I, K.TCREATE_F),
+    ("threads", K.THREAD_I, K.THREAD_F),
 )
 
 #: the column holding the location id in each fragment
 LOC_COLUMN = {"sends": "send_loc", "recvs": "recv_loc", "collectives": "loc", "forks": "master_loc",
-              "joins": "loc", "members": "loc", "barriers": "loc", "locks": "loc"}
+              "joins": "loc", "members": "loc", "barriers": "loc", "locks": "loc",
+              "tasks": "loc", "task_creates": "loc", "threads": "loc"}
 
 
 def fragments(loc: int, rank: int, rows) -> dict[str, dict[str, np.ndarray]]:

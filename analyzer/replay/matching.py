@@ -196,7 +196,8 @@ def build_omp(F: dict, J: dict, M: dict, B: dict, loc_process: np.ndarray,
         barriers = _typed({"instance": inst[o4], "team": bt[o4], "seq": seq[o4], "loc": Bk["loc"][o4],
                            "region": Bk["region"][o4], "cnode": Bk["cnode"][o4], "implicit": Bk["implicit"][o4],
                            "enter": Bk["enter"][o4], "exit": Bk["exit"][o4],
-                           "n_members": teams["size"][bt[o4]]}, OMP_BARRIERS)
+                           "n_members": teams["size"][bt[o4]],
+                           "call_id": (Bk["loc"][o4].astype(np.int64) << 32) | Bk["call"][o4]}, OMP_BARRIERS)
     else:
         barriers = Table.empty(OMP_BARRIERS)
     return teams, members, barriers

@@ -180,8 +180,9 @@ def reference_replay(trace) -> dict:
             if role.get(r) in (Role.OMP_BARRIER, Role.OMP_IMPLICIT_BARRIER) and cl["team"] is not None:
                 key = (proc[l], cl["team"])
                 barriers.append(dict(team=key, seq=seen[key], loc=l, cnode=cid[cl["path"]], enter=cl["enter"],
-                                     exit=cl["exit"], implicit=role.get(r) == Role.OMP_IMPLICIT_BARRIER))
+                                     exit=cl["exit"], implicit=role.get(r) == Role.OMP_IMPLICIT_BARRIER, call=j))
                 seen[key] += 1
+    tasks = _task_tables(locs, proc, evs, calls, cid, call_of, barriers)
 
     # ---- 7. locks: per (process, lock) in acquisition order
     acq = []
@@ -203,16 +204,94 @@ def reference_replay(trace) -> dict:
 
     return dict(paths=order, parent=parent, region=region, visits=dict(visits), incl=dict(incl), excl=dict(excl),
                 messages=messages, collectives=collectives, teams=teams, members=members, barriers=barriers,
-                locks=acq, synthetic=synthetic)
+                locks=acq, synthetic=synthetic, **tasks)
+
+
+def _task_tables(locs, proc, evs, calls, cid, call_of, barriers):
+    """OpenMP task fragments, tasks and threads (format 2.1), and every barrier row's ``task_busy``."""
+    frags, creates, thread_rows = [], [], defaultdict(dict)
+    for l in locs:
+        open_frags = []
+        for i, (t, a, b, c, d, e, fl, tm) in enumerate(evs[l]):
+            if t == E.OMP_TASK_BEGIN:
+                j = call_of(l, i)
+                cl = calls[l][j]
+                host = calls[l][cl["parent"]] if cl["parent"] is not None else None
+                row = dict(loc=l, process=proc[l], task=d, begin_how=c, end_how=-1, cnode=cid[cl["path"]],
+                           enter=cl["enter"], exit=cl["exit"], call=(l, j),
+                           host=(l, cl["parent"]) if host is not None else None,
+                           host_cnode=cid[host["path"]] if host is not None else -1,
+                           outer=open_frags[-1]["call"] if open_frags else None)
+                frags.append(row)
+                open_frags.append(row)
+            elif t == E.OMP_TASK_END:
+                for k in range(len(open_frags) - 1, -1, -1):
+                    if open_frags[k]["task"] == d:
+                        open_frags[k]["end_how"] = c
+                        del open_frags[k:]
+                        break
+            elif t == E.OMP_TASK_CREATE:
+                j = call_of(l, i)
+                creates.append(dict(process=proc[l], task=d, parent=e, create_loc=l, create_time=tm,
+                                    create_cnode=cid[calls[l][j]["path"]] if j is not None else -1))
+            elif t in (E.THREAD_CREATE, E.THREAD_BEGIN, E.THREAD_END, E.THREAD_JOIN):
+                row = thread_rows[(proc[l], d)]
+                j = call_of(l, i)
+                cnode = cid[calls[l][j]["path"]] if j is not None else -1
+                if t == E.THREAD_CREATE:
+                    row.update(process=proc[l], thread=d, create_loc=l, create_time=tm, create_cnode=cnode)
+                elif t == E.THREAD_BEGIN:
+                    row.update(loc=l, begin_time=tm)
+                elif t == E.THREAD_END:
+                    row["end_time"] = tm
+                else:
+                    row.update(join_loc=l, join_time=tm, join_cnode=cnode, join_enter=calls[l][j]["enter"],
+                               join_exit=calls[l][j]["exit"])
+    for f in frags:
+        f["own_time"] = f["exit"] - f["enter"] - sum(g["exit"] - g["enter"] for g in frags if g["outer"] == f["call"])
+    tasks = []
+    for c in creates:
+        mine = sorted((f for f in frags if (f["process"], f["task"]) == (c["process"], c["task"])),
+                      key=lambda f: f["enter"])
+        row = dict(c, n_fragments=len(mine), own_time=sum(f["own_time"] for f in mine),
+                   cnode=mine[0]["cnode"] if mine else -1, start_time=mine[0]["enter"] if mine else None,
+                   end_time=mine[-1]["exit"] if mine else None,
+                   complete=bool(mine) and mine[-1]["end_how"] in (2, 4, 5))
+        tasks.append(row)
+    # a barrier's task_busy: its location's fragments in it, cut at the instance's last arrival
+    latest = defaultdict(lambda: float("-inf"))
+    for bar in barriers:
+        latest[(bar["team"], bar["seq"])] = max(latest[(bar["team"], bar["seq"])], bar["enter"])
+    for bar in barriers:
+        cut = min(latest[(bar["team"], bar["seq"])], bar["exit"])
+        bar["task_busy"] = sum(max(min(f["exit"], cut) - max(f["enter"], bar["enter"]), 0.0)
+                               for f in frags if f["host"] == (bar["loc"], bar["call"]))
+    return dict(task_fragments=frags, tasks=tasks, threads=[r for r in thread_rows.values() if "thread" in r])
 
 
 def _walk(events, role, process, fork_path, loc):
-    """Calls of one location: path, enter/exit time and positions, parent call, team."""
+    """Calls of one location: path, enter/exit time and positions, parent call, team.
+
+    A task fragment's path continues the innermost parallel region's call open here (else the outermost
+    call); the top-level calls of a thread lifetime continue the path of the call that created the
+    thread (``fork_path[("thread", process, id)]``, KeyError until its creator is walked)."""
     calls, stack = [], []
+    graft = None
     for i, (t, a, b, c, d, e, fl, tm) in enumerate(events):
+        if t == E.THREAD_BEGIN:
+            graft = fork_path[("thread", process, d)]
+        elif t == E.THREAD_END:
+            graft = None
+        elif t == E.THREAD_CREATE:
+            fork_path[("thread", process, d)] = calls[stack[-1]]["path"] if stack else ()
         if t == E.ENTER:
             team = calls[stack[-1]]["team"] if stack else None
             base = calls[stack[-1]]["path"] if stack else ()
+            if not stack and graft is not None:
+                base = graft
+            if role.get(a) == Role.OMP_TASK and stack:
+                par = [j for j in stack if calls[j]["team_here"]]
+                base = calls[par[-1] if par else stack[0]]["path"]
             here, tnum = False, None
             if role.get(a) == Role.OMP_PARALLEL and c != NO_ID:
                 team, here, tnum = c, True, (0 if d == NO_ID else d)

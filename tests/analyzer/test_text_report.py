@@ -29,9 +29,9 @@ def mpi_trace():
     return b
 
 
-def omp_trace(counters=False, mpi=False):
+def omp_trace(counters=False, mpi=False, pthread=False):
     """One process, two threads: a parallel region [1, 5] with an explicit barrier; optionally cache counters
-    (false sharing measured) and an MPI_Barrier of the one rank."""
+    (false sharing measured), an MPI_Barrier of the one rank and a pthread_mutex_lock call."""
     b = tracefmt.TraceBuilder()
     m, w = b.location(rank=0, thread=0), b.location(rank=0, thread=1)
     P = "!$omp parallel @p.c:3"
@@ -46,6 +46,8 @@ def omp_trace(counters=False, mpi=False):
     b.join(m, 5.0, 1, 2)
     if mpi:
         b.collective(m, 6.0, 6.5, "MPI_Barrier")
+    if pthread:
+        b.enter(m, 7.0, "pthread_mutex_lock"); b.exit(m, 7.1)
     b.exit(m, 10.0, "main")
     if counters:
         b.counter(m, 10.0, "PAPI_L1_DCM", 50); b.counter(m, 10.0, "PAPI_SR_INS", 1000)
@@ -80,11 +82,13 @@ def test_pure_mpi_hides_openmp_rows_and_the_unmeasured_property():
     out = text(cube)
     par = effective_paradigms()
     n_omp = sum(1 for n, p in par.items() if p == "openmp" and n != "omp_false_sharing")
-    assert f"{n_omp + 1} properties hidden: {n_omp} OpenMP (the trace has no OpenMP construct), 1 not measured " \
+    n_pth = sum(1 for p in par.values() if p == "pthread")
+    assert f"{n_omp + n_pth + 1} properties hidden: {n_omp} OpenMP (the trace has no OpenMP construct), {n_pth} " \
+           f"POSIX threads (the trace has no POSIX threads call), 1 not measured " \
            f"(omp_false_sharing: {FS_REASON}); --all shows them\n" in out
     assert out.count("properties hidden") == 1
     for name, p in par.items():
-        assert (f"({name})" in out) == (p != "openmp"), name
+        assert (f"({name})" in out) == (p not in ("openmp", "pthread")), name
     assert "Late Sender (mpi_latesender)" in out
 
 
@@ -106,12 +110,14 @@ def test_pure_openmp_hides_mpi_rows():
     out = text(cube)
     par = effective_paradigms()
     n_mpi = sum(1 for p in par.values() if p == "mpi")
-    assert f"{n_mpi + 1} properties hidden: {n_mpi} MPI (the trace has no MPI call), 1 not measured " in out
+    n_pth = sum(1 for p in par.values() if p == "pthread")
+    assert f"{n_mpi + n_pth + 1} properties hidden: {n_mpi} MPI (the trace has no MPI call), {n_pth} POSIX threads " \
+           f"(the trace has no POSIX threads call), 1 not measured " in out
     assert "(mpi_latesender)" not in out and "(bytes)" not in out and "(omp_ebarrier_wait)" in out
 
 
 def test_everything_measured_hides_nothing():
-    cube = analyze(omp_trace(counters=True, mpi=True).build(), plugins=False)
+    cube = analyze(omp_trace(counters=True, mpi=True, pthread=True).build(), plugins=False)
     assert cube.not_measured == {}
     assert not [k for k in cube.attrs if "not-measured" in k or "absent" in k]
     out = text(cube)

@@ -1,21 +1,26 @@
 """Random valid hybrid MPI + OpenMP traces built with TraceBuilder, for comparing
 the fast replay with the reference one.  Every location's clock only moves
 forward; messages, collectives, teams and locks are generated consistently
-(each message is sent and received, every rank of a comm joins each collective)."""
+(each message is sent and received, every rank of a comm joins each collective).
+With ``tasks=True`` they also hold OpenMP tasks (created in a single, run in the barrier by any thread,
+nested ones run in a taskwait, untied ones suspended on one thread and resumed on another) and POSIX
+threads (created and joined by a rank's master, running one after another on one extra location per
+rank); without it the traces, and the random sequence behind them, are those of earlier versions."""
 
 from __future__ import annotations
 
 import random
 
 import tracefmt
-from tracefmt.layout import LockKind
+from tracefmt.layout import LockKind, TaskFlag, TaskSwitch
 
 
-def random_trace(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int = 25):
-    return random_builder(seed, n_ranks, n_threads, steps).build()
+def random_trace(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int = 25, tasks: bool = False):
+    return random_builder(seed, n_ranks, n_threads, steps, tasks).build()
 
 
-def random_builder(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int = 25) -> tracefmt.TraceBuilder:
+def random_builder(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int = 25,
+                   tasks: bool = False) -> tracefmt.TraceBuilder:
     """The TraceBuilder of :func:`random_trace` (call ``.write(path)`` for a file)."""
     rng = random.Random(seed)
     b = tracefmt.TraceBuilder()
@@ -36,8 +41,21 @@ def random_builder(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int =
         b.enter(locs[(r, 0)], now((r, 0)), "main")
     team_no = {r: 0 for r in range(n_ranks)}
     req_no = {k: 0 for k in locs}
+    kinds = ["msg", "msg", "nbmsg", "coll", "subcoll", "omp", "nest"]
+    if tasks:
+        kinds += ["tasks", "tasks", "pthreads"]
+        for r in range(n_ranks):  # the pthreads' location of each rank
+            locs[(r, n_threads)] = b.location(rank=r, thread=n_threads)
+            clock[(r, n_threads)] = 0.0
+        ids = {"task": {r: 0 for r in range(n_ranks)}, "thread": {r: 0 for r in range(n_ranks)}}
     for _ in range(steps):
-        kind = rng.choice(["msg", "msg", "nbmsg", "coll", "subcoll", "omp", "nest"])
+        kind = rng.choice(kinds)
+        if kind == "tasks":
+            _task_step(b, rng, locs, clock, now, team_no, ids["task"], n_ranks, n_threads)
+            continue
+        if kind == "pthreads":
+            _thread_step(b, rng, locs, clock, now, ids["thread"], n_ranks, n_threads, crit)
+            continue
         if kind in ("msg", "nbmsg"):
             src, dst = rng.sample(range(n_ranks), 2)
             tag = rng.randint(0, 1)
@@ -118,3 +136,95 @@ def random_builder(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int =
     for r in range(n_ranks):
         b.exit(locs[(r, 0)], now((r, 0)))
     return b
+
+
+def _task_step(b, rng, locs, clock, now, team_no, task_no, n_ranks, n_threads):
+    """A parallel region of rank r whose master creates tasks in a single; the members run them in the
+    closing barrier: some create a child and wait for it in a taskwait, untied ones are suspended on
+    one member and resumed on another."""
+    r = rng.randrange(n_ranks)
+    team_no[r] += 1
+    team = team_no[r]
+    m = (r, 0)
+    members = [(r, t) for t in range(n_threads)]
+    b.enter(locs[m], now(m), "compute")
+    tf = now(m)
+    b.fork(locs[m], tf, team, n_threads)
+    for k in members:
+        clock[k] = max(clock[k], tf)
+        b.enter(locs[k], now(k), "!$omp parallel @x.c:1", team=team, thread_num=k[1])
+    b.enter(locs[m], now(m), "!$omp single @x.c:2")
+    made = []
+    for _ in range(rng.randint(1, 4)):
+        task_no[r] += 1
+        untied = rng.random() < 0.3
+        b.task_create(locs[m], now(m), task_no[r], "!$omp task @x.c:3", flags=TaskFlag.UNTIED if untied else 0)
+        made.append((task_no[r], untied))
+    b.exit(locs[m], now(m))
+    late = rng.choice(members[1:]) if len(members) > 1 and rng.random() < 0.5 else None  # arrives after the tasks
+    runners = [k for k in members if k != late]
+    for k in runners:
+        b.enter(locs[k], now(k), "!$omp implicit barrier")
+    t_ready = clock[m]
+    for task, untied in made:
+        k = rng.choice(runners)
+        clock[k] = max(clock[k], t_ready)
+        b.task_begin(locs[k], now(k), task)
+        if rng.random() < 0.5:  # a child, run in the task's taskwait by the same thread
+            task_no[r] += 1
+            child = task_no[r]
+            b.task_create(locs[k], now(k), child, "!$omp task @x.c:4")
+            b.enter(locs[k], now(k), "!$omp taskwait @x.c:5")
+            b.task_run(locs[k], now(k), now(k), child)
+            b.exit(locs[k], now(k))
+        if untied and rng.random() < 0.7:  # suspended here, resumed by another member
+            b.task_end(locs[k], now(k), task, status=TaskSwitch.SUSPEND)
+            k2 = rng.choice(runners)
+            clock[k2] = max(clock[k2], clock[k])
+            b.task_begin(locs[k2], now(k2), task, resume=True)
+            b.task_end(locs[k2], now(k2), task)
+        else:
+            b.task_end(locs[k], now(k), task)
+    if late is not None:
+        clock[late] = max(clock[late], t_ready + rng.random())
+        b.enter(locs[late], now(late), "!$omp implicit barrier")
+    t_end = max(clock[k] for k in members)
+    for k in members:
+        clock[k] = t_end
+        b.omp_coll_exit(locs[k], now(k))
+        b.exit(locs[k], now(k))
+    tj = max(clock[k] for k in members) + 0.01
+    clock[m] = tj
+    b.join(locs[m], tj, team, n_threads)
+    b.exit(locs[m], now(m))
+
+
+def _thread_step(b, rng, locs, clock, now, thread_no, n_ranks, n_threads, lock):
+    """Rank r's master creates a POSIX thread, which runs on the rank's extra location (taking a mutex
+    the master also takes), and joins it."""
+    r = rng.randrange(n_ranks)
+    m, w = (r, 0), (r, n_threads)
+    thread_no[r] += 1
+    tid = thread_no[r]
+    mutex = b.lock(f"mutex {r}", LockKind.PTHREAD_MUTEX)
+    b.enter(locs[m], now(m), "pthread_create")
+    b.thread_create(locs[m], now(m), tid)
+    b.exit(locs[m], now(m))
+    clock[w] = max(clock[w], clock[m])
+    b.thread_begin(locs[w], now(w), tid)
+    b.enter(locs[w], now(w), "worker_main")
+    for k in (w, m):
+        if rng.random() < 0.6:
+            clock[k] = max(clock[k], max(clock[w], clock[m]))
+            b.enter(locs[k], now(k), "pthread_mutex_lock")
+            b.acquire(locs[k], now(k), mutex)
+            b.exit(locs[k], now(k))
+            b.enter(locs[k], now(k), "pthread_mutex_unlock")
+            b.release(locs[k], now(k), mutex)
+            b.exit(locs[k], now(k))
+    b.exit(locs[w], now(w))
+    b.thread_end(locs[w], now(w), tid)
+    b.enter(locs[m], now(m), "pthread_join")
+    clock[m] = max(clock[m], clock[w])
+    b.thread_join(locs[m], now(m), tid)
+    b.exit(locs[m], now(m))

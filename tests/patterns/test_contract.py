@@ -66,7 +66,8 @@ def test_paradigm_is_declared_on_subtree_roots_and_optional_depends_is_declared(
     declared = {p.name: p.paradigm for p in patterns.load_patterns(plugins=False) if p.paradigm is not None}
     assert declared == {"mpi": "mpi", "syncs": "mpi", "comms": "mpi", "bytes": "mpi", "omp_time": "openmp",
                         "omp_idle_threads": "openmp", "omp_false_sharing": "openmp", "delay_mpi": "mpi",
-                        "delay_omp": "openmp"}
+                        "delay_omp": "openmp",
+                        "omp_task_creation": "openmp", "omp_task_execution": "openmp", "pthread_time": "pthread"}
     patterns.validate_pattern(_meta(paradigm="generic"))  # as earlier plugins wrote it
     with pytest.raises(PatternError, match="'probe'.*paradigm must be one of"):
         patterns.validate_pattern(_meta(paradigm="MPI"))
@@ -96,7 +97,7 @@ def test_requires_must_name_a_replay_table():
 @pytest.fixture(scope="module")
 def hybrid():
     """A small hybrid trace with messages, collectives, teams, barriers and locks."""
-    trace = random_trace(11, n_ranks=3, n_threads=3, steps=40)
+    trace = random_trace(11, n_ranks=3, n_threads=3, steps=40, tasks=True)
     full = analyze(trace, plugins=False)
     for name in ALL_TABLES:
         assert len(full.context.table(name)), name

@@ -65,6 +65,9 @@ class Rows(NamedTuple):
     members: RowMatrices
     barriers: RowMatrices
     locks: RowMatrices
+    tasks: RowMatrices  # OpenMP task execution fragments (format 2.1)
+    task_creates: RowMatrices
+    threads: RowMatrices  # THREAD_* events
 
 
 class LocationResult(NamedTuple):

@@ -6,7 +6,8 @@ arrays, node 0 a virtual super-root), records every call instance, and
 writes the location's rows of every compound-event table into preallocated
 typed arrays: sends (with the call that completed a non-blocking send),
 receives (with the call that posted them), collective exits, forks, joins,
-team members, barriers and lock acquisitions.  Request and lock pairing
+team members, barriers and lock acquisitions, OpenMP task creations and
+execution fragments, thread (pthread) events.  Request and lock pairing
 happens during the same pass.  Its inputs and result are the named bundles
 of :mod:`.bundles`; problems are :mod:`tracefmt.nesting` codes.
 
@@ -21,6 +22,22 @@ OpenMP teams are referred to by *team references*: ``(location << 32) | k``
 for the k-th fork on that location.  They do not depend on how the
 locations are split between workers, and ``analyzer.replay.matching.build_omp``
 turns them into dense team ids without searching.
+
+Task-aware call paths (format 2.1): a task fragment (ENTER of a region of
+role OMP_TASK) is a call like any other on its location (its parent call is
+the barrier, taskwait or task it runs in, so that call's exclusive time
+excludes it), but its call-tree node is a child of the innermost parallel
+region open on the location (outside every parallel region: of the
+location's outermost call), so every instance of a task construct executed
+by any thread of a team has the one call path ``.../!$omp parallel/!$omp
+task``, whatever it ran inside.  A thread lifetime (THREAD_BEGIN ..
+THREAD_END) continues its creator's call path: its top-level calls are
+children of the call that holds the THREAD_CREATE of that thread, published
+like a fork under the key ``THREAD_KEY | thread id`` (the location is
+deferred until its creator has been walked).
+
+Size: one fused kernel and its row layouts; every kind of row is cut out in the
+same single pass over a location's events, which splitting would break.
 """
 
 from __future__ import annotations
@@ -52,6 +69,16 @@ OMP_JOIN = int(EventType.OMP_JOIN)
 OMP_COLLEXIT = int(EventType.OMP_COLLEXIT)
 OMP_ACQUIRE_LOCK = int(EventType.OMP_ACQUIRE_LOCK)
 OMP_RELEASE_LOCK = int(EventType.OMP_RELEASE_LOCK)
+OMP_TASK_CREATE = int(EventType.OMP_TASK_CREATE)
+OMP_TASK_BEGIN = int(EventType.OMP_TASK_BEGIN)
+OMP_TASK_END = int(EventType.OMP_TASK_END)
+THREAD_CREATE = int(EventType.THREAD_CREATE)
+THREAD_BEGIN = int(EventType.THREAD_BEGIN)
+THREAD_END = int(EventType.THREAD_END)
+THREAD_JOIN = int(EventType.THREAD_JOIN)
+ROLE_OMP_TASK = int(Role.OMP_TASK)
+#: thread creations share the known-teams table with OpenMP teams under this bit (team ids are u32)
+THREAD_KEY = np.int64(1) << 40
 ROLE_OMP_PARALLEL = int(Role.OMP_PARALLEL)
 ROLE_OMP_BARRIER = int(Role.OMP_BARRIER)
 ROLE_OMP_IMPLICIT_BARRIER = int(Role.OMP_IMPLICIT_BARRIER)
@@ -78,6 +105,16 @@ BARRIER_I = ("team_id", "team_ref", "seq", "region", "cnode", "implicit", "call"
 BARRIER_F = ("enter", "exit")
 LOCK_I = ("lock", "order", "region", "cnode")
 LOCK_F = ("acquire_time", "release_time", "call_enter", "call_exit")
+# one row per task execution fragment: the task region's call, and the call it ran in (its host)
+TASK_I = ("task", "begin_how", "end_how", "task_region", "region", "cnode", "host_region", "host_cnode", "call",
+          "host_call", "outer_call")
+TASK_F = ("enter", "exit", "host_enter", "host_exit")
+# one row per OMP_TASK_CREATE, with the creating call
+TCREATE_I = ("task", "parent", "task_region", "flags", "dependences", "region", "cnode")
+TCREATE_F = ("time", "call_enter", "call_exit")
+# one row per THREAD_* event (kind: its event type), with the call it lies in
+THREAD_I = ("kind", "thread", "region", "cnode")
+THREAD_F = ("time", "call_enter", "call_exit")
 
 
 def column_index(kind: str, columns: tuple[str, ...]):
@@ -94,6 +131,9 @@ JI, JF = column_index("JoinInts", JOIN_I), column_index("JoinFloats", JOIN_F)
 MI, MF = column_index("MemberInts", MEMBER_I), column_index("MemberFloats", MEMBER_F)
 BI, BF = column_index("BarrierInts", BARRIER_I), column_index("BarrierFloats", BARRIER_F)
 LI, LF = column_index("LockInts", LOCK_I), column_index("LockFloats", LOCK_F)
+TI, TF = column_index("TaskInts", TASK_I), column_index("TaskFloats", TASK_F)
+CRI, CRF = column_index("TaskCreateInts", TCREATE_I), column_index("TaskCreateFloats", TCREATE_F)
+HI, HF = column_index("ThreadInts", THREAD_I), column_index("ThreadFloats", THREAD_F)
 
 # the (region, cnode, enter, exit) columns filled from one call index per row
 _SEND_CALL = (SI.send_region, SI.send_cnode, SF.send_enter, SF.send_exit)
@@ -104,6 +144,10 @@ _COLL_CALL = (CI.region, CI.cnode, CF.enter, CF.exit)
 _MEMBER_CALL = (MI.region, MI.cnode, MF.enter, MF.exit)
 _BARRIER_CALL = (BI.region, BI.cnode, BF.enter, BF.exit)
 _LOCK_CALL = (LI.region, LI.cnode, LF.call_enter, LF.call_exit)
+_TASK_CALL = (TI.region, TI.cnode, TF.enter, TF.exit)
+_TASK_HOST = (TI.host_region, TI.host_cnode, TF.host_enter, TF.host_exit)
+_TCREATE_CALL = (CRI.region, CRI.cnode, CRF.call_enter, CRF.call_exit)
+_THREAD_CALL = (HI.region, HI.cnode, HF.call_enter, HF.call_exit)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -130,7 +174,7 @@ def _first_rows(m, k):
 @numba.njit(cache=True, nogil=True)
 def _no_rows():
     empty = RowMatrices(np.zeros((0, 0), np.int64), np.zeros((0, 0), np.float64))
-    return Rows(empty, empty, empty, empty, empty, empty, empty, empty)
+    return Rows(empty, empty, empty, empty, empty, empty, empty, empty, empty, empty, empty)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -179,6 +223,7 @@ def replay_location(events, loc, region_role, tree, teams):
     n_regions = region_role.shape[0]
     # ---- pass 1: sizes, and whether every worker's team is already known
     n_enter = n_send = n_recv = n_post = n_coll = n_fork = n_join = n_acq = n_member = n_barrier = 0
+    n_task = n_tcreate = n_thread = 0
     for i in range(n):
         t = etype[i]
         if t == ENTER:
@@ -207,6 +252,15 @@ def replay_location(events, loc, region_role, tree, teams):
             n_join += 1
         elif t == OMP_ACQUIRE_LOCK:
             n_acq += 1
+        elif t == OMP_TASK_BEGIN:
+            n_task += 1
+        elif t == OMP_TASK_CREATE:
+            n_tcreate += 1
+        elif t == THREAD_CREATE or t == THREAD_BEGIN or t == THREAD_END or t == THREAD_JOIN:
+            n_thread += 1
+            if t == THREAD_BEGIN and _find_team(team_keys, team_nodes, THREAD_KEY | np.int64(ed[i])) < 0:
+                no_calls = Calls(np.zeros(0, np.int32), np.zeros(0), np.zeros(0), np.zeros(0, np.int32))
+                return LocationResult(DEFER, i, -1, tree, no_calls, _no_rows())
 
     # room for one new tree node per ENTER, reserved before the loop: reallocating inside it would make
     # numba reference-count the tree arrays on every event (the spare room is not touched, so costs no memory)
@@ -265,6 +319,20 @@ def replay_location(events, loc, region_role, tree, teams):
     l_call = np.empty(n_acq, np.int64)
     held_row = np.empty(n_acq, np.int64)  # open acquisitions, innermost last
     n_held = 0
+    tk_i = np.empty((len(TASK_I), n_task), np.int64)
+    tk_f = np.empty((len(TASK_F), n_task), np.float64)
+    tk_call = np.empty(n_task, np.int64)
+    tk_host = np.empty(n_task, np.int64)
+    open_frag = np.empty(n_task, np.int64)  # open fragment rows, innermost last
+    n_open_frag = 0
+    cr_i = np.empty((len(TCREATE_I), n_tcreate), np.int64)
+    cr_f = np.empty((len(TCREATE_F), n_tcreate), np.float64)
+    cr_call = np.empty(n_tcreate, np.int64)
+    th_i = np.empty((len(THREAD_I), n_thread), np.int64)
+    th_f = np.empty((len(THREAD_F), n_thread), np.float64)
+    th_call = np.empty(n_thread, np.int64)
+    graft = np.int64(-1)  # inside a thread lifetime: the node its top-level calls continue, else -1
+    kt = kcr = kth = 0
     # request id -> send row / posted request, while the request is open
     send_keys, send_rows, send_state = idtable.new_table(n_send)
     post_keys, post_rows, post_state = idtable.new_table(n_post)
@@ -293,6 +361,11 @@ def replay_location(events, loc, region_role, tree, teams):
                 team_level = level_team_level[depth - 1]
             c = n_calls
             role = region_role[r]
+            if depth == 0 and graft >= 0:
+                pnode = graft  # a thread lifetime continues its creator's call path
+            if role == ROLE_OMP_TASK and depth > 0:
+                # a task fragment: under the innermost parallel region here (else the outermost call)
+                pnode = call_node[stack[team_level]] if team_level >= 0 else call_node[stack[0]]
             if role == ROLE_OMP_PARALLEL and ec[i] != NO_ID:
                 team = np.int64(ec[i])
                 team_level = depth
@@ -467,6 +540,44 @@ def replay_location(events, loc, region_role, tree, teams):
                         held_row[g] = held_row[g + 1]
                     n_held -= 1
                     break
+        elif t == OMP_TASK_BEGIN:
+            tk_i[TI.task, kt] = np.int64(ed[i])
+            tk_i[TI.begin_how, kt] = np.int64(ec[i])
+            tk_i[TI.end_how, kt] = -1  # until its OMP_TASK_END
+            tk_i[TI.task_region, kt] = np.int64(ea[i])
+            tk_call[kt] = top  # the task region's call (ENTER just before)
+            tk_host[kt] = call_parent[top] if top >= 0 else -1
+            # the fragment it runs in, at any depth (its time is not the outer task's own)
+            tk_i[TI.outer_call, kt] = tk_call[open_frag[n_open_frag - 1]] if n_open_frag > 0 else -1
+            open_frag[n_open_frag] = kt
+            n_open_frag += 1
+            kt += 1
+        elif t == OMP_TASK_END:
+            task = np.int64(ed[i])
+            for h in range(n_open_frag - 1, -1, -1):
+                if tk_i[TI.task, open_frag[h]] == task:
+                    tk_i[TI.end_how, open_frag[h]] = np.int64(ec[i])
+                    n_open_frag = h
+                    break
+        elif t == OMP_TASK_CREATE:
+            cr_i[CRI.task, kcr] = np.int64(ed[i])
+            cr_i[CRI.parent, kcr] = np.int64(ee[i])
+            cr_i[CRI.task_region, kcr] = np.int64(ea[i])
+            cr_i[CRI.flags, kcr] = flags[i]
+            cr_i[CRI.dependences, kcr] = np.int64(ec[i])
+            cr_f[CRF.time, kcr] = time[i]
+            cr_call[kcr] = top
+            kcr += 1
+        elif t == THREAD_CREATE or t == THREAD_BEGIN or t == THREAD_END or t == THREAD_JOIN:
+            th_i[HI.kind, kth] = t
+            th_i[HI.thread, kth] = np.int64(ed[i])
+            th_f[HF.time, kth] = time[i]
+            th_call[kth] = top
+            kth += 1
+            if t == THREAD_BEGIN:
+                graft = np.int64(_find_team(team_keys, team_nodes, THREAD_KEY | np.int64(ed[i])))
+            elif t == THREAD_END:
+                graft = -1
 
     if status != OK:  # the caller raises: no rows, and the calls only as far as they got
         return LocationResult(status, info, open_region,
@@ -493,11 +604,21 @@ def replay_location(events, loc, region_role, tree, teams):
     _fill_call_cols(m_call, cn, ce, cx, region, m_i, m_f, *_MEMBER_CALL)
     _fill_call_cols(b_call, cn, ce, cx, region, b_i, b_f, *_BARRIER_CALL)
     _fill_call_cols(l_call, cn, ce, cx, region, l_i, l_f, *_LOCK_CALL)
+    _fill_call_cols(tk_call, cn, ce, cx, region, tk_i, tk_f, *_TASK_CALL)
+    _fill_call_cols(tk_host, cn, ce, cx, region, tk_i, tk_f, *_TASK_HOST)
+    for j in range(kt):  # call ids unique over the trace: (location << 32) | call index
+        tk_i[TI.call, j] = (np.int64(loc) << 32) | tk_call[j] if tk_call[j] >= 0 else -1
+        tk_i[TI.host_call, j] = (np.int64(loc) << 32) | tk_host[j] if tk_host[j] >= 0 else -1
+        outer = tk_i[TI.outer_call, j]
+        tk_i[TI.outer_call, j] = (np.int64(loc) << 32) | outer if outer >= 0 else -1
+    _fill_call_cols(cr_call, cn, ce, cx, region, cr_i, cr_f, *_TCREATE_CALL)
+    _fill_call_cols(th_call, cn, ce, cx, region, th_i, th_f, *_THREAD_CALL)
     sends = RowMatrices(s_i, s_f)
     if ks and not s_keep.all():
         sends = RowMatrices(s_i[:, s_keep].copy(), s_f[:, s_keep].copy())
     rows = Rows(sends, RowMatrices(r_i, r_f), RowMatrices(c_i, c_f), RowMatrices(f_i, f_f), RowMatrices(j_i, j_f),
-                RowMatrices(m_i, m_f), RowMatrices(b_i, b_f), RowMatrices(l_i, l_f))
+                RowMatrices(m_i, m_f), RowMatrices(b_i, b_f), RowMatrices(l_i, l_f), RowMatrices(tk_i, tk_f),
+                RowMatrices(cr_i, cr_f), RowMatrices(th_i, th_f))
     # hand back the tree with modest spare room, not the reservation
     cap = max(256, 2 * n_nodes)
     if parent.shape[0] > 2 * cap:
