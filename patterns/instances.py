@@ -191,9 +191,11 @@ def _late_sender(ctx) -> Table:
     wrong, same_source = np.zeros(n_i, bool), np.zeros(n_i, bool)
     wrong[: len(wo)] = wo
     same_source[: len(same)] = same
+    cnode = M["recv_cnode"][rows].astype(np.int64)
+    loc = loc.astype(np.int64)
     return Table({
-        "message": rows.astype(np.int64), "cnode": M["recv_cnode"][rows].astype(np.int64),
-        "loc": loc.astype(np.int64), "enter": M["recv_enter"][rows], "wait": wait[rows],
+        "message": rows.astype(np.int64), "cnode": cnode,
+        "loc": loc, "enter": M["recv_enter"][rows], "wait": within_call_time(ctx, cnode, loc, wait[rows]),
         "bytes": M["bytes"][rows], "source": source, "wrong_order": wrong, "same_source": same_source,
     })
 
@@ -209,11 +211,37 @@ def _late_receiver(ctx) -> Table:
     overlap = M["sendc_exit"] >= M["recvp_enter"]
     wait = M["recvp_enter"] - M["sendc_enter"]
     rows = np.flatnonzero(blocking & overlap & (wait > 0))
+    cnode = M["sendc_cnode"][rows].astype(np.int64)
+    loc = M["send_loc"][rows].astype(np.int64)
     return Table({
-        "message": rows.astype(np.int64), "cnode": M["sendc_cnode"][rows].astype(np.int64),
-        "loc": M["send_loc"][rows].astype(np.int64), "enter": M["sendc_enter"][rows], "wait": wait[rows],
+        "message": rows.astype(np.int64), "cnode": cnode,
+        "loc": loc, "enter": M["sendc_enter"][rows], "wait": within_call_time(ctx, cnode, loc, wait[rows]),
         "bytes": M["bytes"][rows],
     })
+
+
+def within_call_time(ctx, cnode: np.ndarray, loc: np.ndarray, wait: np.ndarray) -> np.ndarray:
+    """The waits, scaled down in a (call path, location) cell where together they exceed the exclusive time the
+    waiting call path holds there.
+
+    A wait is measured from the call's ENTER and EXIT, but time the call spends in regions nested inside it (the
+    runtime records the completion of a non-blocking collective inside an MPI_Waitall as such a region) belongs
+    to those regions, exclusive along the call tree.  Where that leaves less than the waits, every wait of the
+    cell is scaled by the same factor, so the wait states stay a part of their time category and a filter over
+    the instances stays a part of the whole.  Cells within their time are untouched (factor exactly 1).
+    """
+    wait = np.asarray(wait, np.float64)
+    if not len(wait):
+        return wait
+    cells, inv = np.unique(cnode * ctx.n_locations + loc, return_inverse=True)
+    total = np.bincount(inv, weights=wait, minlength=len(cells))
+    held = np.asarray(ctx.excl_time, np.float64)[cells // ctx.n_locations, cells % ctx.n_locations]
+    over = total > held
+    if not over.any():
+        return wait
+    factor = np.ones(len(cells))
+    factor[over] = np.maximum(held[over], 0.0) / total[over]
+    return wait * factor[inv]
 
 
 # --------------------------------------------------------------------------
