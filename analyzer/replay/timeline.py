@@ -1,15 +1,11 @@
 """The ``time_segments`` and ``sync_points`` tables: every location's time line, cut at its synchronisation points.
 
-Built only when a pattern requires them (the critical path and the delay analysis,
+Built only when a pattern requires them (the critical path, the delay analysis and the POP metrics,
 ``patterns.backward``).  Per location, :func:`location_fragments` runs the jitted pass of
-``kernels.timeline`` over the events the replay has just walked; :func:`build_timeline` joins the
-fragments of all locations into the two tables (``patterns/tables.py``), links every cut point to the
-row of the table it belongs to (the message, the collective member, the team member, the barrier
-member, the team), and moves the OpenMP fork and join spans onto the parallel region the way
-Scalasca's time maps do: on every team member ENTER(parallel) - FORK is charged to the parallel
-region in the interval after its fork cut (on the master it is taken from the caller in the interval
-before), and on the master JOIN - EXIT(parallel) is charged to the parallel region instead of the
-caller in the interval holding that EXIT.
+``kernels.timeline`` over the events the replay has just walked (it also moves the OpenMP fork and join
+spans onto the parallel region); :func:`build_timeline` joins the fragments of all locations into the two
+tables (``patterns/tables.py``) and links every cut point to the row of the table it belongs to (the
+message, the collective member, the team member, the barrier member, the team).
 """
 
 from __future__ import annotations
@@ -38,11 +34,15 @@ def region_flags(names) -> np.ndarray:
 
 
 class Scratch:
-    """Zeroed per-node arrays the kernel borrows (grown with the call tree, reused across locations)."""
+    """What the kernel borrows across the locations of one share: zeroed per-node arrays (grown with the call
+    tree) and the forks of the masters walked so far (team id -> fork time; processes are walked one after
+    the other and a master before its workers, so the latest fork of a team id is the one of this process)."""
 
     def __init__(self):
         self.acc = np.zeros(0, np.float64)
         self.seen = np.zeros(0, np.int8)
+        self._forks: dict[int, float] = {}
+        self._arrays = (np.zeros(0, np.int64), np.zeros(0, np.float64))
 
     def arrays(self, n_nodes: int):
         if self.acc.shape[0] < n_nodes:
@@ -50,19 +50,35 @@ class Scratch:
             self.seen = np.zeros(2 * n_nodes + 64, np.int8)
         return self.acc, self.seen
 
+    def forks(self):
+        return self._arrays
+
+    def add_forks(self, teams: np.ndarray, times: np.ndarray) -> None:
+        if len(teams):
+            self._forks.update(zip(teams.tolist(), times.tolist()))
+            keys = np.array(sorted(self._forks), np.int64)
+            self._arrays = (keys, np.array([self._forks[k] for k in keys.tolist()], np.float64))
+
 
 def location_fragments(loc: int, cols, calls, region_role, flags, is_worker: bool, n_nodes: int,
                        scratch: Scratch) -> dict:
     """The timeline fragments of one location (builder call-tree ids in ``cnode``)."""
     acc, seen = scratch.arrays(n_nodes)
-    (kind, event, when, aux, call, e_int, e_node, e_time, send_cuts, recv_cuts) = K.cut_timeline(
-        cols.type, cols.time, cols.a, cols.c, cols.e, calls.node, region_role, flags, bool(is_worker), acc, seen)
+    fork_team, fork_time = scratch.forks()
+    (kind, event, when, call, e_int, e_node, e_time, send_cuts, recv_cuts, in_order) = K.cut_timeline(
+        cols.type, cols.time, cols.a, cols.c, cols.d, cols.e, calls.node, region_role, flags, bool(is_worker),
+        fork_team, fork_time, acc, seen)
+    forks = cols.type == K.OMP_FORK
+    scratch.add_forks(cols.a[forks].astype(np.int64), cols.time[forks])
+    if not in_order:
+        o = np.argsort(e_int, kind="stable")
+        e_int, e_node, e_time = e_int[o], e_node[o], e_time[o]
     n = len(kind)
     node = np.where(call >= 0, calls.node[np.maximum(call, 0)], -1) if len(calls.node) else np.full(n, -1)
     enter = np.where(call >= 0, calls.enter[np.maximum(call, 0)], np.nan) if len(calls.node) else np.full(n, np.nan)
     return {
         "cuts": {"loc": np.full(n, loc, np.int32), "cut": np.arange(1, n + 1, dtype=np.int64), "kind": kind,
-                 "event": event, "time": when, "aux": aux, "cnode": node.astype(np.int32), "enter": enter},
+                 "event": event, "time": when, "cnode": node.astype(np.int32), "enter": enter},
         "segments": {"loc": np.full(len(e_int), loc, np.int32), "cut": e_int, "cnode": e_node, "time": e_time},
         "send_cuts": {"loc": np.full(len(send_cuts), loc, np.int32), "event": send_cuts[:, 0],
                       "send_cut": send_cuts[:, 1], "sendc_cut": send_cuts[:, 2]},
@@ -109,6 +125,11 @@ def _match_times(loc_a, t_a, loc_b, t_b) -> np.ndarray:
     return out
 
 
+def _loc_of(frag: dict) -> int:
+    """The location of a per-location fragment (-1 when it has no row: any place will do)."""
+    return int(frag["loc"][0]) if len(frag["loc"]) else -1
+
+
 def _concat(frags: list[dict]) -> dict:
     if not frags:
         return {}
@@ -123,11 +144,11 @@ def build_timeline(frags: dict[str, list], tables: dict[str, Table], new_id: np.
     ids); ``new_id``: final call-path id of every builder node; ``parent``: the final call tree's
     parent array.
     """
-    cuts = _concat(frags.get("cuts", []))
-    segs = _concat(frags.get("segments", []))
+    order = sorted(range(len(frags.get("cuts", []))), key=lambda j: _loc_of(frags["cuts"][j]))
+    cuts = _concat([frags["cuts"][j] for j in order])
+    segs = _concat([frags["segments"][j] for j in order])
     if not cuts:
-        cuts = {k: np.zeros(0, dt) for k, dt in SYNC_POINTS.items()} | {"event": np.zeros(0, np.int64),
-                                                                         "aux": np.zeros(0, np.int64)}
+        cuts = {k: np.zeros(0, dt) for k, dt in SYNC_POINTS.items()} | {"event": np.zeros(0, np.int64)}
         cuts["cnode"] = np.zeros(0, np.int32)
     if not segs:
         segs = {k: np.zeros(0, dt) for k, dt in TIME_SEGMENTS.items()}
@@ -163,27 +184,9 @@ def build_timeline(frags: dict[str, list], tables: dict[str, Table], new_id: np.
         row[sel] = _lookup(_key(C["loc"], C["pos"]), np.arange(len(C["loc"])), _key(cuts["loc"][sel], cuts["event"][sel]))
     members = tables.get("omp_team_members")
     teams = tables.get("omp_teams")
-    extra = []  # fork / join shifts: (loc, interval, cnode, seconds)
     if members is not None and len(members) and teams is not None:
         sel = np.flatnonzero(kind == K.FORK)
-        mrow = _match_times(cuts["loc"][sel], cuts["time"][sel], members["loc"], members["enter"])
-        row[sel] = mrow
-        ok = mrow >= 0
-        sel, mrow = sel[ok], mrow[ok]
-        team = np.asarray(members["team"], np.int64)[mrow]
-        par = np.asarray(members["cnode"], np.int64)[mrow]
-        fork = np.maximum(np.nan_to_num(members["enter"][mrow] - teams["fork_time"][team]), 0.0)
-        master = members["loc"][mrow] == teams["master_loc"][team]
-        loc = cuts["loc"][sel]
-        cut = cuts["cut"][sel]
-        caller = np.where(par >= 0, parent[np.maximum(par, 0)], -1)
-        extra.append((loc, cut + 1, par, fork))
-        extra.append((loc[master], cut[master], caller[master], -fork[master]))
-        join = np.maximum(np.nan_to_num(teams["join_time"][team] - members["exit"][mrow]), 0.0)
-        aux = cuts["aux"][sel]
-        m2 = master & (aux > 0)
-        extra.append((loc[m2], aux[m2], par[m2], join[m2]))
-        extra.append((loc[m2], aux[m2], caller[m2], -join[m2]))
+        row[sel] = _match_times(cuts["loc"][sel], cuts["time"][sel], members["loc"], members["enter"])
     B = tables.get("omp_barriers")
     if B is not None and len(B):
         sel = np.flatnonzero(kind == K.OMP_BARRIER)
@@ -191,14 +194,8 @@ def build_timeline(frags: dict[str, list], tables: dict[str, Table], new_id: np.
     if teams is not None and len(teams):
         sel = np.flatnonzero(kind == K.JOIN)
         row[sel] = _match_times(cuts["loc"][sel], cuts["time"][sel], teams["master_loc"], teams["join_time"])
-    loc = [segs["loc"].astype(np.int32)] + [np.asarray(e[0], np.int32) for e in extra]
-    cut = [segs["cut"].astype(np.int64)] + [np.asarray(e[1], np.int64) for e in extra]
-    cn = [seg_cnode.astype(np.int32)] + [np.asarray(e[2], np.int32) for e in extra]
-    tm = [segs["time"].astype(np.float64)] + [np.asarray(e[3], np.float64) for e in extra]
-    loc, cut, cn, tm = (np.concatenate(x) for x in (loc, cut, cn, tm))
-    keep = cn >= 0
-    o = np.lexsort((cut[keep], loc[keep]))
-    segments = Table({"loc": loc[keep][o], "cut": cut[keep][o], "cnode": cn[keep][o], "time": tm[keep][o]})
+    segments = Table({"loc": segs["loc"].astype(np.int32, copy=False), "cut": segs["cut"].astype(np.int64, copy=False),
+                      "cnode": seg_cnode.astype(np.int32), "time": segs["time"].astype(np.float64, copy=False)})
     pc = np.asarray(cuts["cnode"], np.int64)
     points = Table({"loc": cuts["loc"].astype(np.int32), "cut": cuts["cut"].astype(np.int64),
                     "kind": kind.astype(np.int8), "row": row, "time": cuts["time"].astype(np.float64),

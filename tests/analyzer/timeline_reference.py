@@ -2,9 +2,9 @@
 per-interval exclusive times, walked event by event in Python with call paths as region tuples.
 
 ``reference_timeline(trace, loc, fork_paths)`` returns ``(cuts, intervals)``: the cut points as
-``(kind, event index)`` in order, and ``{interval: {call path tuple: seconds}}`` (before the fork and
-join shifts, which ``analyzer.replay.timeline`` adds).  ``fork_paths[(process, team id)]`` is the
-master's call path at the fork of that team (a worker's parallel region continues it); the
+``(kind, event index)`` in order, and ``{interval: {call path tuple: seconds}}``, fork and join spans
+moved onto the parallel region.  ``forks[(process, team id)]`` is ``(the master's call path at the
+fork of that team, the fork's time)`` (a worker's parallel region continues that path); the
 function adds the forks it sees.
 """
 
@@ -18,7 +18,7 @@ SEND, SEND_COMPLETE, RECV, RECV_REQUEST, COLLECTIVE, INIT, FINALIZE, FORK, OMP_B
 BARRIERS = (Role.OMP_BARRIER, Role.OMP_IMPLICIT_BARRIER)
 
 
-def reference_timeline(trace, loc, fork_paths):
+def reference_timeline(trace, loc, forks):
     defs = trace.defs
     d = defs.locations[loc]
     worker = d.thread > 0
@@ -36,6 +36,7 @@ def reference_timeline(trace, loc, fork_paths):
         cur.clear()
         cuts.append((kind, i))
 
+    last_par = None  # (team, path, caller path, time, interval) of the last parallel region left
     for i in range(len(ev)):
         t, typ, a = float(ev.time[i]), int(ev.type[i]), int(ev.a[i])
         if typ == E.ENTER:
@@ -44,13 +45,18 @@ def reference_timeline(trace, loc, fork_paths):
             last = t
             role = defs.regions[a].role
             team = role == Role.OMP_PARALLEL and int(ev.c[i]) != NO_ID
+            key = (d.process, int(ev.c[i]))
             if team and int(ev.d[i]) not in (0, NO_ID):
-                base = fork_paths[(d.process, int(ev.c[i]))]
+                base, fork = forks[key]
             else:
-                base = stack[-1][1] if stack else ()
+                base, fork = (stack[-1][1] if stack else ()), (forks[key][1] if team and key in forks else None)
             if team:
+                span = max(0.0, t - fork) if fork is not None else 0.0
+                if not worker and stack:
+                    cur[stack[-1][1]] -= span
                 cut(FORK, i, keep=not worker)
-            stack.append((a, base + (a,), team))
+                cur[base + (a,)] += span
+            stack.append((a, base + (a,), team, int(ev.c[i])))
         elif typ in (E.EXIT, E.MPI_COLLEXIT, E.OMP_COLLEXIT):
             name, role = defs.regions[a].name, defs.regions[a].role
             in_team = any(s[2] for s in stack)
@@ -66,14 +72,23 @@ def reference_timeline(trace, loc, fork_paths):
                 cut(OMP_BARRIER, i)
             cur[stack[-1][1]] += t - last
             last = t
-            stack.pop()
+            top = stack.pop()
+            if top[2]:
+                last_par = (top[3], top[1], stack[-1][1] if stack else None, t, len(cuts) + 1)
         elif typ == E.OMP_FORK:
-            fork_paths[(d.process, a)] = stack[-1][1] if stack else ()
+            forks[(d.process, a)] = (stack[-1][1] if stack else (), t)
         elif typ in (E.MPI_SEND, E.MPI_SEND_COMPLETE, E.MPI_RECV, E.MPI_RECV_REQUEST, E.OMP_JOIN):
             if typ == E.OMP_JOIN:
                 if stack:
                     cur[stack[-1][1]] += t - last
                 last = t
+                if not worker and last_par is not None and last_par[0] == a:
+                    span = max(0.0, t - last_par[3])
+                    where = cur if last_par[4] == len(cuts) + 1 else intervals[last_par[4]]
+                    where[last_par[1]] += span
+                    if last_par[2] is not None:
+                        where[last_par[2]] -= span
+                    last_par = None
             kind = {E.MPI_SEND: SEND, E.MPI_SEND_COMPLETE: SEND_COMPLETE, E.MPI_RECV: RECV,
                     E.MPI_RECV_REQUEST: RECV_REQUEST, E.OMP_JOIN: JOIN}[typ]
             cut(kind, i)

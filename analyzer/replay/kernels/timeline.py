@@ -18,8 +18,10 @@ call being left, and at OMP_JOIN the time up to the join goes to the call the ma
 cut at an ENTER or EXIT is placed *before* that event is charged, so the call that holds an MPI
 event (or a barrier's EXIT) lies after its cut.  On worker threads (``is_worker``) the time
 outside parallel regions is dropped: the interval that ends at a fork, and the last one, are
-not emitted.  Fork and join spans are moved onto the parallel region later
-(``analyzer.replay.timeline``), where the team's fork and join times are known.
+not emitted.  Fork and join spans move onto the parallel region as in Scalasca: ENTER(parallel) - FORK
+is charged to the parallel region after its fork cut on every team member (on the master it is taken
+from the caller before the cut; a worker takes the fork time of its team from ``fork_team`` /
+``fork_time``), and JOIN - EXIT(parallel) to the parallel region instead of the caller on the master.
 
 Slow reference: ``tests/analyzer/timeline_reference.py``.
 """
@@ -43,6 +45,7 @@ MPI_RECV_REQUEST = int(EventType.MPI_RECV_REQUEST)
 MPI_COLLEXIT = int(EventType.MPI_COLLEXIT)
 OMP_COLLEXIT = int(EventType.OMP_COLLEXIT)
 OMP_JOIN = int(EventType.OMP_JOIN)
+OMP_FORK = int(EventType.OMP_FORK)
 ROLE_PARALLEL = int(Role.OMP_PARALLEL)
 ROLE_BARRIER = int(Role.OMP_BARRIER)
 ROLE_IBARRIER = int(Role.OMP_IMPLICIT_BARRIER)
@@ -56,48 +59,67 @@ FLAG_INIT, FLAG_FINALIZE = 1, 2
 
 
 @numba.njit(cache=True, nogil=True)
-def _flush(acc, touched, n_touched, interval, e_int, e_node, e_time, k):
-    """Append the accumulated times as entries of ``interval``; reset the accumulator."""
+def _charge(acc, seen, touched, n_touched, node, x):
+    if seen[node] == 0:
+        seen[node] = 1
+        touched[n_touched] = node
+        n_touched += 1
+    acc[node] += x
+    return n_touched
+
+
+@numba.njit(cache=True, nogil=True)
+def _flush(acc, seen, touched, n_touched, interval, e_int, e_node, e_time, k, keep):
+    """Append the accumulated times as entries of ``interval`` (unless ``keep`` is False); reset."""
     for j in range(n_touched):
         node = touched[j]
-        e_int[k] = interval
-        e_node[k] = node
-        e_time[k] = acc[node]
+        if keep:
+            e_int[k] = interval
+            e_node[k] = node
+            e_time[k] = acc[node]
+            k += 1
         acc[node] = 0.0
-        k += 1
+        seen[node] = 0
     return k
 
 
 @numba.njit(cache=True, nogil=True)
-def _drop(acc, touched, n_touched):
-    for j in range(n_touched):
-        acc[touched[j]] = 0.0
+def _grow(e_int, e_node, e_time, k, need):
+    if k + need <= e_int.shape[0]:
+        return e_int, e_node, e_time
+    cap = 2 * (k + need) + 16
+    a, b, c = np.empty(cap, np.int64), np.empty(cap, np.int32), np.empty(cap, np.float64)
+    a[:k], b[:k], c[:k] = e_int[:k], e_node[:k], e_time[:k]
+    return a, b, c
 
 
 @numba.njit(cache=True, nogil=True)
-def cut_timeline(etype, time, ea, ec, ee, call_node, region_role, region_flags, is_worker, acc, seen):
+def cut_timeline(etype, time, ea, ec, ed, ee, call_node, region_role, region_flags, is_worker, fork_team, fork_time,
+                 acc, seen):
     """Cut points and per-interval exclusive times of one location (see the module docstring).
 
-    ``etype``, ``time``, ``ea`` (region of ENTER/EXIT), ``ec`` (team id of a parallel ENTER), ``ee``
-    (request id of the MPI events): the location's event columns; ``call_node``: builder node of every ENTER, in ENTER order (the
-    replay's ``Calls.node``); ``region_role`` (uint8) and ``region_flags`` (uint8, FLAG_*) by
-    region id; ``acc`` (float64) and ``seen`` (int8): zeroed scratch arrays at least as long as the
-    call tree, left zeroed.
+    ``etype``, ``time``, ``ea`` (region of ENTER/EXIT, team of OMP_FORK/JOIN), ``ec``/``ed`` (team and
+    thread number of a parallel ENTER), ``ee`` (request id of the MPI events): the location's event
+    columns; ``call_node``: builder node of every ENTER, in ENTER order (the replay's ``Calls.node``);
+    ``region_role`` (uint8) and ``region_flags`` (uint8, FLAG_*) by region id; ``fork_team`` (sorted)
+    and ``fork_time``: the forks of the process's masters walked so far; ``acc`` (float64) and
+    ``seen`` (int8): zeroed scratch arrays at least as long as the call tree, left zeroed.
 
-    Returns ``(cut_kind, cut_event, cut_time, cut_aux, cut_call, e_interval, e_node, e_time,
-    send_cuts, recv_cuts)``: per cut point (in order; its number is its index + 1) its kind, event
-    index, time, ``aux`` (for FORK: the interval holding the EXIT of that parallel region, -1 if it
-    never ends; -1 otherwise) and call (the call the event belongs to: the one entered or left, or
-    the innermost open one; -1 outside every call); the entries (interval, node, seconds) in interval order; per
-    MPI_SEND, in event order, ``[event index, own cut, cut of its completion]`` (a blocking send
-    completes at its own cut, an unfinished one at -1); per MPI_RECV, in event order,
-    ``[own cut, cut of its posting]`` (its MPI_RECV_REQUEST's, or its own for a blocking receive).
+    Returns ``(cut_kind, cut_event, cut_time, cut_call, e_interval, e_node, e_time, send_cuts,
+    recv_cuts, in_order)``: per cut point (in order; its number is its index + 1) its kind, event
+    index, time and call (the one entered or left, else the innermost open one; -1 outside every
+    call); the entries (interval, node, seconds), in interval order unless ``in_order`` is False (a
+    join shift into an interval closed before its JOIN); per MPI_SEND, in event order, ``[event
+    index, own cut, cut of its completion]`` (a blocking send completes at its own cut, an unfinished
+    one at -1); per MPI_RECV, in event order, ``[own cut, cut of its posting]``.
     """
     n = etype.shape[0]
-    n_cut = 0
     n_send = 0
     n_recv = 0
     n_post = 0
+    n_fork = 0
+    n_cand = 0  # events that can be cut points (an upper bound of the cut points)
+    n_roles = region_role.shape[0]
     for i in range(n):
         t = etype[i]
         if t == MPI_SEND:
@@ -106,36 +128,64 @@ def cut_timeline(etype, time, ea, ec, ee, call_node, region_role, region_flags, 
             n_recv += 1
         elif t == MPI_RECV_REQUEST:
             n_post += 1
-    cap = n + 1  # at most one cut per event
+        elif t == OMP_FORK:
+            n_fork += 1
+            continue
+        elif t == ENTER:
+            r = np.int64(ea[i])
+            if not (r < n_roles and region_role[r] == ROLE_PARALLEL):
+                continue
+        elif t == EXIT or t == OMP_COLLEXIT:
+            r = np.int64(ea[i])
+            if not (r < n_roles and (region_flags[r] != 0 or region_role[r] == ROLE_BARRIER
+                                     or region_role[r] == ROLE_IBARRIER)):
+                continue
+        elif t != MPI_COLLEXIT and t != MPI_SEND_COMPLETE and t != OMP_JOIN:
+            continue
+        n_cand += 1
+    cap = n_cand + 1  # sized by a count, not by the events: fresh memory costs page faults
     cut_kind = np.empty(cap, np.int8)
     cut_event = np.empty(cap, np.int64)
     cut_time = np.empty(cap, np.float64)
-    cut_aux = np.empty(cap, np.int64)
     cut_call = np.empty(cap, np.int64)
-    e_int = np.empty(2 * n + 2, np.int64)
-    e_node = np.empty(2 * n + 2, np.int32)
-    e_time = np.empty(2 * n + 2, np.float64)
+    e_int = np.empty(4 * cap + 16, np.int64)
+    e_node = np.empty(4 * cap + 16, np.int32)
+    e_time = np.empty(4 * cap + 16, np.float64)
     send_cuts = np.full((n_send, 3), -1, np.int64)
     recv_cuts = np.full((n_recv, 2), -1, np.int64)
     sreq_keys, sreq_vals, sreq_state = idtable.new_table(n_send)
     rreq_keys, rreq_vals, rreq_state = idtable.new_table(n_post)
-    touched = np.empty(call_node.shape[0] + 1, np.int32)
-    n_touched = 0
-    stack = np.empty(call_node.shape[0] + 1, np.int32)  # call index per open level
-    team_level = np.empty(call_node.shape[0] + 1, np.int64)  # open parallel regions with a team, by level
-    fork_of_level = np.empty(call_node.shape[0] + 1, np.int64)  # the cut of that region's fork
+    own_team = np.empty(n_fork, np.int64)  # this location's own forks (a master's)
+    own_time = np.empty(n_fork, np.float64)
+    n_own = 0
+    m = call_node.shape[0] + 1
+    touched = np.empty(m, np.int32)
+    nt = 0
+    stack = np.empty(m, np.int32)  # call index per open level
+    team_level = np.zeros(m, np.int64)  # 1 where the open call is a parallel region of a team
+    level_team = np.empty(m, np.int64)
     depth = 0
     n_team = 0
+    n_cut = 0
     k_call = 0
-    k_ent = 0
+    k = 0
     ks = 0
     kr = 0
     last = 0.0
     init_done = False
     fini_done = False
+    in_order = True
+    # the last parallel region left on this thread: team, node, caller node, time, interval
+    px_team = np.int64(-1)
+    px_node = -1
+    px_caller = -1
+    px_time = 0.0
+    px_interval = -1
     for i in range(n):
         t = etype[i]
         now = time[i]
+        kind = 0
+        call = stack[depth - 1] if depth > 0 else -1
         if t == ENTER:
             c = k_call
             k_call += 1
@@ -143,31 +193,39 @@ def cut_timeline(etype, time, ea, ec, ee, call_node, region_role, region_flags, 
                 node = call_node[stack[depth - 1]]
                 if seen[node] == 0:
                     seen[node] = 1
-                    touched[n_touched] = node
-                    n_touched += 1
+                    touched[nt] = node
+                    nt += 1
                 acc[node] += now - last
             last = now
             r = np.int64(ea[i])
             team_level[depth] = 0
             if r < region_role.shape[0] and region_role[r] == ROLE_PARALLEL and ec[i] != NO_ID:
-                if is_worker:
-                    _drop(acc, touched, n_touched)
-                    for j in range(n_touched):
-                        seen[touched[j]] = 0
-                    n_touched = 0
+                team = np.int64(ec[i])
+                tnum = np.int64(ed[i])
+                fork = np.nan
+                if tnum != 0 and tnum != NO_ID:  # a worker: its master's fork of the team
+                    x = np.searchsorted(fork_team, team)
+                    if x < fork_team.shape[0] and fork_team[x] == team:
+                        fork = fork_time[x]
                 else:
-                    k_ent = _flush(acc, touched, n_touched, n_cut + 1, e_int, e_node, e_time, k_ent)
-                    for j in range(n_touched):
-                        seen[touched[j]] = 0
-                    n_touched = 0
+                    for x in range(n_own - 1, -1, -1):
+                        if own_team[x] == team:
+                            fork = own_time[x]
+                            break
+                span = now - fork if now - fork > 0 else 0.0  # NaN (no fork) compares False: 0
+                if not is_worker and depth > 0:
+                    nt = _charge(acc, seen, touched, nt, call_node[stack[depth - 1]], -span)
+                e_int, e_node, e_time = _grow(e_int, e_node, e_time, k, nt)
+                k = _flush(acc, seen, touched, nt, n_cut + 1, e_int, e_node, e_time, k, not is_worker)
+                nt = 0
                 cut_kind[n_cut] = FORK
                 cut_event[n_cut] = i
                 cut_time[n_cut] = now
-                cut_aux[n_cut] = -1
                 cut_call[n_cut] = c
                 n_cut += 1
+                nt = _charge(acc, seen, touched, nt, call_node[c], span)
                 team_level[depth] = 1
-                fork_of_level[depth] = n_cut - 1
+                level_team[depth] = team
                 n_team += 1
             stack[depth] = c
             depth += 1
@@ -176,7 +234,6 @@ def cut_timeline(etype, time, ea, ec, ee, call_node, region_role, region_flags, 
             if depth == 0:
                 continue
             r = np.int64(ea[i])
-            kind = 0
             if r < region_role.shape[0]:
                 role = region_role[r]
                 if t == MPI_COLLEXIT:
@@ -190,29 +247,30 @@ def cut_timeline(etype, time, ea, ec, ee, call_node, region_role, region_flags, 
                 elif (role == ROLE_BARRIER or role == ROLE_IBARRIER) and n_team > 0:
                     kind = OMP_BARRIER
             if kind != 0:
-                k_ent = _flush(acc, touched, n_touched, n_cut + 1, e_int, e_node, e_time, k_ent)
-                for j in range(n_touched):
-                    seen[touched[j]] = 0
-                n_touched = 0
+                e_int, e_node, e_time = _grow(e_int, e_node, e_time, k, nt)
+                k = _flush(acc, seen, touched, nt, n_cut + 1, e_int, e_node, e_time, k, True)
+                nt = 0
                 cut_kind[n_cut] = kind
                 cut_event[n_cut] = i
                 cut_time[n_cut] = now
-                cut_aux[n_cut] = -1
-                cut_call[n_cut] = stack[depth - 1]
+                cut_call[n_cut] = call
                 n_cut += 1
             depth -= 1
             node = call_node[stack[depth]]
             if seen[node] == 0:
                 seen[node] = 1
-                touched[n_touched] = node
-                n_touched += 1
+                touched[nt] = node
+                nt += 1
             acc[node] += now - last
             last = now
             if team_level[depth] == 1:
                 n_team -= 1
-                cut_aux[fork_of_level[depth]] = n_cut + 1  # the interval this EXIT is charged to
+                px_team = level_team[depth]
+                px_node = node
+                px_caller = call_node[stack[depth - 1]] if depth > 0 else -1
+                px_time = now
+                px_interval = n_cut + 1
             continue
-        kind = 0
         if t == MPI_SEND:
             kind = SEND
         elif t == MPI_SEND_COMPLETE:
@@ -221,27 +279,39 @@ def cut_timeline(etype, time, ea, ec, ee, call_node, region_role, region_flags, 
             kind = RECV
         elif t == MPI_RECV_REQUEST:
             kind = RECV_REQUEST
+        elif t == OMP_FORK:
+            own_team[n_own] = np.int64(ea[i])
+            own_time[n_own] = now
+            n_own += 1
         elif t == OMP_JOIN:
             kind = JOIN
             if depth > 0:
-                node = call_node[stack[depth - 1]]
-                if seen[node] == 0:
-                    seen[node] = 1
-                    touched[n_touched] = node
-                    n_touched += 1
-                acc[node] += now - last
+                nt = _charge(acc, seen, touched, nt, call_node[stack[depth - 1]], now - last)
             last = now
+            if not is_worker and px_team == np.int64(ea[i]) and px_node >= 0:
+                span = now - px_time if now - px_time > 0 else 0.0
+                if px_interval == n_cut + 1:  # still open: move the span within it
+                    nt = _charge(acc, seen, touched, nt, px_node, span)
+                    if px_caller >= 0:
+                        nt = _charge(acc, seen, touched, nt, px_caller, -span)
+                else:  # the parallel region's interval is closed already: late entries
+                    e_int, e_node, e_time = _grow(e_int, e_node, e_time, k, 2)
+                    e_int[k], e_node[k], e_time[k] = px_interval, px_node, span
+                    k += 1
+                    if px_caller >= 0:
+                        e_int[k], e_node[k], e_time[k] = px_interval, px_caller, -span
+                        k += 1
+                    in_order = False
+                px_node = -1
         if kind == 0:
             continue
-        k_ent = _flush(acc, touched, n_touched, n_cut + 1, e_int, e_node, e_time, k_ent)
-        for j in range(n_touched):
-            seen[touched[j]] = 0
-        n_touched = 0
+        e_int, e_node, e_time = _grow(e_int, e_node, e_time, k, nt)
+        k = _flush(acc, seen, touched, nt, n_cut + 1, e_int, e_node, e_time, k, True)
+        nt = 0
         cut_kind[n_cut] = kind
         cut_event[n_cut] = i
         cut_time[n_cut] = now
-        cut_aux[n_cut] = -1
-        cut_call[n_cut] = stack[depth - 1] if depth > 0 else -1
+        cut_call[n_cut] = call
         n_cut += 1
         if kind == SEND:
             send_cuts[ks, 0] = i
@@ -262,11 +332,7 @@ def cut_timeline(etype, time, ea, ec, ee, call_node, region_role, region_flags, 
             post = idtable.take(rreq_keys, rreq_vals, rreq_state, ee[i]) if ee[i] != 0 else -1
             recv_cuts[kr, 1] = post if post >= 0 else n_cut
             kr += 1
-    if is_worker:
-        _drop(acc, touched, n_touched)
-    else:
-        k_ent = _flush(acc, touched, n_touched, n_cut + 1, e_int, e_node, e_time, k_ent)
-    for j in range(n_touched):
-        seen[touched[j]] = 0
-    return (cut_kind[:n_cut].copy(), cut_event[:n_cut].copy(), cut_time[:n_cut].copy(), cut_aux[:n_cut].copy(),
-            cut_call[:n_cut].copy(), e_int[:k_ent].copy(), e_node[:k_ent].copy(), e_time[:k_ent].copy(), send_cuts, recv_cuts)
+    e_int, e_node, e_time = _grow(e_int, e_node, e_time, k, nt)
+    k = _flush(acc, seen, touched, nt, n_cut + 1, e_int, e_node, e_time, k, not is_worker)
+    return (cut_kind[:n_cut].copy(), cut_event[:n_cut].copy(), cut_time[:n_cut].copy(), cut_call[:n_cut].copy(),
+            e_int[:k].copy(), e_node[:k].copy(), e_time[:k].copy(), send_cuts, recv_cuts, in_order)
