@@ -67,6 +67,7 @@ _OMP_CONSTRUCTS = [
     ("single sblock", Role.OMP_SINGLE_BODY),
     ("workshare", Role.OMP_WORKSHARE),
     ("taskwait", Role.OMP_TASKWAIT),
+    ("taskgroup wait", Role.OMP_TASKWAIT),  # the wait at the end of a taskgroup
     ("taskgroup", Role.OMP_TASKGROUP),
     ("ibarrier", Role.OMP_IMPLICIT_BARRIER),
     ("parallel", Role.OMP_PARALLEL),

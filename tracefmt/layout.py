@@ -176,7 +176,7 @@ class Role(enum.IntEnum):
     OMP_LOCK_API = 46  # omp_set_lock, omp_unset_lock, omp_test_lock, the nest variants, init/destroy
     OMP_TASK = 47  # an explicit task's execution (each fragment of it: OMP_TASK_BEGIN .. OMP_TASK_END)
     OMP_TASKWAIT = 48
-    OMP_TASKGROUP = 49  # the wait at the end of a taskgroup (2.1)
+    OMP_TASKGROUP = 49  # a taskgroup construct (2.1); the wait at its end is a region of role OMP_TASKWAIT
     # measurement
     MEASUREMENT_FLUSH = 60  # a full buffer written to disk: overhead ("TRACING")
     MEASUREMENT_PAUSE = 61

@@ -274,6 +274,30 @@ static void on_masked(ompt_scope_endpoint_t endpoint, ompt_data_t *parallel_data
 }
 
 /* ---------------------------------------------------------------- barriers and taskwait */
+/* close the innermost open region (after the call-path frames entered inside it): for ends whose code
+ * address is not the begin's (masked, taskgroup) */
+static void close_innermost(xt_thread *t, uint64_t now)
+{
+    if (t->depth <= 0 || t->depth > XT_STACK_MAX) return;
+    if (t->n_frames) xt_unwind_close_top(t, now);
+    xt_exit(t, now, t->stack[t->depth - 1].region);
+}
+
+/* the wait at the end of a taskgroup (sync_region_wait of kind taskgroup), inside the construct */
+static void on_sync_region_wait(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoint, ompt_data_t *parallel_data,
+                                ompt_data_t *task_data, const void *codeptr)
+{
+    (void)parallel_data, (void)task_data;
+    if ((int)kind != 6) return;
+    xt_thread *t = active_thread();
+    if (!t) return;
+    if (endpoint == ompt_scope_begin)
+        xt_enter(t, xt_now(), omp_region(codeptr, 19, "!$omp taskgroup wait", ELG_ROLE_OMP_TASKWAIT), ELG_NO_ID,
+                 ELG_NO_ID);
+    else
+        close_innermost(t, xt_now());
+}
+
 static int is_barrier(int kind)
 {
     switch (kind) {
@@ -305,6 +329,14 @@ static void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoi
         uint32_t region = omp_region(codeptr, 8, "!$omp taskwait", ELG_ROLE_OMP_TASKWAIT);
         if (endpoint == ompt_scope_begin) xt_enter(t, xt_now(), region, ELG_NO_ID, ELG_NO_ID);
         else xt_exit(t, xt_now(), region);
+        return;
+    }
+    if ((int)kind == 6) { /* taskgroup: the construct (its end has the code address of the construct's end) */
+        if (endpoint == ompt_scope_begin)
+            xt_enter(t, xt_now(), omp_region(codeptr, 18, "!$omp taskgroup", ELG_ROLE_OMP_TASKGROUP), ELG_NO_ID,
+                     ELG_NO_ID);
+        else
+            close_innermost(t, xt_now());
         return;
     }
     if (!is_barrier((int)kind)) return;
@@ -663,12 +695,14 @@ static int tool_initialize(ompt_function_lookup_t lookup, int initial_device_num
     REG(ompt_callback_work, on_work);
     REG(ompt_callback_masked, on_masked);
     REG(ompt_callback_sync_region, on_sync_region);
+    REG(ompt_callback_sync_region_wait, on_sync_region_wait);
     REG(ompt_callback_mutex_acquire, on_mutex_acquire);
     REG(ompt_callback_mutex_acquired, on_mutex_acquired);
     REG(ompt_callback_mutex_released, on_mutex_released);
     REG(ompt_callback_nest_lock, on_nest_lock);
     REG(ompt_callback_flush, on_flush);
 #undef REG
+    xt_ompt_tasks_register((void *)set_callback); /* explicit tasks (tasks.c) */
     xt_omp_stop_hook = omp_stop;
     atomic_store(&ompt_active, 1);
     return 1;

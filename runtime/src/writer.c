@@ -393,6 +393,9 @@ static void remap_events(elg_event *ev, uint64_t n, const proc_t *pr)
         case ELG_ENTER:
         case ELG_EXIT:
         case ELG_OMP_COLLEXIT:
+        case ELG_OMP_TASK_CREATE:
+        case ELG_OMP_TASK_BEGIN:
+        case ELG_OMP_TASK_END:
             e->a = e->a < pr->nreg ? pr->reg_map[e->a] : ELG_NO_ID;
             break;
         case ELG_MPI_COLLEXIT:

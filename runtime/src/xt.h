@@ -13,7 +13,7 @@
  *   writer.c     unify the definitions of all processes and write the .elg file
  *   sigsafe.c    memory and messages usable on the crash path
  *   resolve.c    addr2line name resolution and the EXPERT_FILTER filter
- *   ompt.c, pomp.c, pomp_fortran.c, cyg.c, unwind.c, papi.c   the event sources
+ *   ompt.c, tasks.c, pomp.c, pomp_fortran.c, cyg.c, unwind.c, papi.c   the event sources
  *   mpi*.c       the PMPI layer (built once per MPI flavour; see mpi_internal.h) */
 #ifndef XT_H
 #define XT_H
@@ -79,6 +79,7 @@ typedef struct xt_thread {
     uint32_t held_exit_region;
     uint64_t held_exit_time;
     void *omp; /* per-thread OpenMP state (ompt.c) */
+    void *tasks; /* per-thread OpenMP task state (tasks.c) */
     /* locks this thread holds, innermost last: the release record needs the acquisition's order */
     struct {
         uint32_t lock;
@@ -350,6 +351,9 @@ XT_HIDDEN void xt_gomp_init(void);
 XT_HIDDEN int xt_gomp_barrier_kind(const void *codeptr);
 XT_HIDDEN const void *xt_gomp_take_sections_site(void);
 XT_HIDDEN const void *xt_gomp_take_parallel_sections_site(void); /* GOMP_parallel_sections in progress */
+
+/* OpenMP explicit tasks (tasks.c): registers the task callbacks through OMPT's ompt_set_callback */
+XT_HIDDEN void xt_ompt_tasks_register(void *set_callback);
 
 /* set by the first POMP call (pomp.c): the OMPT callbacks (ompt.c) then record nothing */
 extern XT_HIDDEN atomic_int xt_pomp_active;
