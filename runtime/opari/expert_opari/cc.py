@@ -4,7 +4,8 @@
 
     expert-cc -fopenmp -O2 -o app app.c            # gcc (g++ when a source is C++)
     expert-cc mpicc -fopenmp -o app app.c util.c    # any compiler or MPI wrapper as the first word
-    expert-cc gfortran -fopenmp -o app app.f90      # free-form Fortran (.f90/.F90/...; gfortran by default)
+    expert-cc gfortran -fopenmp -o app app.f90      # Fortran (.f90/.F90/...; gfortran by default)
+    expert-cc mpif90 -fopenmp -c bt.f               # fixed form too (.f/.F/.for/.ftn)
 
 Each C/C++ source is instrumented with expert-instrument into a temporary directory and compiled
 from there (``-iquote`` keeps its own directory first for ``#include "..."``; ``#line`` keeps file
@@ -120,6 +121,19 @@ def classify(args: list[str]):
     return sources, out, mode
 
 
+def fixed_line_length(args: list[str]) -> int:
+    """The column where fixed-form statements end: 72, or gfortran's -ffixed-line-length-N|none (the last one)."""
+    width = 72
+    for a in args:
+        if a.startswith("-ffixed-line-length-"):
+            val = a[len("-ffixed-line-length-"):]
+            if val == "none" or val == "0":
+                width = 1 << 20
+            elif val.isdigit():
+                width = int(val)
+    return width
+
+
 def run(cmd, verbose):
     if verbose:
         print("expert-cc: " + shlex.join(cmd), file=sys.stderr)
@@ -150,12 +164,13 @@ def build(argv: list[str]) -> int:
         work = keep or tmp
         os.makedirs(work, exist_ok=True)
         instrumented = {}
+        width = fixed_line_length(args)
         for k, (i, src) in enumerate(sources):
             if not os.path.isfile(src):
                 raise CcError(f"{src}: no such file")
             stem, ext = os.path.splitext(os.path.basename(src))
             dst = os.path.join(work, f"{stem}.{k}.pomp{ext}" if len(sources) > 1 else f"{stem}.pomp{ext}")
-            instrument_file(src, dst, disabled, line_path=src)
+            instrument_file(src, dst, disabled, line_path=src, fixed_width=width)
             instrumented[i] = dst
         src_idx = {i for i, _ in sources}
         # compile flags: everything but sources, -o and link-only arguments

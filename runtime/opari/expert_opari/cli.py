@@ -17,7 +17,7 @@ import sys
 from .c_rewriter import instrument_source
 from .descriptors import table_path
 from .directives import CONSTRUCTS, InstrumentError, check_disabled
-from .fortran import FORTRAN_EXT, instrument_fortran, is_fortran
+from .fortran import FIXED_WIDTH, FORTRAN_EXT, instrument_fortran, is_fixed_form, is_fortran
 
 __all__ = ["InstrumentError", "instrument_source", "instrument_file", "default_output", "main"]
 
@@ -27,8 +27,10 @@ def default_output(path: str) -> str:
     return f"{stem}.pomp{ext or '.c'}"
 
 
-def instrument_file(src: str, out: str | None = None, disabled=(), line_path: str | None = None) -> str:
-    """Instrument ``src`` into ``out`` (default ``<stem>.pomp<ext>``); returns the output path."""
+def instrument_file(src: str, out: str | None = None, disabled=(), line_path: str | None = None,
+                    fixed_width: int = FIXED_WIDTH) -> str:
+    """Instrument ``src`` into ``out`` (default ``<stem>.pomp<ext>``); returns the output path.
+    Fixed-form Fortran (.f/.F/.for/.ftn) ends its statements at column ``fixed_width``."""
     try:
         with open(src, encoding="utf-8", errors="surrogateescape") as f:
             text = f.read()
@@ -37,7 +39,8 @@ def instrument_file(src: str, out: str | None = None, disabled=(), line_path: st
     out = out or default_output(src)
     if is_fortran(src):  # free-form Fortran: the descriptors go into a C table beside the output
         check_disabled(disabled)
-        result, table = instrument_fortran(text, line_path or src, frozenset(disabled))
+        result, table = instrument_fortran(text, line_path or src, frozenset(disabled), is_fixed_form(src),
+                                           fixed_width)
         with open(table_path(out), "w", encoding="utf-8", errors="surrogateescape") as f:
             f.write(table)
     else:

@@ -1,4 +1,5 @@
-"""OPARI-style POMP instrumentation of Fortran free-form sources (.f90/.F90 and the later suffixes).
+"""OPARI-style POMP instrumentation of Fortran sources: free form (.f90/.F90 and the later suffixes) and
+fixed form (.f/.F/.for/.ftn).
 
 The same transformation rules as for C (seed 001, Tables 1 and 2), in Fortran spelling:
 
@@ -20,8 +21,12 @@ messages on the original lines.
 
 Source reading is line based and understands comments, character literals (also continued across
 lines), ``&`` continuations of statements and directives, ``;`` statement separators and preprocessor
-lines.  Known limits (see docs/instrument.md): fixed form, labelled DO loops closed by a label (give
-``!$omp end do``), the lock routines (left uninstrumented).
+lines.  Fixed form is read by _read_fixed into the same statement/directive items (sentinels
+``!$omp``/``c$omp``/``*$omp`` in columns 1-5, continuation in column 6, labels, text past column 72 a
+comment); the rewriter is shared and writes fixed-form lines (calls from column 7, directives from
+column 1 continued with ``!$omp&`` within 72 columns).  DO loops ending at a label close a
+``!$omp do`` in both forms.  Known limits (see docs/instrument.md): the lock routines (left
+uninstrumented).
 """
 
 from __future__ import annotations
@@ -33,9 +38,11 @@ from .descriptors import SLOTS, FortranDescriptor, c_escape, fortran_table, hand
 from .directives import (FORTRAN_LOOP_CLAUSES, SECTIONS_CLAUSES, Clause, Directive, InstrumentError, directive_text,
                          parse_directive, split_clauses)
 
-__all__ = ["FORTRAN_EXT", "is_fortran", "instrument_fortran"]
+__all__ = ["FORTRAN_EXT", "FIXED_EXT", "is_fortran", "is_fixed_form", "instrument_fortran"]
 
-FORTRAN_EXT = {".f90", ".F90", ".f95", ".F95", ".f03", ".F03", ".f08", ".F08"}
+FIXED_EXT = {".f", ".F", ".for", ".FOR", ".ftn", ".FTN", ".fpp", ".FPP"}
+FORTRAN_EXT = {".f90", ".F90", ".f95", ".F95", ".f03", ".F03", ".f08", ".F08"} | FIXED_EXT
+FIXED_WIDTH = 72  # fixed form: text beyond this column is a comment
 
 _SENTINEL = re.compile(r"!\$(omp|pomp)(?=[\s&]|$)", re.I)
 _DO_STMT = re.compile(r"^(?:[a-z_]\w*\s*:\s*)?do\b(?!\s*=)(?P<label>\s*\d+)?", re.I)
@@ -51,6 +58,10 @@ _SWITCH = {"do": "for", "do simd": "for", "workshare": "for", "parallel do": "pa
 
 def is_fortran(path: str) -> bool:
     return any(path.endswith(ext) for ext in FORTRAN_EXT)
+
+
+def is_fixed_form(path: str) -> bool:
+    return any(path.endswith(ext) for ext in FIXED_EXT)
 
 
 @dataclass
@@ -207,11 +218,126 @@ def _read_directive(lines, i, path, items) -> int:
 
 
 # ----------------------------------------------------------------------------------------------
+# Reading fixed form (.f/.F/.for/.ftn): the same items as _read, so that the rewriter is shared
+# ----------------------------------------------------------------------------------------------
+_FIXED_SENTINEL = re.compile(r"[c*!]\$(omp|pomp)", re.I)
+
+
+def _fixed_kind(line: str, width: int):
+    """('cpp'|'comment'|'dir'|'stmt', label, continued, text) of one fixed-form line (text: columns 7..width)."""
+    if line.startswith("#"):
+        return "cpp", "", False, ""
+    m = _FIXED_SENTINEL.match(line)
+    if m:
+        if m.group(1).lower() == "omp":  # sentinel in columns 1-5, continuation mark in column 6
+            return "dir", "omp", line[5:6] not in ("", " ", "0", "\t"), line[6:width]
+        if line[6:7] in ("", " ", "\t"):
+            return "dir", "pomp", False, line[6:width]
+    if line[:1] in "cC*!dD" and line[:1] != "":
+        return "comment", "", False, ""
+    if "\t" in line[:6]:  # DEC tab form: [label]<TAB>[continuation digit]text
+        head, _, rest = line.partition("\t")
+        if head.strip() and not head.strip().isdigit():
+            return "comment", "", False, ""
+        if rest[:1] in "123456789" and rest[:1] != "":
+            return "stmt", head.strip(), True, rest[1:width - 7]
+        return "stmt", head.strip(), False, rest[:width - 6]
+    body = line[:width]
+    if body.strip() == "" or body.lstrip().startswith("!") and len(body) - len(body.lstrip()) != 5:
+        return "comment", "", False, ""
+    col6 = line[5:6]
+    return "stmt", line[:5].strip(), col6 not in ("", " ", "0"), line[6:width]
+
+
+def _top_level_comma(s: str) -> bool:
+    depth = 0
+    for c in s:
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "," and depth == 0:
+            return True
+    return False
+
+
+def _fixed_statement(code: str) -> str:
+    """A fixed-form statement (blanks are insignificant there) in the spelling the rewriter matches."""
+    s = re.sub(r"\s+", "", code).lower()
+    m = re.match(r"(?:[a-z_]\w*:)?do(\d+),?(?=[a-z_]\w*=|while\(|$)", s)
+    if m:
+        return f"do {m.group(1)}"
+    m = re.match(r"(?:[a-z_]\w*:)?do(?:while\(|$|([a-z_]\w*)=(.*)$)", s)
+    if m and (m.group(2) is None or _top_level_comma(m.group(2))):
+        return "do"
+    if re.match(r"enddo(?:[a-z_]\w*)?$", s):
+        return "end do"
+    return s
+
+
+def _read_fixed(lines: list[str], path: str, width: int = FIXED_WIDTH) -> list:
+    """The fixed-form source as a list of _Dir and _Stmt items (the model of the free-form reader)."""
+    kinds = [_fixed_kind(ln, width) for ln in lines]
+    items: list = []
+    i, n = 0, len(lines)
+
+    def next_code(j):  # the next line after j that is not a comment or a preprocessor line
+        j += 1
+        while j < n and kinds[j][0] in ("comment", "cpp"):
+            j += 1
+        return j
+
+    while i < n:
+        kind, label, cont, text = kinds[i]
+        if kind in ("comment", "cpp"):
+            i += 1
+            continue
+        if kind == "dir":
+            sentinel = label
+            if cont:
+                raise InstrumentError(path, i + 1, f"'!${sentinel}' continuation line without a directive before it")
+            first, parts = i, []
+            while True:
+                code, quote = _code_part(kinds[i][3], None)
+                if quote:
+                    raise InstrumentError(path, i + 1, "unterminated character literal in a directive")
+                parts.append(code.strip())
+                j = next_code(i)
+                if j < n and kinds[j][0] == "dir" and kinds[j][2] and sentinel == "omp" and kinds[j][1] == "omp":
+                    i = j
+                    continue
+                break
+            items.append(_Dir(first, i, " ".join(p for p in parts if p).strip(), sentinel, ""))
+            i += 1
+            continue
+        if cont:
+            raise InstrumentError(path, i + 1, "continuation line (column 6) without a statement before it")
+        first, quote, parts = i, None, []
+        while True:
+            code, quote = _code_part(kinds[i][3], quote)
+            parts.append(code)
+            j = next_code(i)
+            if j < n and kinds[j][0] == "stmt" and kinds[j][2]:
+                i = j
+                continue
+            break
+        if quote:
+            raise InstrumentError(path, i + 1, "unterminated character literal")
+        for part in _split_semicolons("".join(parts)):
+            text = _fixed_statement(part)
+            items.append(_Stmt(first, i, f"{label} {text}" if label.isdigit() and part is not None else text))
+            label = ""  # the label belongs to the first statement of the line
+        i += 1
+    return items
+
+
+# ----------------------------------------------------------------------------------------------
 # Rewriting
 # ----------------------------------------------------------------------------------------------
 class _Fortran:
-    def __init__(self, text: str, path: str, disabled):
+    def __init__(self, text: str, path: str, disabled, fixed: bool = False, width: int = FIXED_WIDTH):
         self.path, self.disabled = path, disabled
+        self.fixed, self.width = fixed, width
         self.lines = text.split("\n")
         if self.lines and self.lines[-1] == "":
             self.lines.pop()
@@ -224,6 +350,7 @@ class _Fortran:
         self.stack: list[_Open] = []
         self.regions: dict[str, int] = {}  # open user regions by name
         self.do_depth = 0
+        self.loops: list[int | None] = []  # open DO loops: their terminal label, None for END DO
         self.instrument = True
 
     def error(self, line0: int, msg: str):
@@ -232,7 +359,12 @@ class _Fortran:
     # -- edits
     def call(self, event: str, handle: int | None, indent: str) -> str:
         arg = f"({self.base + handle})" if handle is not None else ""
-        return f"{indent}call pomp_{event}{arg}"
+        return f"{'      ' if self.fixed else indent}call pomp_{event}{arg}"
+
+    def dlines(self, indent: str, sentinel: str, text: str) -> list[str]:
+        if self.fixed:
+            return _fixed_directive_lines(sentinel, text, self.width)
+        return _directive_lines(indent, sentinel, text)
 
     def descr(self, name, dr: _Dir, sub_name="") -> int:
         if len(self.descrs) + 1 >= SLOTS:
@@ -245,11 +377,11 @@ class _Fortran:
             self.descrs[h - 1].end = (first + 1, last + 1)
 
     def replace(self, dr: _Dir, text: str):
-        self.replaced[dr.first] = (dr.last, _directive_lines(dr.indent, dr.sentinel, text))
+        self.replaced[dr.first] = (dr.last, self.dlines(dr.indent, dr.sentinel, text))
 
     # -- driver
     def run(self) -> tuple[str, str]:
-        items = _read(self.lines, self.path)
+        items = _read_fixed(self.lines, self.path, self.width) if self.fixed else _read(self.lines, self.path)
         for it in items:
             self.close_finished_loops(it)
             if isinstance(it, _Dir):
@@ -270,21 +402,25 @@ class _Fortran:
         if top is not None and top.wants_stmt:  # the statement of an atomic
             top.wants_stmt, top.stmt = False, st
         self.open_first_section(st.first)
-        text = re.sub(r"^\d+\s+", "", st.text)  # a statement label
+        lm = re.match(r"^(\d+)\s+", st.text)  # a statement label
+        label = int(lm.group(1)) if lm else None
+        text = st.text[lm.end():] if lm else st.text
         m = _DO_STMT.match(text)
         if m:
-            if m.group("label"):
-                for o in self.stack:
-                    if o.loop_depth == self.do_depth and o.loop_end is None:
-                        self.error(st.first, "a labelled DO loop under '!$omp do' needs an explicit "
-                                             "'!$omp end do' (or use DO ... END DO)")
-            else:
-                self.do_depth += 1
-        elif _END_DO.match(text):
-            self.do_depth -= 1
-            for o in self.stack:
-                if o.loop_depth == self.do_depth and o.loop_end is None:
-                    o.loop_end = st
+            self.loops.append(int(m.group("label")) if m.group("label") else None)
+        elif _END_DO.match(text) and self.loops and self.loops[-1] in (None, label):
+            self.loops.pop()
+            self.loop_ended(st)
+        if label is not None and not m:  # a labelled statement ends the DO loops that name its label
+            while self.loops and self.loops[-1] == label:
+                self.loops.pop()
+                self.loop_ended(st)
+
+    def loop_ended(self, st: _Stmt):
+        self.do_depth = len(self.loops)
+        for o in self.stack:
+            if o.loop_depth == self.do_depth and o.loop_end is None:
+                o.loop_end = st
 
     def close_finished_loops(self, it):
         """Close do constructs (without '!$omp end do') whose loop ended, and atomics after their statement."""
@@ -348,7 +484,7 @@ class _Fortran:
             return  # task, ordered, simd, target, ...: left as they are
         o = _Open(d, dr, {}, on)
         if name in ("do", "do simd", "parallel do", "parallel do simd"):
-            o.loop_depth = self.do_depth
+            o.loop_depth = len(self.loops)
         if name == "atomic":
             o.wants_stmt = True
         self.stack.append(o)
@@ -379,7 +515,7 @@ class _Fortran:
                 self.replace(dr, " ".join(["parallel"] + [c.text() for c in outer_c]))
                 post.append(self.call("parallel_begin", p, ind))
                 post.append(self.call(f"{ws}_enter", w, ind))
-                post.extend(_directive_lines(ind, "omp", " ".join([inner] + [c.text() for c in inner_c])))
+                post.extend(self.dlines(ind, "omp", " ".join([inner] + [c.text() for c in inner_c])))
             else:
                 post.append(self.call("parallel_begin", p, ind))
             return
@@ -422,15 +558,15 @@ class _Fortran:
             if ws in ("master",):
                 out.append(self.call("master_end", w, ind))
                 if end is not None:
-                    out += _directive_lines(ind, "omp", edd.name)
+                    out += self.dlines(ind, "omp", edd.name)
             elif ws == "critical":
                 out.append(self.call("critical_end", w, ind))
                 if end is not None:
-                    out += _directive_lines(ind, "omp", directive_text(edd))
+                    out += self.dlines(ind, "omp", directive_text(edd))
                 out.append(self.call("critical_exit", w, ind))
             elif ws == "atomic":
                 if end is not None:
-                    out += _directive_lines(ind, "omp", directive_text(edd))
+                    out += self.dlines(ind, "omp", directive_text(edd))
                 out.append(self.call("atomic_exit", w, ind))
             else:  # do, sections, single, workshare: the implicit barrier made explicit
                 if ws == "single":
@@ -439,16 +575,16 @@ class _Fortran:
                 if not any(c.name == "nowait" for c in clauses) and not keeps_barrier:
                     clauses = clauses + [Clause("nowait", None)]
                 if end is not None or clauses:
-                    out += _directive_lines(ind, "omp", " ".join([f"end {inner}"] + [c.text() for c in clauses]))
+                    out += self.dlines(ind, "omp", " ".join([f"end {inner}"] + [c.text() for c in clauses]))
                 if not keeps_barrier:
-                    out += [self.call("barrier_enter", w, ind), f"{ind}!$omp barrier",
+                    out += [self.call("barrier_enter", w, ind), *self.dlines(ind, "omp", "barrier"),
                             self.call("barrier_exit", w, ind)]
                 out.append(self.call(f"{ws}_exit", w, ind))
         if name.startswith("parallel"):
             p = o.handles["par"]
             if not inner:
-                out += [self.call("barrier_enter", p, ind), f"{ind}!$omp barrier", self.call("barrier_exit", p, ind)]
-            out += [self.call("parallel_end", p, ind), f"{ind}!$omp end parallel",
+                out += [self.call("barrier_enter", p, ind), *self.dlines(ind, "omp", "barrier"), self.call("barrier_exit", p, ind)]
+            out += [self.call("parallel_end", p, ind), *self.dlines(ind, "omp", "end parallel"),
                     self.call("parallel_join", p, ind)]
         if end is not None:
             self.replaced[end[0].first] = (end[0].last, out)
@@ -491,6 +627,7 @@ class _Fortran:
     def render(self) -> str:
         out = []
         marker = f'"{c_escape(self.path)}"'
+        out.append(f"# 1 {marker}")  # messages before the first construct name the original file too
         resync = False
         i = 0
         while i < len(self.lines):
@@ -552,6 +689,27 @@ def _directive_lines(indent: str, sentinel: str, text: str, width: int = 100) ->
     return [ln + " &" for ln in out[:-1]] + out[-1:]
 
 
-def instrument_fortran(text: str, path: str, disabled=frozenset()) -> tuple[str, str]:
-    """(instrumented Fortran text, C descriptor table) of a free-form Fortran source."""
-    return _Fortran(text, path, frozenset(disabled)).run()
+def _fixed_directive_lines(sentinel: str, text: str, width: int = FIXED_WIDTH) -> list[str]:
+    """A fixed-form directive: sentinel in column 1, continued with '!$omp&' (column 6) so that no line
+    passes column ``width``; lines are broken at blanks or after commas where possible."""
+    room, lines, rest = width - 6, [], text.strip()
+    while True:
+        cap = room if not lines else room - 1
+        if len(rest) <= cap:
+            lines.append(rest)
+            break
+        cut = max(rest.rfind(" ", 0, cap + 1), rest.rfind(",", 0, cap) + 1, rest.rfind("(", 0, cap) + 1)
+        if cut <= 0:  # one word longer than a line: split it (a limit, see docs/instrument.md)
+            cut = cap
+        lines.append(rest[:cut].rstrip())
+        rest = rest[cut:].lstrip()
+    return [f"!${sentinel} {lines[0]}"] + [f"!${sentinel}& {ln}" for ln in lines[1:]]
+
+
+def instrument_fortran(text: str, path: str, disabled=frozenset(), fixed: bool | None = None,
+                       width: int = FIXED_WIDTH) -> tuple[str, str]:
+    """(instrumented Fortran text, C descriptor table) of a Fortran source; fixed form when ``fixed``
+    (default: from the suffix of ``path``), with statements ending at column ``width``."""
+    if fixed is None:
+        fixed = is_fixed_form(path)
+    return _Fortran(text, path, frozenset(disabled), fixed, width).run()
