@@ -279,3 +279,13 @@ def test_waits_are_on_the_constructs_source_lines(waits):
     paths = {p for p, v in waits.per_callpath("omp_ebarrier_wait").items() if v > 0.5 * UNIT}
     assert any(p.endswith("!$omp barrier @waits.f:22") for p in paths), paths
     assert any(p.endswith("!$omp barrier @waits.f:31") for p in paths), paths
+
+
+@pytest.mark.runtime
+def test_mpi_wrapper_compiles_fixed_form_instrumented(runtime_built, tmp_path):
+    """The issue's case: 'expert-cc mpif90 -c x.f' used to compile x.f uninstrumented without a word."""
+    need("mpif90")
+    need("nm")
+    run([EXPERT_CC, "mpif90", "-fopenmp", "-c", SAMPLES / "waits.f", "-o", "waits.o"], cwd=tmp_path)
+    symbols = run(["nm", "waits.o"], cwd=tmp_path).stdout
+    assert "pomp_parallel_fork_" in symbols and "POMP_Fortran_register" in symbols, symbols

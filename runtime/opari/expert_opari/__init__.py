@@ -5,7 +5,7 @@ Modules, each importing only the ones above it:
   descriptors   POMP context descriptors: C static descriptors, Fortran handles and their C table
   c_lexer       C/C++ tokenizer and statement scanner
   c_rewriter    C/C++ rewriting (instrument_source)
-  fortran       free-form Fortran reading and rewriting (instrument_fortran)
+  fortran       free- and fixed-form Fortran reading and rewriting (instrument_fortran)
   cli           expert-instrument (instrument_file, main)
   cc            expert-cc (instrument, compile and link)
 runtime/bin/expert-instrument and expert-cc start cli.main and cc.main through ../launch.py.

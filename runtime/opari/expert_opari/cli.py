@@ -1,4 +1,4 @@
-"""expert-instrument: OPARI-style source-to-source OpenMP instrumentation of C, C++ and free-form Fortran.
+"""expert-instrument: OPARI-style source-to-source OpenMP instrumentation of C, C++ and Fortran (free and fixed form).
 
 Rewrites OpenMP directives into calls of the POMP interface (``runtime/include/pomp.h``) after the
 transformation rules of the POMP/OPARI paper (seed 001, Tables 1 and 2): c_rewriter.py for C and C++,
@@ -37,7 +37,7 @@ def instrument_file(src: str, out: str | None = None, disabled=(), line_path: st
     except OSError as exc:
         raise InstrumentError(src, 0, f"cannot read: {exc.strerror}") from None
     out = out or default_output(src)
-    if is_fortran(src):  # free-form Fortran: the descriptors go into a C table beside the output
+    if is_fortran(src):  # Fortran (free or fixed form): the descriptors go into a C table beside the output
         check_disabled(disabled)
         result, table = instrument_fortran(text, line_path or src, frozenset(disabled), is_fixed_form(src),
                                            fixed_width)
@@ -53,12 +53,12 @@ def instrument_file(src: str, out: str | None = None, disabled=(), line_path: st
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         prog="expert-instrument",
-        description="Rewrite the OpenMP directives of a C/C++ or free-form Fortran source into POMP calls "
+        description="Rewrite the OpenMP directives of a C/C++ or Fortran source into POMP calls "
                     "(OPARI-style); for Fortran (.f90/.F90/...) a C descriptor table <out stem>_tab.c is "
                     "written beside the output and must be compiled and linked too. "
                     "Compile the result with -I <runtime>/include and link it against the expert runtime, "
                     "or let expert-cc do all of this.")
-    ap.add_argument("source", help="C, C++ or free-form Fortran source file")
+    ap.add_argument("source", help="C, C++ or Fortran (free or fixed form) source file")
     ap.add_argument("-o", "--output", help="output file (default: <stem>.pomp<ext> beside the source; - for stdout)")
     ap.add_argument("--disable", default="", metavar="LIST",
                     help=f"comma-separated constructs to leave uninstrumented: {', '.join(CONSTRUCTS)}")
