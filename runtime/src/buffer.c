@@ -14,6 +14,8 @@ XT_HIDDEN _Thread_local xt_thread *xt_tls __attribute__((tls_model("initial-exec
 
 static xt_thread *threads[XT_MAX_THREADS];
 static atomic_int n_threads;
+/* this OS thread was a program-created thread whose location went back to the pool (pthreads.c) */
+static _Thread_local int detached __attribute__((tls_model("initial-exec")));
 
 /* A trace buffer in 2 MiB pages where the kernel gives them (transparent huge pages on request):
  * the recording path then takes one page fault per 2 MiB instead of one per 4 KiB, which is most
@@ -35,6 +37,7 @@ xt_thread *xt_thread_attach(void)
 {
     xt_init(); /* returns at once once the runtime is initialised */
     if (xt_proc.untraced) return NULL;
+    if (detached) return NULL; /* a program thread whose location went back to the pool */
     int i = atomic_fetch_add(&n_threads, 1);
     if (i >= XT_MAX_THREADS) {
         atomic_fetch_sub(&n_threads, 1);
@@ -54,6 +57,38 @@ xt_thread *xt_thread_attach(void)
     threads[i] = t;
     xt_tls = t;
     return t;
+}
+
+/* locations whose program-created thread has ended, for the next one (pthreads.c) */
+static xt_thread *pool[XT_MAX_THREADS];
+static int n_pool;
+static atomic_flag pool_lock = ATOMIC_FLAG_INIT; /* a spin lock: no pthread call (those are wrapped) */
+xt_thread *xt_thread_attach_pooled(void)
+{
+    if (xt_tls) return xt_tls;
+    if (detached) return NULL;
+    xt_thread *t = NULL;
+    while (atomic_flag_test_and_set_explicit(&pool_lock, memory_order_acquire))
+        ;
+    if (n_pool && xt_cfg.thread_reuse) t = pool[--n_pool];
+    atomic_flag_clear_explicit(&pool_lock, memory_order_release);
+    if (!t) return xt_thread_attach();
+    t->held_exit_region = ELG_NO_ID;
+    t->n_held_locks = 0;
+    t->has_counters = 0; /* another OS thread: its counters start afresh */
+    xt_unwind_forget(t);
+    xt_tls = t;
+    return t;
+}
+
+void xt_thread_release(xt_thread *t)
+{
+    xt_tls = NULL;
+    detached = 1; /* what this OS thread does from now on (TLS destructors) is not recorded */
+    while (atomic_flag_test_and_set_explicit(&pool_lock, memory_order_acquire))
+        ;
+    if (n_pool < XT_MAX_THREADS) pool[n_pool++] = t;
+    atomic_flag_clear_explicit(&pool_lock, memory_order_release);
 }
 
 int xt_thread_count(void) { return atomic_load(&n_threads); }

@@ -65,11 +65,13 @@ static void read_config(void)
     if (bytes < 64 * 1024) bytes = 64 * 1024;
     xt_cfg.buffer_events = (size_t)bytes / sizeof(elg_event);
     const char *p = getenv("EXPERT_PARADIGMS");
-    if (!p || !*p) p = "mpi,omp,user,compiler";
+    if (!p || !*p) p = "mpi,omp,user,compiler,pthread";
     xt_cfg.record_mpi = strstr(p, "mpi") != NULL;
     xt_cfg.record_omp = strstr(p, "omp") != NULL;
     xt_cfg.record_user = strstr(p, "user") != NULL;
     xt_cfg.record_compiler = strstr(p, "compiler") != NULL;
+    xt_cfg.record_pthread = strstr(p, "pthread") != NULL;
+    xt_cfg.thread_reuse = (int)xt_env_long("EXPERT_THREAD_REUSE", 1);
     xt_cfg.resolve_names = (int)xt_env_long("EXPERT_RESOLVE", 1);
     xt_cfg.verbose = (int)xt_env_long("EXPERT_VERBOSE", 0);
     const char *filt = getenv("EXPERT_FILTER");

@@ -52,7 +52,7 @@ static void *(*enclosing_function)(void *pc);
 /* libraries whose frames are never part of the program's call path (matched on the file's base name) */
 static const char *const system_prefixes[] = {
     "libc.so", "libc-", "libpthread", "libdl", "ld-linux", "libgcc_s", "libm.so", "librt", /* C run time */
-    "libmpi", "libpmpi", "libopen-", "libmpich", "libfmpich", "libmca_", "libpmix", "libhwloc", "libevent",
+    "libmpi", "libpmpi", "libopen-", "libmpich", "libfmpich", "libmca_", "mca_", "libpmix", "libhwloc", "libevent",
     "libucp", "libucs", "libuct", "libucm", "libfabric", "libpsm", "libibverbs", "librdmacm", "libxpmem",
     "libprrte", "libomp", "libgomp", "libiomp", "libunwind", "libpapi", "libpfm", "libgfortran", "libquadmath",
     "libstdc++", "libc++",
@@ -67,10 +67,47 @@ static int is_system_object(const Dl_info *info)
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     if (!*base) return 0; /* the executable */
+    if (strstr(path, "/openmpi/")) return 1; /* Open MPI's components (mca_*.so) and their helpers */
     if (strncmp(base, "linux-vdso", 10) == 0) return 1;
     for (size_t i = 0; i < sizeof system_prefixes / sizeof system_prefixes[0]; i++)
         if (strncmp(base, system_prefixes[i], strlen(system_prefixes[i])) == 0) return 1;
     return 0;
+}
+
+/* Stricter than the frame filter: besides the libraries above, every library installed in the system's
+ * library directories is the system's (X11 or hwloc plugins that MPI_Init loads, say), so only the
+ * executable and libraries from elsewhere (the program's own) count as the program; the C++ library too
+ * where cxx_is_program (std::thread, std::condition_variable call the pthread functions from there). */
+int xt_system_code(const void *pc, int cxx_is_program)
+{
+    static const void *exe_base;
+    if (!own_base) {
+        Dl_info me;
+        if (dladdr((void *)&xt_system_code, &me)) own_base = me.dli_fbase;
+    }
+    if (!exe_base) {
+        Dl_info exe;
+        if (dladdr((void *)getauxval(AT_ENTRY), &exe)) exe_base = exe.dli_fbase;
+    }
+    Dl_info info;
+    if (!dladdr(pc, &info)) return 1;
+    if (info.dli_fbase == own_base) return 1;
+    if (info.dli_fbase == exe_base) return 0;
+    const char *path = info.dli_fname ? info.dli_fname : "";
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (cxx_is_program && (strncmp(base, "libstdc++", 9) == 0 || strncmp(base, "libc++", 6) == 0)) return 0;
+    static const char *const system_dirs[] = {"/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/libexec/"};
+    for (size_t i = 0; i < sizeof system_dirs / sizeof system_dirs[0]; i++)
+        if (strncmp(path, system_dirs[i], strlen(system_dirs[i])) == 0) return 1;
+    return is_system_object(&info);
+}
+
+void xt_unwind_forget(xt_thread *t)
+{
+    unwind_state *u = t->unwind;
+    if (u) u->n = 0;
+    t->n_frames = 0;
 }
 
 /* return address -> region of the function it lies in, or SKIPPED; lock-free reads, inserts under a mutex */

@@ -13,7 +13,7 @@
  *   writer.c     unify the definitions of all processes and write the .elg file
  *   sigsafe.c    memory and messages usable on the crash path
  *   resolve.c    addr2line name resolution and the EXPERT_FILTER filter
- *   ompt.c, tasks.c, pomp.c, pomp_fortran.c, cyg.c, unwind.c, papi.c   the event sources
+ *   ompt.c, tasks.c, pomp.c, pomp_fortran.c, cyg.c, unwind.c, papi.c, pthreads.c   the event sources
  *   mpi*.c       the PMPI layer (built once per MPI flavour; see mpi_internal.h) */
 #ifndef XT_H
 #define XT_H
@@ -80,6 +80,7 @@ typedef struct xt_thread {
     uint64_t held_exit_time;
     void *omp; /* per-thread OpenMP state (ompt.c) */
     void *tasks; /* per-thread OpenMP task state (tasks.c) */
+    void *pthr;  /* per-thread POSIX threads state (pthreads.c) */
     /* locks this thread holds, innermost last: the release record needs the acquisition's order */
     struct {
         uint32_t lock;
@@ -98,6 +99,11 @@ extern XT_HIDDEN _Thread_local xt_thread *xt_tls __attribute__((tls_model("initi
 extern XT_HIDDEN atomic_int xt_recording; /* 0 before init, after finalize and while paused */
 
 XT_HIDDEN xt_thread *xt_thread_attach(void);
+/* a thread the program created (pthreads.c): the location of a thread that has ended if there is one (its
+ * buffer and event stream continue), else a new one; xt_thread_release gives it back when the thread ends
+ * (after that, nothing more is recorded on that OS thread) */
+XT_HIDDEN xt_thread *xt_thread_attach_pooled(void);
+XT_HIDDEN void xt_thread_release(xt_thread *t);
 XT_HIDDEN int xt_thread_count(void);
 XT_HIDDEN xt_thread *xt_thread_get(int i);
 /* the slow path of xt_record: room for one record stamped `time` (flush a full buffer; place a
@@ -163,6 +169,11 @@ extern XT_HIDDEN int xt_unwinding;
 XT_HIDDEN void xt_unwind_sync(xt_thread *t, uint64_t time);
 XT_HIDDEN void xt_unwind_close_top(xt_thread *t, uint64_t time);
 XT_HIDDEN const char *xt_unwind_method(void);
+/* the code at pc belongs to this library, an MPI or OpenMP runtime, libc or another system library (the
+ * C++ library too unless cxx_is_program); not cached (unwind.c) */
+XT_HIDDEN int xt_system_code(const void *pc, int cxx_is_program);
+/* forget the program frames a location's previous thread saw (a pooled location's next thread) */
+XT_HIDDEN void xt_unwind_forget(xt_thread *t);
 static inline void xt_unwind_point(xt_thread *t, uint64_t time)
 {
     if (XT_UNLIKELY(xt_unwinding)) xt_unwind_sync(t, time);
@@ -301,7 +312,8 @@ extern XT_HIDDEN xt_process_info xt_proc;
 typedef struct xt_config {
     char output[4096];
     size_t buffer_events;
-    int record_mpi, record_omp, record_user, record_compiler;
+    int record_mpi, record_omp, record_user, record_compiler, record_pthread;
+    int thread_reuse; /* EXPERT_THREAD_REUSE: a created thread takes the location of one that has ended */
     int resolve_names;
     int verbose;
     char filter_file[4096];
