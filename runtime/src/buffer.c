@@ -54,6 +54,7 @@ xt_thread *xt_thread_attach(void)
     t->thread_num = (uint32_t)i;
     t->spool_fd = -1;
     t->held_exit_region = ELG_NO_ID;
+    t->root_region = ELG_NO_ID;
     threads[i] = t;
     xt_tls = t;
     return t;
@@ -76,6 +77,8 @@ xt_thread *xt_thread_attach_pooled(void)
     t->held_exit_region = ELG_NO_ID;
     t->n_held_locks = 0;
     t->has_counters = 0; /* another OS thread: its counters start afresh */
+    t->root_region = ELG_NO_ID;
+    t->root_merged = 0;
     xt_unwind_forget(t);
     xt_tls = t;
     return t;

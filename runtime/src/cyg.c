@@ -17,6 +17,10 @@ NOINSTR void __cyg_profile_func_enter(void *fn, void *call_site)
     if (XT_UNLIKELY(!t)) return;
     uint32_t r = function_region((uintptr_t)fn);
     if (r == XT_EXCLUDED) return;
+    if (XT_UNLIKELY(r == t->root_region) && t->depth == 1 && !t->root_merged) {
+        t->root_merged = 1; /* a created thread's start routine, already entered (pthreads.c) */
+        return;
+    }
     xt_enter(t, xt_now(), r, ELG_NO_ID, ELG_NO_ID);
 }
 
@@ -28,5 +32,9 @@ NOINSTR void __cyg_profile_func_exit(void *fn, void *call_site)
     if (XT_UNLIKELY(!t || t->depth == 0)) return; /* an exit without its enter (recording began inside) */
     uint32_t r = function_region((uintptr_t)fn);
     if (r == XT_EXCLUDED) return;
+    if (XT_UNLIKELY(t->root_merged) && r == t->root_region && t->depth == 1) {
+        t->root_merged = 0; /* the start routine's region ends with the thread */
+        return;
+    }
     xt_exit(t, xt_now(), r);
 }

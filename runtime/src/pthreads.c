@@ -368,6 +368,8 @@ static void lifetime_end(xt_thread *t)
     xt_record(t, now, ELG_THREAD_END, 0, 0, 0, 0, s->lifetime, 0);
     s->lifetime = 0;
     s->n_held = 0;
+    t->root_region = ELG_NO_ID;
+    t->root_merged = 0;
     xt_thread_release(t);
 }
 
@@ -384,7 +386,10 @@ static void *trampoline(void *p)
     xt_record(t, now, ELG_THREAD_BEGIN, 0, 0, 0, 0, st.id, 0);
     uint32_t r = xt_region_by_addr((uintptr_t)st.fn, 0, XT_ADDR_FUNCTION, "", ELG_PARADIGM_COMPILER,
                                    ELG_ROLE_FUNCTION);
-    if (r < ELG_NO_ID - 8) xt_enter(t, now, r, ELG_NO_ID, ELG_NO_ID); /* not filtered out (EXPERT_FILTER) */
+    if (r < ELG_NO_ID - 8) { /* not filtered out (EXPERT_FILTER) */
+        xt_enter(t, now, r, ELG_NO_ID, ELG_NO_ID);
+        t->root_region = r; /* -finstrument-functions' enter of the routine is this one (cyg.c) */
+    }
     void *ret = st.fn(st.arg);
     t = xt_tls; /* still this thread's location (nothing detaches it but lifetime_end) */
     if (t) lifetime_end(t);

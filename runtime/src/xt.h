@@ -81,6 +81,10 @@ typedef struct xt_thread {
     void *omp; /* per-thread OpenMP state (ompt.c) */
     void *tasks; /* per-thread OpenMP task state (tasks.c) */
     void *pthr;  /* per-thread POSIX threads state (pthreads.c) */
+    /* a created thread's start routine, entered by pthreads.c: -finstrument-functions' enter and exit of the
+     * same function at the bottom of the stack are that one call, not a second one (cyg.c) */
+    uint32_t root_region; /* ELG_NO_ID if none */
+    int root_merged;      /* the instrumented enter was merged: its exit is too */
     /* locks this thread holds, innermost last: the release record needs the acquisition's order */
     struct {
         uint32_t lock;

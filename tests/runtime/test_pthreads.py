@@ -122,3 +122,17 @@ def test_many_short_lived_threads_cost_little(built):
     cube = analyzer.analyze(trace, jobs=2)
     assert time.perf_counter() - t0 < 10
     assert cube.total("visits") > 0
+
+
+def test_instrumented_start_routine_is_one_call(runtime_built, tmp_path):
+    """with -finstrument-functions the start routine's own enter is the thread's root region, not a second call"""
+    need("gcc")
+    run(["gcc", "-g", "-O1", "-pthread", "-finstrument-functions", str(SAMPLES / "pthreads.c"), "-o", "pti"],
+        cwd=tmp_path)
+    run([str(EXPERT_RUN), "-o", "i.elg", "./pti", "contention", "1"], cwd=tmp_path)
+    trace = tracefmt.open(str(tmp_path / "i.elg"))
+    assert_valid(trace)
+    cube = analyzer.analyze(trace)
+    got = {p.split("/", 1)[1]: v for p, v in cube.per_callpath("pthread_lock_contention_mutex_lock").items() if v}
+    assert list(got) == ["main/contention/pthread_create/contention_worker/pthread_mutex_lock"], got
+    assert 0.8 * 6 * UNIT <= sum(got.values()) <= 1.2 * 6 * UNIT
