@@ -45,3 +45,13 @@ def test_no_test_skips_when_a_package_of_ours_fails_to_import():
     found = [f"{p.relative_to(TESTS)}:{i}" for p in sorted(TESTS.rglob("*.py"))
              for i, line in enumerate(p.read_text().splitlines(), 1) if ours.search(line)]
     assert found == [], "import our own packages plainly (a broken package must fail, not skip): " + ", ".join(found)
+
+
+def test_no_test_skips_when_an_installed_dependency_is_missing():
+    # the package's dependencies and the `test` extra are installed by ./dev setup: a missing one is a broken
+    # set-up that must fail loudly, not thin the suite out
+    deps = re.compile(r"importorskip\(\s*['\"](numpy|numba|h5py|networkx|isal|otf2|pycubexr|matplotlib|pandas|"
+                      r"mpi4py|hypothesis)\b")
+    found = [f"{p.relative_to(TESTS)}:{i}" for p in sorted(TESTS.rglob("*.py"))
+             for i, line in enumerate(p.read_text().splitlines(), 1) if deps.search(line)]
+    assert found == [], "import installed dependencies plainly: " + ", ".join(found)

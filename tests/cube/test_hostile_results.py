@@ -23,7 +23,7 @@ import pytest
 from analyzer.ci.compare import ResultError, load_result
 from analyzer.cli.tools import check_main, diff_main, report_main
 from analyzer.cube import CubeFormatError, read_cubex, write_cubex, write_json
-from analyzer.cube.files import ResultFileError, read_result
+from analyzer.cube.files import read_result
 from cube_helpers import small_cube
 from repo_paths import shared
 
@@ -251,7 +251,7 @@ def test_convert_to_an_output_that_cannot_be_written_is_one_line(tmp_path, capsy
 
 
 def test_an_hdf5_dataset_declared_larger_than_the_file_can_justify_is_refused(tmp_path):
-    h5py = pytest.importorskip("h5py")
+    import h5py  # a dependency of the package
     from analyzer.cube import read_hdf5, write_hdf5
 
     p = tmp_path / "c.h5"

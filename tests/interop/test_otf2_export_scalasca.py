@@ -113,7 +113,6 @@ def _analysed(name: str, analyse):
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     """name -> our analysis of our OTF2 export of the committed trace (made once per trace)."""
-    pytest.importorskip("otf2")
     from tracefmt import otf2_out
 
     base = tmp_path_factory.mktemp("scalasca_export")
@@ -189,7 +188,7 @@ def test_export_writes_definitions_as_score_p(tmp_path):
     """What Scalasca relies on (docs/interop.md): location id (thread << 32) | rank, location group
     id = rank, one MPI_COMM_SELF on a COMM_SELF group, split communicators with their parent, the
     paradigms, '!$omp implicit barrier' names, and collective records only around completed collectives."""
-    otf2 = pytest.importorskip("otf2")
+    import otf2  # the test extra installs it
     from tracefmt import otf2_out
 
     for name, ranks, threads in (("hybrid_2x2", 2, 2), ("fcolls_4", 4, 1)):

@@ -34,7 +34,6 @@ BT_MZ = Path(OTF2_PING_PONG).parent / "npb-bt-mz-B-8x4"
 
 
 def reference(path):
-    pytest.importorskip("otf2", reason="the reference reader needs the optional 'otf2' package")
     from tracefmt import otf2_in
 
     return otf2_in.read(path)
@@ -67,7 +66,6 @@ def analysis_json(trace) -> str:
 
 
 def generate(tmp_path, *args) -> Path:
-    pytest.importorskip("otf2", reason="the generator writes through the optional 'otf2' package")
     out = tmp_path / "synth"
     gen = shared("tools", "gen_otf2_synth.py")
     subprocess.run([sys.executable, str(gen), *args[:3], str(out), *args[3:]], check=True, capture_output=True)

@@ -34,14 +34,12 @@ def _trace(doc, tmp_path):
     kind, source = doc["trace"]["kind"], doc["trace"]["source"]
     if kind == "gen":
         gen = os.path.join(SHARED, "tools", "gen_otf2_synth.py")
-        pytest.importorskip("otf2")
         out = str(tmp_path / "t")
         subprocess.run([sys.executable, gen, *source[:3], out, *source[3:]], check=True, capture_output=True)
         return os.path.join(out, "traces.otf2")
     if kind == "fixture":
         return os.path.join(SHARED, source, "traces.otf2")
     # what Scalasca read: our own OTF2 export (of a builder trace, or of the fixture as our reader reads it)
-    pytest.importorskip("otf2")
     from tracefmt.cli import main as expert_trace
 
     if kind == "builder":

@@ -3,12 +3,11 @@ program's main (one series with the C main that calls it)."""
 
 from __future__ import annotations
 
-import pytest
+import matplotlib
 
 import tracefmt
 from analyzer.profile.ompp import profile_trace, radar_figure, radar_regions, write_charts
 
-matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 
 
