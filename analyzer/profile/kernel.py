@@ -21,15 +21,17 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from tracefmt.layout import EventType, Role
+from tracefmt.layout import Role
 from tracefmt.nesting import EXIT_EMPTY_STACK, EXIT_MISMATCH, OK, UNCLOSED, UNDEFINED_REGION
 
-ENTER = int(EventType.ENTER)
-EXIT = int(EventType.EXIT)
-MPI_COLLEXIT = int(EventType.MPI_COLLEXIT)
-OMP_COLLEXIT = int(EventType.OMP_COLLEXIT)
-MPI_SEND = int(EventType.MPI_SEND)
-MPI_RECV = int(EventType.MPI_RECV)
+from tracefmt.event_codes import (  # noqa: F401  (constants the kernels below read)
+    ENTER,
+    EXIT,
+    MPI_COLLEXIT,
+    MPI_RECV,
+    MPI_SEND,
+    OMP_COLLEXIT,
+)
 ROLE_SINGLE = int(Role.OMP_SINGLE)
 
 #: the columns of a region's profile per thread (``Accumulators.vals[region]``)

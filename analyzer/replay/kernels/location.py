@@ -48,7 +48,7 @@ import numba
 import numpy as np
 
 from tracefmt import layout
-from tracefmt.layout import EventType, Role
+from tracefmt.layout import Role
 from tracefmt.nesting import DEFER, EXIT_EMPTY_STACK, EXIT_MISMATCH, OK, UNCLOSED, UNDEFINED_REGION
 
 from . import idtable
@@ -56,26 +56,28 @@ from .bundles import Calls, LocationResult, RowMatrices, Rows, TreeState
 
 
 # event codes and roles as plain ints (numba treats module-level ints as compile-time constants)
-ENTER = int(EventType.ENTER)
-EXIT = int(EventType.EXIT)
-MPI_SEND = int(EventType.MPI_SEND)
-MPI_RECV = int(EventType.MPI_RECV)
-MPI_SEND_COMPLETE = int(EventType.MPI_SEND_COMPLETE)
-MPI_RECV_REQUEST = int(EventType.MPI_RECV_REQUEST)
-MPI_REQUEST_CANCELLED = int(EventType.MPI_REQUEST_CANCELLED)
-MPI_COLLEXIT = int(EventType.MPI_COLLEXIT)
-OMP_FORK = int(EventType.OMP_FORK)
-OMP_JOIN = int(EventType.OMP_JOIN)
-OMP_COLLEXIT = int(EventType.OMP_COLLEXIT)
-OMP_ACQUIRE_LOCK = int(EventType.OMP_ACQUIRE_LOCK)
-OMP_RELEASE_LOCK = int(EventType.OMP_RELEASE_LOCK)
-OMP_TASK_CREATE = int(EventType.OMP_TASK_CREATE)
-OMP_TASK_BEGIN = int(EventType.OMP_TASK_BEGIN)
-OMP_TASK_END = int(EventType.OMP_TASK_END)
-THREAD_CREATE = int(EventType.THREAD_CREATE)
-THREAD_BEGIN = int(EventType.THREAD_BEGIN)
-THREAD_END = int(EventType.THREAD_END)
-THREAD_JOIN = int(EventType.THREAD_JOIN)
+from tracefmt.event_codes import (  # noqa: F401  (constants the kernels below read)
+    ENTER,
+    EXIT,
+    MPI_COLLEXIT,
+    MPI_RECV,
+    MPI_RECV_REQUEST,
+    MPI_REQUEST_CANCELLED,
+    MPI_SEND,
+    MPI_SEND_COMPLETE,
+    OMP_ACQUIRE_LOCK,
+    OMP_COLLEXIT,
+    OMP_FORK,
+    OMP_JOIN,
+    OMP_RELEASE_LOCK,
+    OMP_TASK_BEGIN,
+    OMP_TASK_CREATE,
+    OMP_TASK_END,
+    THREAD_BEGIN,
+    THREAD_CREATE,
+    THREAD_END,
+    THREAD_JOIN,
+)
 ROLE_OMP_TASK = int(Role.OMP_TASK)
 #: thread creations share the known-teams table with OpenMP teams under this bit (team ids are u32)
 THREAD_KEY = np.int64(1) << 40

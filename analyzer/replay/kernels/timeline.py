@@ -32,20 +32,22 @@ import numba
 import numpy as np
 
 from tracefmt import layout
-from tracefmt.layout import EventType, Role
+from tracefmt.layout import Role
 
 from . import idtable
 
-ENTER = int(EventType.ENTER)
-EXIT = int(EventType.EXIT)
-MPI_SEND = int(EventType.MPI_SEND)
-MPI_RECV = int(EventType.MPI_RECV)
-MPI_SEND_COMPLETE = int(EventType.MPI_SEND_COMPLETE)
-MPI_RECV_REQUEST = int(EventType.MPI_RECV_REQUEST)
-MPI_COLLEXIT = int(EventType.MPI_COLLEXIT)
-OMP_COLLEXIT = int(EventType.OMP_COLLEXIT)
-OMP_JOIN = int(EventType.OMP_JOIN)
-OMP_FORK = int(EventType.OMP_FORK)
+from tracefmt.event_codes import (  # noqa: F401  (constants the kernels below read)
+    ENTER,
+    EXIT,
+    MPI_COLLEXIT,
+    MPI_RECV,
+    MPI_RECV_REQUEST,
+    MPI_SEND,
+    MPI_SEND_COMPLETE,
+    OMP_COLLEXIT,
+    OMP_FORK,
+    OMP_JOIN,
+)
 ROLE_PARALLEL = int(Role.OMP_PARALLEL)
 ROLE_BARRIER = int(Role.OMP_BARRIER)
 ROLE_IBARRIER = int(Role.OMP_IMPLICIT_BARRIER)
