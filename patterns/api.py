@@ -133,6 +133,8 @@ def validate_pattern(p: Pattern, origin: str = "") -> None:
         raise PatternError(f"pattern {name!r}{where}: paradigm must be one of {PARADIGMS}, got {p.paradigm!r}")
     if not callable(getattr(p, "compute", None)):
         raise PatternError(f"pattern {name!r}{where}: compute is not callable")
+    if isinstance(p, Pattern) and type(p).compute is Pattern.compute and "compute" not in vars(p):
+        raise PatternError(f"pattern {name!r}{where}: no compute step (define compute(self, ctx))")
     for attr in ("requires", "depends", "optional_depends"):
         v = getattr(p, attr, ())
         if isinstance(v, str) or not isinstance(v, (tuple, list)) or not all(isinstance(x, str) for x in v):

@@ -261,3 +261,16 @@ def test_real_builtins_load_together():
         for d in registry._order_deps(p):
             if d in got:
                 assert got.index(d) < i, (p.name, d)
+
+
+def test_a_pattern_without_compute_is_refused_when_loaded():
+    from patterns.api import validate_pattern
+
+    class NoCompute(Pattern):
+        name = "no_compute"
+        display_name = "No compute"
+        description = "A pattern that forgot its compute step."
+        diagnosis = "None."
+
+    with pytest.raises(PatternError, match=r"'no_compute'.*no compute step"):
+        validate_pattern(NoCompute())
