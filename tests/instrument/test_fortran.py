@@ -234,6 +234,7 @@ def test_instrumented_tricky_computes_the_same_and_shows_its_constructs(runtime_
     assert plain == pomp == "it's a single !$omp end single\n   669     3     6   111     9    8.00\n"
     trace = tracefmt.open(str(tmp_path / "pomp.elg"))
     assert [str(p) for p in validate(trace)] == [] and trace.header.finished
+    assert [lk.name for lk in trace.defs.locks.values()] == ["critical tally"]  # no libgfortran I/O mutex
     got = {r.name: (r.begin_line, r.end_line) for r in trace.defs.regions.values()
            if r.paradigm in (Paradigm.OPENMP, Paradigm.USER)}
     f = "tricky.f90"
