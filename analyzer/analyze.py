@@ -22,13 +22,15 @@ from .cube import Cube, LocationInfo, MetricInfo, RegionInfo, region_strings
 
 __all__ = ["analyze", "compute_patterns", "build_cube", "collective_mismatches", "counter_cube_metrics",
            "metric_status", "required_tables", "select_patterns", "damage_note", "NOT_MEASURED_ATTR",
-           "ABSENT_ATTR", "SALVAGED_ATTR"]
+           "ABSENT_ATTR", "SALVAGED_ATTR", "TRACE_ATTR"]
 
 #: cube attribute per property left out as not measured: ``NOT_MEASURED_ATTR + name`` = the reason
 NOT_MEASURED_ATTR = "expert-analyze::not-measured::"
 #: cube attribute of an analysis of a damaged or incomplete trace, or one repaired by ``salvage``: what the
 #: results cover (``expert-analyze::problemN`` say what was lost or repaired)
 SALVAGED_ATTR = "expert-analyze::salvaged"
+#: prefix of the trace's own attributes (command, clock, openmp_runtime ...), copied into the cube
+TRACE_ATTR = "trace::"
 #: cube attribute per paradigm without any call in the trace: ``ABSENT_ATTR + paradigm`` = the unique names
 #: (space-separated) of the properties that are zero for that reason
 ABSENT_ATTR = "expert-analyze::absent::"
@@ -308,6 +310,8 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
         "expert-analyze::seconds": f"{_time.perf_counter() - t0:.3f}",
         "CUBE_CT_AGGR": "SUM",
     }
+    for key, value in getattr(getattr(trace, "defs", None), "attributes", {}).items():
+        attrs[TRACE_ATTR + key] = value  # what the trace says of the run: which OpenMP runtime ran, ...
     for i, prob in enumerate(ctx.problems):
         attrs[f"expert-analyze::problem{i}"] = prob
     if lost or any("(--salvage)" in p for p in ctx.problems):

@@ -12,6 +12,7 @@ lock-contention children that Scalasca 2.x added back::
           omp_critical > omp_lock_contention_critical
           omp_lock_api > omp_lock_contention_api
           omp_ordered
+          omp_taskwait, omp_task_management (patterns/tasks.py)
     time
       omp_idle_threads > omp_limited_parallelism
 
@@ -78,7 +79,10 @@ BARRIER_ROLES = EBARRIER_ROLES + IBARRIER_ROLES
 CRITICAL_ROLES = (Role.OMP_CRITICAL, Role.OMP_ATOMIC)
 LOCK_API_ROLES = (Role.OMP_LOCK_API,)
 ORDERED_ROLES = (Role.OMP_ORDERED,)
-SYNC_ROLES = BARRIER_ROLES + CRITICAL_ROLES + LOCK_API_ROLES + ORDERED_ROLES
+# taskwait and the wait at a taskgroup's end: their exclusive time is waiting for tasks (the tasks a thread runs
+# there are charged to the tasks); the child metric omp_taskwait is in patterns/tasks.py, as in Scalasca 2.6
+TASKWAIT_ROLES = (Role.OMP_TASKWAIT,)
+SYNC_ROLES = BARRIER_ROLES + CRITICAL_ROLES + LOCK_API_ROLES + ORDERED_ROLES + TASKWAIT_ROLES
 # worksharing constructs and the parallel region's own exclusive time stay
 # plain execution; only the management share of a parallel region is OpenMP time
 OMP_TIME_ROLES = FLUSH_ROLES + SYNC_ROLES
@@ -224,7 +228,7 @@ class OmpTime(Pattern):
     unit = "sec"
     description = (
         "Time spent inside the OpenMP runtime: flush directives, every kind of OpenMP synchronization (barriers, "
-        "critical sections and atomics, lock API calls, ordered regions) and the management of thread teams at "
+        "critical sections and atomics, lock API calls, ordered regions, taskwaits) and the management of thread teams at "
         "parallel regions.  Work done inside worksharing constructs and the parallel region's own code is "
         "computation and is not counted here."
     )
@@ -305,8 +309,8 @@ class OmpSynchronization(_RoleTime):
     display_name = "Synchronization"
     unit = "sec"
     description = (
-        "Time spent in OpenMP synchronization: barriers, critical sections and atomics, lock API calls and ordered "
-        "regions, waiting included."
+        "Time spent in OpenMP synchronization: barriers, critical sections and atomics, lock API calls, ordered "
+        "regions and taskwaits (the tasks a thread runs in a barrier or taskwait not included), waiting included."
     )
     diagnosis = (
         "Expand to see whether barriers (load imbalance) or mutual exclusion (contention) dominate, then look at the "

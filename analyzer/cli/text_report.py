@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from analyzer.analyze import ABSENT_ATTR, NOT_MEASURED_ATTR, SALVAGED_ATTR
+from analyzer.analyze import ABSENT_ATTR, NOT_MEASURED_ATTR, SALVAGED_ATTR, TRACE_ATTR
 
 __all__ = ["report", "hidden_properties"]
 
@@ -95,6 +95,8 @@ def report(cube, top: int = 5, out=None, show_all: bool = False) -> None:
     absent, not_measured = hidden_properties(cube)
     if SALVAGED_ATTR in cube.attrs:
         _salvaged(cube, w)
+    if TRACE_ATTR + "openmp_runtime" in cube.attrs:  # a GCC program on libomp is not its libgomp runs
+        w(f"OpenMP runtime: {cube.attrs[TRACE_ATTR + 'openmp_runtime']}\n\n")
     w("Performance properties (severity, % of total time)\n")
     n_hidden = 0
     for m, depth, measured in _rows(cube):

@@ -710,10 +710,56 @@ static int tool_initialize(ompt_function_lookup_t lookup, int initial_device_num
 
 static void tool_finalize(ompt_data_t *tool_data) { (void)tool_data; }
 
+/* ---------------------------------------------------------------- which OpenMP runtime ran (trace attribute) */
+/* Found when the library is loaded and again when an OMPT runtime looks for a tool; the writer only
+ * formats it (it may run in a crash handler, where the dynamic loader must not be entered). */
+static struct {
+    char name[32], path[256];
+    int in_place;      /* the program's own GCC libgomp is loaded but the API is another runtime's */
+    char version[96];  /* what the runtime said of itself to ompt_start_tool ("" without OMPT) */
+    unsigned api;      /* the OpenMP API version it passed there */
+} omp_rt;
+
+static void find_openmp_runtime(void)
+{
+    /* the library whose OpenMP API the program calls: with expert-run's preload, LLVM libomp even in
+     * a GCC program, whose own libgomp is then loaded but unused */
+    void *api = dlsym(RTLD_DEFAULT, "omp_get_max_threads");
+    Dl_info info;
+    if (!api || !dladdr(api, &info) || !info.dli_fname) return; /* no OpenMP in this process (yet) */
+    const char *base = strrchr(info.dli_fname, '/') ? strrchr(info.dli_fname, '/') + 1 : info.dli_fname;
+    const char *name = strstr(base, "libgomp")   ? "GCC libgomp"
+                       : strstr(base, "libiomp") ? "Intel libiomp5"
+                       : strstr(base, "libomp")  ? "LLVM libomp"
+                                                 : base;
+    snprintf(omp_rt.name, sizeof omp_rt.name, "%s", name);
+    snprintf(omp_rt.path, sizeof omp_rt.path, "%s", info.dli_fname);
+    void *gomp = strcmp(name, "GCC libgomp") ? dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD) : NULL;
+    omp_rt.in_place = gomp != NULL;
+    if (gomp) dlclose(gomp);
+}
+
+__attribute__((constructor)) static void openmp_runtime_at_load(void) { find_openmp_runtime(); }
+
 __attribute__((visibility("default"))) ompt_start_tool_result_t *ompt_start_tool(unsigned int omp_version,
                                                                                   const char *runtime_version)
 {
-    (void)omp_version, (void)runtime_version;
+    snprintf(omp_rt.version, sizeof omp_rt.version, "%s", runtime_version ? runtime_version : "");
+    omp_rt.api = omp_version;
+    find_openmp_runtime();
     static ompt_start_tool_result_t result = {tool_initialize, tool_finalize, {0}};
     return &result;
+}
+
+int xt_openmp_runtime(char *out, size_t n)
+{
+    if (!omp_rt.name[0]) return 0;
+    char version[160] = "";
+    if (omp_rt.version[0]) snprintf(version, sizeof version, ", %s, OpenMP API %u", omp_rt.version, omp_rt.api);
+    const char *how = atomic_load(&xt_pomp_active) ? "constructs recorded by POMP instrumentation (expert-cc)"
+                      : atomic_load(&ompt_active)  ? "constructs recorded through OMPT"
+                                                   : "constructs not recorded (no OMPT, no POMP instrumentation)";
+    snprintf(out, n, "%s (%s%s)%s; %s", omp_rt.name, omp_rt.path, version,
+             omp_rt.in_place ? ", in place of the program's GCC libgomp" : "", how);
+    return 1;
 }

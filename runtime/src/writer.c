@@ -607,6 +607,12 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
         ab[0] = def_string(&d, "command");
         ab[1] = def_string(&d, cmd);
         def_record(&d, ELG_DEF_ATTRIBUTE, ab, 8);
+        char omp[512];
+        if (xt_openmp_runtime(omp, sizeof omp)) { /* this process's (every rank runs the same program) */
+            ab[0] = def_string(&d, "openmp_runtime");
+            ab[1] = def_string(&d, omp);
+            def_record(&d, ELG_DEF_ATTRIBUTE, ab, 8);
+        }
     }
 
     out_t o = {0};

@@ -360,6 +360,9 @@ XT_HIDDEN void xt_trace_written(const char *path, int ok, int nprocs, uint64_t e
 extern XT_HIDDEN int (*xt_mpi_exit_hook)(int crashed);
 /* hook set by the OpenMP layer: close OpenMP state before writing */
 extern XT_HIDDEN void (*xt_omp_stop_hook)(void);
+/* the OpenMP runtime that ran, as one line for the trace's openmp_runtime attribute (ompt.c; 0: no
+ * OpenMP in this process).  Safe on the crash path: it only formats what was found earlier. */
+XT_HIDDEN int xt_openmp_runtime(char *out, size_t n);
 /* GCC code on libomp (gomp.c): the class of a GOMP_barrier call site from EXPERT_GOMP_BARRIERS ('e'
  * explicit, 'i' a construct's implicit barrier, 0 unknown), and the call site of the GOMP_sections_start
  * in progress on this thread (NULL if none; taken once) */

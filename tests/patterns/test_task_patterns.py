@@ -1,0 +1,250 @@
+"""The OpenMP task properties (patterns/tasks.py) on hand-built traces with answers worked out by hand,
+and their kernels (patterns/kernels/tasks.py) against slow, obvious references."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import analyzer
+import tracefmt
+from patterns.kernels.tasks import innermost_team, pending_until
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tracefmt"))
+from test_task_thread_events import CHILD, TASK, close_team, task_trace, team  # noqa: E402
+
+BAR = "!$omp barrier @t.c:30"
+TASK_METRICS = ("omp_taskwait", "omp_task_management", "omp_task_starvation", "omp_task_imbalance",
+                "omp_task_execution", "omp_ebarrier_wait")
+
+
+def results(b):
+    """{metric: {(call path, location): value}} of the nonzero cells, call paths as region names."""
+    cube = analyzer.analyze(b.build(), plugins=False)
+    ctx = cube.context
+    names = ctx.region_name
+    path = []
+    for c in range(ctx.n_cnodes):
+        p, n = [], c
+        while n >= 0:
+            p.append(names[ctx.calltree.region[n]])
+            n = ctx.calltree.parent[n]
+        path.append("/".join(reversed(p[:-1])))  # below main
+    out = {}
+    for m in TASK_METRICS:
+        dense = ctx.results[m]
+        out[m] = {(path[c], int(loc)): float(dense[c, loc]) for c, loc in zip(*np.nonzero(dense))}
+    return out
+
+
+def approx(d):
+    return {k: pytest.approx(v, abs=1e-9) for k, v in d.items()}
+
+
+PAR = "!$omp parallel @t.c:5"
+
+
+def producer_trace():
+    """A serial producer: the master creates tasks 1, 2 (TASK), 3 (CHILD) and 4 (TASK) at 0.3, 0.6, 0.9 and
+    0.95 in a single; the worker, in the barrier from 0.2, runs 1 (0.35-0.45) and 2 (0.65-0.75); the master
+    runs 3 (1.0-1.5) and 4 (1.5-1.7) in the barrier it entered at 1.0; both leave it at 2.0."""
+    b = tracefmt.TraceBuilder()
+    m, w = team(b)
+    b.enter(m, 0.2, "!$omp single @t.c:8")
+    b.task_create(m, 0.3, 1, TASK)
+    b.task_create(m, 0.6, 2, TASK)
+    b.task_create(m, 0.9, 3, CHILD)
+    b.task_create(m, 0.95, 4, TASK)
+    b.exit(m, 1.0)
+    b.enter(m, 1.0, BAR)
+    b.task_run(m, 1.0, 1.5, 3)
+    b.task_run(m, 1.5, 1.7, 4)
+    b.omp_coll_exit(m, 2.0)
+    b.enter(w, 0.2, BAR)
+    b.task_run(w, 0.35, 0.45, 1)
+    b.task_run(w, 0.65, 0.75, 2)
+    b.omp_coll_exit(w, 2.0)
+    close_team(b, m, w, 2.0)
+    return b
+
+
+def test_serial_producer_starves_the_worker():
+    r = results(producer_trace())
+    bar, task, child = f"{PAR}/{BAR}", f"{PAR}/{TASK}", f"{PAR}/{CHILD}"
+    # worker's gaps: 0.2-0.35 (task 1 created at 0.3), 0.45-0.65 (task 2 at 0.6), 0.75-2.0 (no task of its
+    # own any more; task 4, queued from 0.95, starts at 1.5: the team has an unstarted task until then)
+    assert r["omp_task_starvation"] == approx({(bar, 1): 0.1 + 0.15 + (1.5 - 0.75)})
+    # created but not yet running on the worker: 0.3-0.35 and 0.6-0.65; the master starts 3 and 4 at once
+    assert r["omp_task_management"] == approx({(bar, 1): 0.05 + 0.05})
+    # the barrier wait as before tasks, minus the tasks the worker ran before the master arrived at 1.0
+    assert r["omp_ebarrier_wait"] == approx({(bar, 1): 1.0 - 0.2 - 0.2})
+    # team task time: master 0.5 + 0.2, worker 0.2; mean 0.45; max - mean = 0.25 on the master, split over
+    # its constructs as its task time is
+    assert r["omp_task_imbalance"] == approx({(child, 0): 0.25 * 0.5 / 0.7, (task, 0): 0.25 * 0.2 / 0.7})
+    assert r["omp_task_execution"] == approx({(child, 0): 0.5, (task, 0): 0.2, (task, 1): 0.2})
+    assert r["omp_taskwait"] == {}
+
+
+def test_nested_untied_tasks_in_barrier_and_taskwait():
+    """task_trace (tests/tracefmt): the worker runs task 1 in the barrier (0.7-5.0) from 0.8 to 3.5; task 1
+    creates 3 and waits in a taskwait (1.0-3.0) in which the worker resumes the untied task 2 (1.6-2.0, first
+    part on the master in its barrier, 1.0-1.5) and runs 3 (2.0-3.0).  Tasks 1 and 2 were created at 0.3
+    and 0.4, before the first barrier (master 0.5-0.6, worker 0.25-0.6), 3 at 0.9."""
+    r = results(task_trace())
+    first, bar = f"{PAR}/!$omp barrier", f"{PAR}/{BAR}"
+    wait = f"{PAR}/{TASK}/!$omp taskwait @t.c:12"
+    task, child = f"{PAR}/{TASK}", f"{PAR}/{CHILD}"
+    # the taskwait without the tasks run in it: 2.0 - (0.4 + 1.0)
+    assert r["omp_taskwait"] == approx({(wait, 1): 0.6})
+    # first barrier: tasks 1 and 2 exist unstarted the whole time (they start at 0.8 and 1.0); second: the
+    # master idles from 1.5 while task 3 waits to start (2.0); the worker idles 0.7-0.8 with task 1 ready
+    assert r["omp_task_starvation"] == approx({(first, 0): 0.1, (first, 1): 0.35, (bar, 0): 2.0 - 1.5})
+    # only the START of task 1 counts: a resumed fragment's readiness is not recorded, and task 3 starts
+    # as soon as task 2's fragment ends
+    assert r["omp_task_management"] == approx({(bar, 1): 0.1})
+    # master 0.5 of task 2; worker 1.3 of task 1, 0.4 of task 2, 1.0 of task 3: mean 1.6, max - mean 1.1
+    assert r["omp_task_imbalance"] == approx({(task, 1): 1.1 * 1.7 / 2.7, (child, 1): 1.1 * 1.0 / 2.7})
+    assert r["omp_ebarrier_wait"] == approx({(first, 1): 0.25, (bar, 1): 0.1})
+
+
+def two_instances(heavy_first: int, heavy_second: int):
+    """Two instances of one parallel region, each with one task per thread run in the closing barrier:
+    1.0 s on thread ``heavy_*``, 0.2 s on the other."""
+    b = tracefmt.TraceBuilder()
+    locs = b.location(0, 0), b.location(0, 1)
+    b.enter(locs[0], 0.0, "main")
+    task_id, t0 = 1, 0.0
+    for team_id, heavy in ((1, heavy_first), (2, heavy_second)):
+        b.fork(locs[0], t0, team_id, 2)
+        for loc in locs:
+            b.enter(loc, t0 + 0.1, PAR, team=team_id)
+        for th, loc in enumerate(locs):
+            b.task_create(loc, t0 + 0.2, task_id + th, TASK)
+        for th, loc in enumerate(locs):
+            b.enter(loc, t0 + 0.3, "!$omp implicit barrier")
+            b.task_run(loc, t0 + 0.3, t0 + 0.3 + (1.0 if th == heavy else 0.2), task_id + th)
+            b.omp_coll_exit(loc, t0 + 1.5, "!$omp implicit barrier", team=team_id)
+            b.exit(loc, t0 + 1.5)
+        b.join(locs[0], t0 + 1.6, team_id, 2)
+        task_id, t0 = task_id + 2, t0 + 2.0
+    b.exit(locs[0], t0, "main")
+    return b
+
+
+@pytest.mark.parametrize("heavy", [(0, 0), (0, 1)])
+def test_imbalance_is_per_team_instance(heavy):
+    r = results(two_instances(*heavy))
+    task = f"{PAR}/{TASK}"
+    # each instance: max 1.0 - mean 0.6 = 0.4, on its heavy thread, also when the threads take turns
+    expect = {}
+    for h in heavy:
+        expect[(task, h)] = expect.get((task, h), 0.0) + 0.4
+    assert r["omp_task_imbalance"] == approx(expect)
+    assert r["omp_task_starvation"] == {}  # every task starts at once
+    assert r["omp_task_management"] == approx({})
+
+
+def test_included_task_is_no_scheduling_gap():
+    """An undeferred task runs inside the construct that creates it, not in a barrier or taskwait: it is task
+    time but no scheduling point; alone in its team it is balanced against nothing but idle threads."""
+    b = tracefmt.TraceBuilder()
+    m, w = team(b)
+    b.enter(m, 0.2, "!$omp single @t.c:8")
+    b.task_create(m, 0.3, 1, TASK, flags=tracefmt.layout.TaskFlag.UNDEFERRED)
+    b.task_run(m, 0.3, 0.7, 1)
+    b.exit(m, 0.8)
+    b.barrier(m, 0.8, 0.9, implicit=True, region="!$omp implicit barrier @t.c:8")
+    b.barrier(w, 0.2, 0.9, implicit=True, region="!$omp implicit barrier @t.c:8")
+    close_team(b, m, w, 1.0)
+    r = results(b)
+    task = f"{PAR}/{TASK}"
+    assert r["omp_task_execution"] == approx({(task, 0): 0.4})
+    assert r["omp_task_imbalance"] == approx({(task, 0): 0.4 - 0.2})
+    assert r["omp_task_starvation"] == {} and r["omp_task_management"] == {}
+
+
+# ---------------------------------------------------------------- kernels against references
+def innermost_team_reference(m_loc, m_enter, m_exit, m_team, q_loc, q_time):
+    out = []
+    for loc, t in zip(q_loc, q_time):
+        best = None
+        for i in range(len(m_loc)):
+            if m_loc[i] == loc and m_enter[i] <= t <= m_exit[i]:
+                if best is None or (m_enter[i], -m_exit[i]) > (m_enter[best], -m_exit[best]):
+                    best = i
+        out.append(-1 if best is None else int(m_team[best]))
+    return out
+
+
+def nested_members(rng, n_locs):
+    """Properly nested parallel-region intervals per location (a random walk of opens and closes)."""
+    rows = []
+    team = 0
+    for loc in range(n_locs):
+        t, stack = 0.0, []
+        for _ in range(rng.integers(0, 30)):
+            t += float(rng.integers(1, 4))  # integer times: ties between queries and bounds happen
+            if stack and (len(stack) > 3 or rng.random() < 0.5):
+                i = stack.pop()
+                rows[i][2] = t
+            else:
+                rows.append([loc, t, np.nan, team])
+                stack.append(len(rows) - 1)
+                team += 1
+        for i in reversed(stack):
+            t += 1.0
+            rows[i][2] = t
+    return np.array(rows, np.float64).reshape(-1, 4)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_innermost_team_matches_reference(seed):
+    rng = np.random.default_rng(seed)
+    rows = nested_members(rng, 4)
+    m_loc, m_enter, m_exit, m_team = rows[:, 0].astype(np.int64), rows[:, 1], rows[:, 2], rows[:, 3].astype(np.int64)
+    q_loc = rng.integers(0, 5, 200)
+    q_time = rng.integers(0, 60, 200).astype(np.float64)
+    mo = np.lexsort((-m_exit, m_enter, m_loc))
+    qo = np.lexsort((q_time, q_loc))
+    got = innermost_team(m_loc[mo], m_enter[mo], m_exit[mo], m_team[mo], q_loc[qo], q_time[qo])
+    assert got.tolist() == innermost_team_reference(m_loc, m_enter, m_exit, m_team, q_loc[qo], q_time[qo])
+
+
+def pending_until_reference(k_team, k_create, k_start, q_team, q_time):
+    out = []
+    for team, t in zip(q_team, q_time):
+        starts = [s for tm, c, s in zip(k_team, k_create, k_start) if tm == team and c < t and not np.isnan(s)]
+        out.append(max(starts) if starts else -np.inf)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pending_until_matches_reference(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 80))
+    k_team = rng.integers(-1, 4, n)
+    k_create = rng.integers(0, 40, n).astype(np.float64)
+    k_start = k_create + rng.integers(0, 20, n)
+    k_start[rng.random(n) < 0.1] = np.nan  # never started
+    q_team = rng.integers(-1, 5, 100)
+    q_time = rng.integers(0, 60, 100).astype(np.float64)
+    ko = np.lexsort((k_create, k_team))
+    qo = np.lexsort((q_time, q_team))
+    got = pending_until(k_team[ko], k_create[ko], k_start[ko], q_team[qo], q_time[qo])
+    assert got.tolist() == pending_until_reference(k_team, k_create, k_start, q_team[qo], q_time[qo])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_task_traces_keep_the_metric_tree(seed):
+    """Random hybrid traces with tasks: every task metric is finite, never negative, and no child exceeds its
+    parent in any cell (analyze checks the subset rule and raises otherwise)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analyzer"))
+    from random_hybrid_traces import random_trace
+
+    trace = random_trace(seed, n_ranks=2, n_threads=2 + seed % 2, steps=25 + seed, tasks=True)
+    cube = analyzer.analyze(trace, plugins=False)
+    for m in TASK_METRICS:
+        assert (cube.context.results[m] >= 0).all()
+    assert cube.total("omp_task_execution") > 0
