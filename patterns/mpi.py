@@ -27,6 +27,7 @@ from .instances import (late_receiver_instances, late_sender_instances, mpi_barr
                         mpi_late_broadcast_instances, mpi_nxn_completion_instances, mpi_operations,
                         mpi_wait_nxn_instances, wait_severity)
 from .mpi_counts import COUNT_PATTERNS
+from .mpi_io import IO_COUNT_PATTERNS, IO_TIME_PATTERNS
 
 
 # --------------------------------------------------------------------------
@@ -464,4 +465,4 @@ class MpiLateBroadcast(Pattern):
 PATTERNS = [Mpi, MpiCommunication, MpiPoint2point, MpiLateSender, MpiLateSenderWo, MpiLswoDifferent, MpiLswoSame,
             MpiLateReceiver, MpiCollective, MpiEarlyReduce, MpiEarlyScan, MpiLateBroadcast, MpiWaitNxn,
             MpiNxnCompletion, MpiSynchronization, MpiSyncCollective, MpiBarrierWait, MpiBarrierCompletion, MpiIo,
-            MpiInitExit] + COUNT_PATTERNS
+            *IO_TIME_PATTERNS, MpiInitExit] + COUNT_PATTERNS + IO_COUNT_PATTERNS

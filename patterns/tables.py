@@ -223,6 +223,15 @@ THREADS = {
     "join_exit": "f8",
 }
 
+# One row per MPI file read or write (MPI_FILE_IO, format 2.2), per location in event order.
+MPI_FILE_OPS = {
+    "loc": "i4",
+    "cnode": "i4",  # call path of the MPI_File_* call that did it
+    "flags": "i4",  # tracefmt.layout.FileIoFlag: READ / WRITE, COLLECTIVE, NONBLOCKING
+    "bytes": "i8",  # bytes asked to transfer (count x type size)
+    "time": "f8",
+}
+
 # Every location's time line, cut at its synchronisation points (the input of the backward replay,
 # patterns.backward).  Cut points are numbered 1, 2, ... per location in event order (sync_points);
 # interval j of a location is the time from cut j-1 to cut j (interval 1 from its first event,
@@ -270,6 +279,7 @@ TABLES = {
     "omp_tasks": OMP_TASKS,
     "omp_task_fragments": OMP_TASK_FRAGMENTS,
     "threads": THREADS,
+    "mpi_file_ops": MPI_FILE_OPS,
     "time_segments": TIME_SEGMENTS,
     "sync_points": SYNC_POINTS,
 }

@@ -405,6 +405,11 @@ class TraceBuilder:
         """THREAD_JOIN: ``loc`` has joined thread ``thread`` (inside ``pthread_join``)."""
         self.event(loc, t, EventType.THREAD_JOIN, d=int(thread))
 
+    def file_io(self, loc, t, nbytes: int, flags) -> None:
+        """MPI_FILE_IO (2.2): a file read or write of ``nbytes`` inside the MPI_File_* call open on ``loc``;
+        ``flags``: :class:`~tracefmt.layout.FileIoFlag` (READ or WRITE, COLLECTIVE, NONBLOCKING)."""
+        self.event(loc, t, EventType.MPI_FILE_IO, flags=int(flags), d=int(nbytes))
+
     def counter(self, loc, t, metric, value) -> None:
         """A counter reading (metric name or id); doubles are stored as their IEEE bits."""
         mid = self.metric(metric) if isinstance(metric, str) else int(metric)

@@ -32,7 +32,7 @@ import numpy as np
 #: EPILOG 1.x's ``b"EPILOG\0"`` so readers can tell the two apart.
 MAGIC = b"\x89ELG\r\n\x1a\n"
 VERSION_MAJOR = 2
-VERSION_MINOR = 1  # 2.1: OpenMP task and thread (pthread) events, their roles and the PTHREAD paradigm
+VERSION_MINOR = 2  # 2.1: OpenMP task and thread (pthread) events, their roles and the PTHREAD paradigm; 2.2: MPI_FILE_IO
 FILE_HEADER_SIZE = 64
 CREATOR_SIZE = 44
 HEADER_CRC_OFFSET = 60  # u32 CRC-32 of header bytes 0..59
@@ -264,6 +264,7 @@ class EventType(enum.IntEnum):
     THREAD_BEGIN [5]        0            0         0             thread id      0
     THREAD_END [5]          0            0         0             thread id      0
     THREAD_JOIN [5]         0            0         0             thread id      0
+    MPI_FILE_IO [6]         0            0         0             bytes          0
     ======================  ===========  ========  ============  =============  ============
 
     [1] only on ENTER of a region whose role is OMP_PARALLEL; NO_ID otherwise.
@@ -281,6 +282,9 @@ class EventType(enum.IntEnum):
         process and never 0.  THREAD_BEGIN is the first and THREAD_END the
         last event of a created thread's lifetime on its location; a location
         may hold several lifetimes one after another.
+    [6] (2.2) one MPI file read or write, inside the MPI_File_* call that
+        did it: the bytes it asked to transfer (count x type size); flags:
+        FileIoFlag (read or write, collective, non-blocking).
 
     Ranks (dest, source, root) are global ranks (MPI_COMM_WORLD), never
     communicator-local ones.  Every EXIT, MPI_COLLEXIT and OMP_COLLEXIT
@@ -312,6 +316,8 @@ class EventType(enum.IntEnum):
     THREAD_BEGIN = 22
     THREAD_END = 23
     THREAD_JOIN = 24
+    # 2.2: MPI file I/O
+    MPI_FILE_IO = 25
 
 
 #: event types that close a region (EXIT and the collective exits)
@@ -345,6 +351,15 @@ class SendFlag(enum.IntFlag):
     SYNCHRONOUS = 0x01  # MPI_Ssend / MPI_Issend
     BUFFERED = 0x02  # MPI_Bsend / MPI_Ibsend
     READY = 0x04  # MPI_Rsend / MPI_Irsend
+
+
+class FileIoFlag(enum.IntFlag):
+    """flags of MPI_FILE_IO (2.2)"""
+
+    READ = 0x01
+    WRITE = 0x02
+    COLLECTIVE = 0x04  # MPI_File_read_all, _write_at_all, _read_ordered, ... (every process of the file's group)
+    NONBLOCKING = 0x08  # MPI_File_iread, ... (bytes counted when posted)
 
 
 class RecvFlag(enum.IntFlag):

@@ -296,7 +296,7 @@ def write_otf2(trace, outdir: str | os.PathLike, force: bool = False) -> list[st
     # every timestamp by the same amount.  Readers see the trace starting at 0;
     # durations, and so every analysis result, are unchanged.
     shift_ns = max(0, -min((_first_ns(trace, L.id) for L in locs), default=0))
-    counters = 0
+    counters = file_ios = 0
     for L in locs:
         ev = trace.events(L.id)
         if len(ev) == 0:
@@ -355,7 +355,11 @@ def write_otf2(trace, outdir: str | os.PathLike, force: bool = False) -> list[st
                 wr.thread_release_lock(now, OP.OPENMP, int(A[i]), int(Dd[i]))
             elif t == EventType.COUNTER:
                 counters += 1
+            elif t == EventType.MPI_FILE_IO:
+                file_ios += 1
     if counters:
         notes.append(f"{counters} COUNTER record(s) were not exported (OTF2 metrics are not written yet)")
+    if file_ios:
+        notes.append(f"{file_ios} MPI_FILE_IO record(s) were not exported (OTF2 I/O records are not written yet)")
     w.close()
     return notes

@@ -38,8 +38,8 @@ from tracefmt.reader import Events
 
 from .calltree import SYNTHETIC_ROOT_NAME, CallTreeBuilder
 from patterns.context import AnalysisContext
-from patterns.tables import TABLE_NAMES
-from .extract import fragments
+from patterns.tables import MPI_FILE_OPS, TABLE_NAMES, Table
+from .extract import file_io_fragment, fragments
 from .kernels import location as K
 from .kernels.bundles import KnownTeams
 from .kernels.counters import counter_increments
@@ -263,6 +263,9 @@ def _walk_process(events, proc, pending, role, names, path, share, progress, cou
                 problems.append(f"location {loc}: {int(res.info)} region(s) still open at the end; "
                                 f"closed at its last event")
             fr = fragments(loc, proc, res.rows)
+            file_ops = file_io_fragment(loc, cols, res.calls)
+            if file_ops is not None:
+                fr["file_ops"] = file_ops
             if timeline is not None:
                 fr.update(timeline(loc, cols, res, tree.n_nodes, role))
             summary = call_summary(res.calls, tree.n_nodes)
@@ -452,7 +455,7 @@ def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
             frags.setdefault(k, []).append(v)
     frags = {k: frags.get(k, []) for k in ("sends", "recvs", "collectives", "forks", "joins", "members",
                                            "barriers", "locks", "cuts", "segments", "send_cuts", "recv_cuts",
-                                           "tasks", "task_creates", "threads")}
+                                           "tasks", "task_creates", "threads", "file_ops")}
 
     # only the wanted tables are matched and built (the kernel still cuts every
     # location's rows of all of them: cheap next to matching, and one fused pass)
@@ -474,6 +477,10 @@ def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
         kinds = {lid: int(lk.kind) for lid, lk in defs.locks.items()}
         tbl["locks"] = build_locks(concat(frags["locks"]), loc_proc, kinds)
     tbl.update(build_task_tables(frags, want, loc_proc))  # OpenMP tasks, threads (format 2.1)
+    if "mpi_file_ops" in want:  # MPI file reads and writes (format 2.2)
+        ops = concat(frags["file_ops"])
+        tbl["mpi_file_ops"] = (Table({k: np.ascontiguousarray(ops[k], dt) for k, dt in MPI_FILE_OPS.items()})
+                               if ops else Table.empty(MPI_FILE_OPS))
     for t in tbl.values():
         remap_cnodes(t, new_id)
     if want & TIMELINE_TABLES:

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracefmt.event_codes import MPI_FILE_IO
+
 from .kernels import location as K
+from .kernels.file_io import file_io_rows
 
 #: fragment kinds (the fields of ``kernels.bundles.Rows``), with their column names
 KINDS = (
@@ -52,3 +55,15 @@ def fragments(loc: int, rank: int, rows) -> dict[str, dict[str, np.ndarray]]:
     c["rank"] = np.full(len(c["loc"]), rank, np.int32)
     out["barriers"]["implicit"] = out["barriers"]["implicit"].astype(bool)
     return out
+
+
+def file_io_fragment(loc: int, events, calls) -> dict[str, np.ndarray] | None:
+    """The location's MPI file reads and writes (format 2.2) as ``mpi_file_ops`` rows with builder
+    call-tree ids, or None when it has none (the common case: one vectorised test)."""
+    if not (events.type == MPI_FILE_IO).any():
+        return None
+    call, flags, nbytes, time = file_io_rows(events.type, events.flags, events.time, events.d,
+                                             calls.node.shape[0])
+    node = np.where(call >= 0, calls.node[np.maximum(call, 0)], -1)
+    return {"loc": np.full(len(call), loc, np.int32), "cnode": node.astype(np.int32), "flags": flags.astype(np.int32),
+            "bytes": nbytes, "time": time}

@@ -13,7 +13,7 @@
 
 #define ELG_MAGIC "\x89" "ELG\r\n\x1a\n" /* 8 bytes */
 #define ELG_VERSION_MAJOR 2
-#define ELG_VERSION_MINOR 1
+#define ELG_VERSION_MINOR 2
 #define ELG_FILE_HEADER_SIZE 64
 #define ELG_CREATOR_SIZE 44
 #define ELG_HEADER_CRC_OFFSET 60 /* u32 CRC-32 of header bytes 0..59 */
@@ -139,6 +139,7 @@ enum elg_event_type {
     ELG_THREAD_BEGIN = 22,
     ELG_THREAD_END = 23,
     ELG_THREAD_JOIN = 24,
+    ELG_MPI_FILE_IO = 25,         /* 2.2: d bytes asked to read or write; flags elg_file_io_flag */
 };
 
 enum elg_task_flag {
@@ -157,6 +158,8 @@ enum elg_task_switch {
     ELG_TASK_SWITCH_DETACH = 5,
 };
 enum elg_send_flag { ELG_SEND_SYNCHRONOUS = 0x01, ELG_SEND_BUFFERED = 0x02, ELG_SEND_READY = 0x04 };
+enum elg_file_io_flag { ELG_FILE_IO_READ = 0x01, ELG_FILE_IO_WRITE = 0x02, ELG_FILE_IO_COLLECTIVE = 0x04,
+                        ELG_FILE_IO_NONBLOCKING = 0x08 };
 enum elg_recv_flag { ELG_RECV_ANY_SOURCE = 0x01, ELG_RECV_ANY_TAG = 0x02 };
 
 /* One event record exactly as stored on disk (little-endian host assumed). */

@@ -124,6 +124,13 @@ static inline void xt_mpi_end(xt_thread *t, int idx)
 /* leave a collective wrapper with MPI_COLLEXIT (comm, global root, bytes) instead of EXIT (mpi.c) */
 XT_HIDDEN void xt_mpi_collend(xt_thread *t, int idx, MPI_Comm comm, int root, uint64_t sent, uint64_t recvd);
 
+/* ---------------------------------------------------------------- file I/O (format 2.2) */
+/* one read or write inside the MPI_File_* call: the bytes asked for (count x type size) */
+static inline void xt_file_io_event(xt_thread *t, uint8_t flags, uint64_t bytes)
+{
+    xt_record(t, xt_now(), ELG_MPI_FILE_IO, flags, 0, 0, 0, bytes, 0);
+}
+
 /* ---------------------------------------------------------------- message events */
 static inline void xt_send_event(xt_thread *t, uint64_t time, MPI_Comm comm, int dest, int tag, uint64_t bytes,
                                  uint8_t flags, uint64_t req)

@@ -14,6 +14,10 @@ kind:
                   the collective instance (see src/mpi_request.c, xt_complete_set)
   psend / precv   persistent send / receive (Send_init, Recv_init): remembered under the request;
                   each MPI_Start records the message as a non-blocking one
+  io:<flags>      an MPI file read or write: MPI_FILE_IO (format 2.2) with count x type size bytes;
+                  <flags> are elg_file_io_flag names without the prefix, joined by '|'
+Functions with a string parameter (MPI_File_open, _delete, _set_view) get no Fortran wrapper: Fortran
+passes hidden string lengths the generic Fortran wrapper does not know.
 Functions with bespoke logic (Init*, Finalize, Abort, Sendrecv*, Wait*/Test*, Start*, Request_free,
 Comm creation, Cancel) are written by hand in src/mpi*.c (C) and src/mpi_fortran.c (Fortran) and are
 not listed here.  Every entry also yields a Fortran wrapper (mpi_<name>_ and its other manglings)
@@ -40,6 +44,12 @@ SCATTERV = ("const void *sendbuf, COUNTS sendcounts, DISPLS displs, MPI_Datatype
             "COUNT recvcount, MPI_Datatype recvtype")
 ALLTOALLV = ("const void *sendbuf, COUNTS sendcounts, DISPLS sdispls, MPI_Datatype sendtype, void *recvbuf, "
              "COUNTS recvcounts, DISPLS rdispls, MPI_Datatype recvtype")
+FILE_IO = "MPI_FILE_IO"
+FREAD = "MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype, MPI_Status *status"
+FWRITE = "MPI_File fh, const void *buf, COUNT count, MPI_Datatype datatype, MPI_Status *status"
+FIREAD = "MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype, MPI_Request *request"
+FIWRITE = "MPI_File fh, const void *buf, COUNT count, MPI_Datatype datatype, MPI_Request *request"
+AT = "MPI_File fh, MPI_Offset offset, "
 REDUCE = "const void *sendbuf, void *recvbuf, COUNT count, MPI_Datatype datatype, MPI_Op op"
 
 FUNCTIONS = [
@@ -103,6 +113,33 @@ FUNCTIONS = [
      "MPI_Comm comm, MPI_Request *request", "icoll:reduce_scatter", "MPI_COLL_ALL2ALL"),
     ("Iscan", REDUCE + ", MPI_Comm comm, MPI_Request *request", "icoll:scan", "MPI_COLL_OTHER"),
     ("Iexscan", REDUCE + ", MPI_Comm comm, MPI_Request *request", "icoll:exscan", "MPI_COLL_OTHER"),
+    # MPI file I/O (Scalasca's MPI_IO categories: collective = the calls every process of the file's group makes)
+    ("File_open", "MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh", "plain", FILE_IO),
+    ("File_close", "MPI_File *fh", "plain", FILE_IO),
+    ("File_delete", "const char *filename, MPI_Info info", "plain", FILE_IO),
+    ("File_set_size", "MPI_File fh, MPI_Offset size", "plain", FILE_IO),
+    ("File_preallocate", "MPI_File fh, MPI_Offset size", "plain", FILE_IO),
+    ("File_set_view", "MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, "
+     "const char *datarep, MPI_Info info", "plain", FILE_IO),
+    ("File_sync", "MPI_File fh", "plain", FILE_IO),
+    ("File_seek", "MPI_File fh, MPI_Offset offset, int whence", "plain", FILE_IO),
+    ("File_seek_shared", "MPI_File fh, MPI_Offset offset, int whence", "plain", FILE_IO),
+    ("File_read", FREAD, "io:READ", FILE_IO),
+    ("File_write", FWRITE, "io:WRITE", FILE_IO),
+    ("File_read_at", AT + FREAD.replace("MPI_File fh, ", ""), "io:READ", FILE_IO),
+    ("File_write_at", AT + FWRITE.replace("MPI_File fh, ", ""), "io:WRITE", FILE_IO),
+    ("File_read_shared", FREAD, "io:READ", FILE_IO),
+    ("File_write_shared", FWRITE, "io:WRITE", FILE_IO),
+    ("File_read_all", FREAD, "io:READ|COLLECTIVE", FILE_IO),
+    ("File_write_all", FWRITE, "io:WRITE|COLLECTIVE", FILE_IO),
+    ("File_read_at_all", AT + FREAD.replace("MPI_File fh, ", ""), "io:READ|COLLECTIVE", FILE_IO),
+    ("File_write_at_all", AT + FWRITE.replace("MPI_File fh, ", ""), "io:WRITE|COLLECTIVE", FILE_IO),
+    ("File_read_ordered", FREAD, "io:READ|COLLECTIVE", FILE_IO),
+    ("File_write_ordered", FWRITE, "io:WRITE|COLLECTIVE", FILE_IO),
+    ("File_iread", FIREAD, "io:READ|NONBLOCKING", FILE_IO),
+    ("File_iwrite", FIWRITE, "io:WRITE|NONBLOCKING", FILE_IO),
+    ("File_iread_at", AT + FIREAD.replace("MPI_File fh, ", ""), "io:READ|NONBLOCKING", FILE_IO),
+    ("File_iwrite_at", AT + FIWRITE.replace("MPI_File fh, ", ""), "io:WRITE|NONBLOCKING", FILE_IO),
     # groups (communicator creation is hand-written)
     ("Comm_group", "MPI_Comm comm, MPI_Group *group", "plain", OTHER),
     ("Group_incl", "MPI_Group group, int n, const int ranks[], MPI_Group *newgroup", "plain", OTHER),

@@ -501,3 +501,24 @@ def counter_increments_reference(trace) -> dict:
                     if call["parent"] is not None:
                         out[m.name][(calls[call["parent"]]["path"], loc)] -= inc
     return {k: dict(v) for k, v in out.items()}
+
+
+def file_io_rows_reference(ev) -> tuple[list, list, list, list]:
+    """Slow counterpart of ``analyzer.replay.kernels.file_io.file_io_rows`` on one location's events:
+    (call index in ENTER order of the innermost open call or -1, flags, bytes, time) per MPI_FILE_IO."""
+    call, flags, nbytes, time = [], [], [], []
+    stack, entered = [], 0
+    for i in range(len(ev)):
+        t = int(ev.type[i])
+        if t == E.ENTER:
+            stack.append(entered)
+            entered += 1
+        elif t in (E.EXIT, E.MPI_COLLEXIT, E.OMP_COLLEXIT):
+            if stack:
+                stack.pop()
+        elif t == E.MPI_FILE_IO:
+            call.append(stack[-1] if stack else -1)
+            flags.append(int(ev.flags[i]))
+            nbytes.append(int(ev.d[i]))
+            time.append(float(ev.time[i]))
+    return call, flags, nbytes, time

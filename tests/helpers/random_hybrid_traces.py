@@ -5,14 +5,15 @@ forward; messages, collectives, teams and locks are generated consistently
 With ``tasks=True`` they also hold OpenMP tasks (created in a single, run in the barrier by any thread,
 nested ones run in a taskwait, untied ones suspended on one thread and resumed on another) and POSIX
 threads (created and joined by a rank's master, running one after another on one extra location per
-rank); without it the traces, and the random sequence behind them, are those of earlier versions."""
+rank) and MPI file I/O (individual and collective reads and writes with MPI_FILE_IO records); without it the
+traces, and the random sequence behind them, are those of earlier versions."""
 
 from __future__ import annotations
 
 import random
 
 import tracefmt
-from tracefmt.layout import LockKind, TaskFlag, TaskSwitch
+from tracefmt.layout import FileIoFlag, LockKind, TaskFlag, TaskSwitch
 
 
 def random_trace(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int = 25, tasks: bool = False):
@@ -43,7 +44,7 @@ def random_builder(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int =
     req_no = {k: 0 for k in locs}
     kinds = ["msg", "msg", "nbmsg", "coll", "subcoll", "omp", "nest"]
     if tasks:
-        kinds += ["tasks", "tasks", "pthreads"]
+        kinds += ["tasks", "tasks", "pthreads", "file_io"]
         for r in range(n_ranks):  # the pthreads' location of each rank
             locs[(r, n_threads)] = b.location(rank=r, thread=n_threads)
             clock[(r, n_threads)] = 0.0
@@ -55,6 +56,9 @@ def random_builder(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int =
             continue
         if kind == "pthreads":
             _thread_step(b, rng, locs, clock, now, ids["thread"], n_ranks, n_threads, crit)
+            continue
+        if kind == "file_io":
+            _file_io_step(b, rng, locs, now, n_ranks)
             continue
         if kind in ("msg", "nbmsg"):
             src, dst = rng.sample(range(n_ranks), 2)
@@ -197,6 +201,19 @@ def _task_step(b, rng, locs, clock, now, team_no, task_no, n_ranks, n_threads):
     clock[m] = tj
     b.join(locs[m], tj, team, n_threads)
     b.exit(locs[m], now(m))
+
+
+def _file_io_step(b, rng, locs, now, n_ranks):
+    """Every rank's master writes collectively (MPI_File_write_all), then one rank reads on its own."""
+    for r in range(n_ranks):
+        k = (r, 0)
+        b.enter(locs[k], now(k), "MPI_File_write_all")
+        b.file_io(locs[k], now(k), rng.randrange(1, 1 << 20), FileIoFlag.WRITE | FileIoFlag.COLLECTIVE)
+        b.exit(locs[k], now(k))
+    k = (rng.randrange(n_ranks), 0)
+    b.enter(locs[k], now(k), "MPI_File_read_at")
+    b.file_io(locs[k], now(k), rng.randrange(1, 1 << 20), FileIoFlag.READ)
+    b.exit(locs[k], now(k))
 
 
 def _thread_step(b, rng, locs, clock, now, thread_no, n_ranks, n_threads, lock):

@@ -25,6 +25,7 @@ ENUMS = {
     "elg_event_type": (layout.EventType, "ELG_"),
     "elg_send_flag": (layout.SendFlag, "ELG_SEND_"),
     "elg_recv_flag": (layout.RecvFlag, "ELG_RECV_"),
+    "elg_file_io_flag": (layout.FileIoFlag, "ELG_FILE_IO_"),
     "elg_task_flag": (layout.TaskFlag, "ELG_TASK_"),
     "elg_task_switch": (layout.TaskSwitch, "ELG_TASK_SWITCH_"),
 }

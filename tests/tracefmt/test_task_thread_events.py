@@ -70,7 +70,7 @@ def problems(b):
 def test_task_events_round_trip_and_validate():
     b = task_trace()
     trace = b.build()
-    assert trace.header.version == (2, layout.VERSION_MINOR) == (2, 1)
+    assert trace.header.version == (2, layout.VERSION_MINOR) >= (2, 1)  # task events came with 2.1
     assert validate(trace) == []
     ev = trace.events(1)
     creates = ev.type == EventType.OMP_TASK_CREATE
