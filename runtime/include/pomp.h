@@ -74,6 +74,18 @@ void POMP_Atomic_enter(struct ompregdescr *d);
 void POMP_Atomic_exit(struct ompregdescr *d);
 void POMP_Flush_enter(struct ompregdescr *d);
 void POMP_Flush_exit(struct ompregdescr *d);
+/* tasks: the encountering thread creates (flags: ELG_TASK_UNTIED, ELG_TASK_MERGEABLE from the clauses) and
+ * passes the returned id to the task, whose body runs between Task_begin and Task_end */
+unsigned long long POMP_Task_create(struct ompregdescr *d, int flags);
+void POMP_Task_begin(struct ompregdescr *d, unsigned long long task);
+void POMP_Task_end(struct ompregdescr *d, unsigned long long task);
+void POMP_Taskwait_enter(struct ompregdescr *d);
+void POMP_Taskwait_exit(struct ompregdescr *d);
+/* a taskgroup: enter, body, wait_enter at the body's end, wait_exit and exit after the construct */
+void POMP_Taskgroup_enter(struct ompregdescr *d);
+void POMP_Taskgroup_wait_enter(struct ompregdescr *d);
+void POMP_Taskgroup_wait_exit(struct ompregdescr *d);
+void POMP_Taskgroup_exit(struct ompregdescr *d);
 /* the OpenMP lock API: each calls the OpenMP routine of the same name.  The lock pointers are
  * omp_lock_t * / omp_nest_lock_t *, passed as void * so the interface does not depend on omp.h. */
 void POMP_Init_lock(void *lock);

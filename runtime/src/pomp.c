@@ -342,6 +342,88 @@ POMP_EXPORT void POMP_Atomic_exit(pomp_descr *d) { exit_construct(d, DATA_MAIN, 
 POMP_EXPORT void POMP_Flush_enter(pomp_descr *d) { enter_construct(d, DATA_MAIN, "flush", ELG_ROLE_OMP_FLUSH); }
 POMP_EXPORT void POMP_Flush_exit(pomp_descr *d) { exit_construct(d, DATA_MAIN, "flush", ELG_ROLE_OMP_FLUSH); }
 
+/* ---------------------------------------------------------------- tasks
+ * Source instrumentation sees a task's creation and its whole body, not the runtime's switches: every
+ * task is one fragment (START .. COMPLETE) on the thread that runs it, nested in whatever that thread
+ * was doing (a barrier, a taskwait, another task), as the format wants (docs/format.md §6.1).  An untied
+ * task that moves between threads is therefore seen on the thread that started it; undeferred tasks
+ * (if(0)) are not flagged, the if clause's value being known only to the OpenMP runtime. */
+static _Atomic uint64_t next_task = 1; /* task ids per process, from 1 */
+#define POMP_TASKS 128
+static _Thread_local struct {
+    uint64_t id[POMP_TASKS]; /* the tasks this thread is running, innermost last */
+    int n;
+} pomp_task_tls __attribute__((tls_model("initial-exec")));
+
+static uint64_t running_task(void)
+{
+    int n = pomp_task_tls.n;
+    return n > 0 && n <= POMP_TASKS ? pomp_task_tls.id[n - 1] : 0;
+}
+
+static uint64_t task_now(xt_thread *t)
+{
+    uint64_t now = xt_now();
+    return now < xt_last_time(t) ? xt_last_time(t) : now;
+}
+
+POMP_EXPORT unsigned long long POMP_Task_create(pomp_descr *d, int flags)
+{
+    uint64_t id = atomic_fetch_add(&next_task, 1);
+    xt_thread *t = recording();
+    if (!t) return id;
+    uint32_t region = construct_region(d, DATA_MAIN, "task", ELG_ROLE_OMP_TASK);
+    if (t->held_exit_region != ELG_NO_ID) xt_flush_held_exit_counted(t);
+    xt_record(t, task_now(t), ELG_OMP_TASK_CREATE, (uint8_t)(flags & (ELG_TASK_UNTIED | ELG_TASK_MERGEABLE)), region,
+              0, 0, id, running_task());
+    return id;
+}
+
+POMP_EXPORT void POMP_Task_begin(pomp_descr *d, unsigned long long task)
+{
+    int n = pomp_task_tls.n++;
+    if (n < POMP_TASKS) pomp_task_tls.id[n] = task;
+    xt_thread *t = recording();
+    if (!t) return;
+    uint32_t region = construct_region(d, DATA_MAIN, "task", ELG_ROLE_OMP_TASK);
+    uint64_t now = task_now(t);
+    xt_enter(t, now, region, ELG_NO_ID, ELG_NO_ID);
+    xt_record(t, now, ELG_OMP_TASK_BEGIN, 0, region, 0, ELG_TASK_SWITCH_START, task, 0);
+}
+
+POMP_EXPORT void POMP_Task_end(pomp_descr *d, unsigned long long task)
+{
+    if (pomp_task_tls.n > 0) pomp_task_tls.n--;
+    xt_thread *t = recording();
+    if (!t) return;
+    uint32_t region = construct_region(d, DATA_MAIN, "task", ELG_ROLE_OMP_TASK);
+    uint64_t now = task_now(t);
+    xt_record(t, now, ELG_OMP_TASK_END, 0, region, 0, ELG_TASK_SWITCH_COMPLETE, task, 0);
+    xt_exit(t, now, region);
+}
+
+POMP_EXPORT void POMP_Taskwait_enter(pomp_descr *d)
+{
+    enter_construct(d, DATA_MAIN, "taskwait", ELG_ROLE_OMP_TASKWAIT);
+}
+POMP_EXPORT void POMP_Taskwait_exit(pomp_descr *d) { exit_construct(d, DATA_MAIN, "taskwait", ELG_ROLE_OMP_TASKWAIT); }
+POMP_EXPORT void POMP_Taskgroup_enter(pomp_descr *d)
+{
+    enter_construct(d, DATA_MAIN, "taskgroup", ELG_ROLE_OMP_TASKGROUP);
+}
+POMP_EXPORT void POMP_Taskgroup_exit(pomp_descr *d)
+{
+    exit_construct(d, DATA_MAIN, "taskgroup", ELG_ROLE_OMP_TASKGROUP);
+}
+POMP_EXPORT void POMP_Taskgroup_wait_enter(pomp_descr *d)
+{
+    enter_construct(d, DATA_BODY, "taskgroup wait", ELG_ROLE_OMP_TASKWAIT);
+}
+POMP_EXPORT void POMP_Taskgroup_wait_exit(pomp_descr *d)
+{
+    exit_construct(d, DATA_BODY, "taskgroup wait", ELG_ROLE_OMP_TASKWAIT);
+}
+
 /* ---------------------------------------------------------------- the lock API */
 static _Atomic uint32_t set_lock_r, unset_lock_r, test_lock_r, set_nest_r, unset_nest_r, test_nest_r;
 

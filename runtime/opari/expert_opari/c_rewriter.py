@@ -162,6 +162,11 @@ class _Instrumenter:
             self.open_before(t, f"{{ POMP_Barrier_enter(&{var});")
             self.close_after(t, f"POMP_Barrier_exit(&{var}); }}")
             return
+        if name == "taskwait" and on("taskwait"):
+            var = self.descriptor("taskwait", t, t)
+            self.open_before(t, f"{{ POMP_Taskwait_enter(&{var});")
+            self.close_after(t, f"POMP_Taskwait_exit(&{var}); }}")
+            return
         if name == "flush" and on("flush"):
             var = self.descriptor("flush", t, t)
             self.open_before(t, f"{{ POMP_Flush_enter(&{var});")
@@ -218,10 +223,32 @@ class _Instrumenter:
             self.open_before(s_first, f"{{ POMP_Critical_begin(&{var});")
             self.close_after(s_last, f"POMP_Critical_end(&{var}); }}")
             self.close_after(s_last, f"POMP_Critical_exit(&{var}); }}")
+        elif name == "task" and on("task"):
+            self.task(t, d, s_first, s_last)
+        elif name == "taskgroup" and on("taskgroup"):
+            # the wait for the group's tasks happens at the construct's end, inside the OpenMP runtime: it
+            # is the stretch from the end of the body to the statement after the construct
+            var = self.descriptor("taskgroup", t, s_last)
+            self.open_before(t, f"{{ POMP_Taskgroup_enter(&{var});")
+            self.open_before(s_first, "{")
+            self.close_after(s_last, f"POMP_Taskgroup_wait_enter(&{var}); }}")
+            self.close_after(s_last, f"POMP_Taskgroup_wait_exit(&{var}); POMP_Taskgroup_exit(&{var}); }}")
         elif name == "atomic" and on("atomic"):
             var = self.descriptor("atomic", t, s_last)
             self.open_before(t, f"{{ POMP_Atomic_enter(&{var});")
             self.close_after(s_last, f"POMP_Atomic_exit(&{var}); }}")
+
+    def task(self, t: Token, d: Directive, s_first: Token, s_last: Token):
+        """A task: created by POMP_Task_create on the encountering thread, which hands the new task's id to
+        the task through a firstprivate variable; its body runs between POMP_Task_begin and _end."""
+        var = self.descriptor("task", t, s_last)
+        tid = f"pomp_task_{var[len('pomp_rd_'):]}"
+        flags = (2 if d.has("untied") else 0) | (8 if d.has("mergeable") else 0)  # ELG_TASK_UNTIED, _MERGEABLE
+        self.open_before(t, f"{{ unsigned long long {tid} = POMP_Task_create(&{var}, {flags});")
+        self.replace(t, f"#pragma omp {directive_text(d, d.clauses + [Clause('firstprivate', tid)])}")
+        self.open_before(s_first, f"{{ POMP_Task_begin(&{var}, {tid});")
+        self.close_after(s_last, f"POMP_Task_end(&{var}, {tid}); }}")
+        self.close_after(s_last, "}")
 
     def barrier_lines(self, var):
         return [f"POMP_Barrier_enter(&{var});", "#pragma omp barrier", f"POMP_Barrier_exit(&{var});"]

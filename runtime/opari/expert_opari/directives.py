@@ -51,7 +51,7 @@ SECTIONS_CLAUSES = {"lastprivate", "nowait"}
 FORTRAN_LOOP_CLAUSES = {"schedule", "ordered", "lastprivate", "collapse", "linear", "order", "nowait"}
 # construct names that --disable accepts
 CONSTRUCTS = ("parallel", "for", "sections", "single", "master", "critical", "atomic", "barrier", "flush",
-              "locks", "region")
+              "task", "taskwait", "taskgroup", "locks", "region")
 
 
 
