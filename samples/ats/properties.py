@@ -59,6 +59,18 @@ def ordered_loop(pre: list[float], body: list[float], team: int) -> tuple[float,
     return ordered_wait, imbalance_wait(cur)
 
 
+def task_imbalance(work: list[float]) -> float:
+    """Task imbalance of a team whose threads run ``work[i]`` seconds of tasks each: max - mean."""
+    return max(work) - sum(work) / len(work)
+
+
+def serial_producer_idle(n: int, d: float, w: float, team: int) -> float:
+    """Idle time of a team while one thread creates ``n`` tasks of ``w`` seconds, one every ``d`` seconds
+    (d > w): the other threads idle from the start to the last creation, n d each, but for the n - 1 tasks
+    they run meanwhile (the last one starts after the producer is done)."""
+    return (team - 1) * n * d - (n - 1) * w
+
+
 # --------------------------------------------------------------------------
 # expectations
 # --------------------------------------------------------------------------
@@ -102,6 +114,9 @@ class Property:
     twin_args: list[str] = field(default_factory=lambda: ["-B"])
     #: extra environment of the traced run (e.g. EXPERT_METRICS)
     env: dict[str, str] = field(default_factory=dict)
+    #: patterns besides WAIT_STATES the twin must keep below the noise threshold (the property's own
+    #: measure where it is no wait state, as task imbalance)
+    twin_silent: tuple[str, ...] = ()
 
 
 def _f(x: float) -> str:
@@ -270,6 +285,27 @@ def properties(scale: float = 1.0, reps: int = 2, omp_threads: int = 2, mpi_rank
         omp("false_sharing_in_parallel_region", ["-n", "2000000"], [Expect(("visits",), path, T, "visits")],
             not_measurable=false_sharing_reason)
 
+    # ---------------------------------------------------------------- OpenMP tasks (docs/ats.md)
+    t_lo, t_hi = 0.04 * scale, 0.2 * scale
+    tree_work = [distribution("cyclic2", i, T, t_lo, 0, t_hi) for i in range(T)]
+    omp("imbalanced_task_tree", ["-r", str(r), "-d", "cyclic2", "-l", _f(t_lo), "-H", _f(t_hi)],
+        [Expect(("omp_task_imbalance",), "imbalanced_task_tree/!$omp parallel",
+                r * task_imbalance(tree_work))],
+        twin_silent=("omp_task_imbalance",))
+    w_tw = 0.16 * scale
+    omp("taskwait_on_long_child", ["-r", str(r), "-H", _f(w_tw)],
+        [Expect(("omp_taskwait",), "taskwait_on_long_child/!$omp parallel/!$omp single", r * 0.75 * w_tw)])
+    n_fine = 20000
+    omp("too_fine_tasks", ["-n", str(n_fine)],
+        [Expect(("visits",), "too_fine_tasks/!$omp parallel/!$omp task", n_fine, "visits"),
+         Expect(("omp_task_management",), "too_fine_tasks/!$omp parallel", kind="present")],
+        note="overhead only: checked by the tasks it runs and the dispatch time between them (Task Management)")
+    n_prod, d_prod = 2 * T, 0.08 * scale  # the twin's worksharing loop gives every thread two
+    omp("serial_task_producer", ["-r", str(r), "-n", str(n_prod), "-H", _f(d_prod)],
+        [Expect(("omp_task_starvation", "omp_task_management"), "serial_task_producer/!$omp parallel/!$omp single",
+                r * serial_producer_idle(n_prod, d_prod, d_prod / 4, T)),
+         Expect(("omp_task_starvation",), "serial_task_producer/!$omp parallel/!$omp single", kind="present")])
+
     # ---------------------------------------------------------------- MPI
     # MPI start-ups after a barrier are skewed by up to ~10 ms on a busy 2-core machine, so the
     # designed differences are larger here
@@ -305,4 +341,5 @@ WAIT_STATES = (
     "mpi_latesender", "mpi_latereceiver", "mpi_barrier_wait", "mpi_wait_nxn", "mpi_earlyreduce",
     "mpi_earlyscan", "mpi_latebroadcast", "omp_ebarrier_wait", "omp_ibarrier_wait",
     "omp_lock_contention_critical", "omp_lock_contention_api", "omp_ordered", "omp_limited_parallelism",
+    "omp_taskwait", "omp_task_starvation",
 )

@@ -200,7 +200,7 @@ def judge_twin(cube, prop: Property) -> Verdict:
     paths = _relative_paths(cube, prop)
     noise = noise_threshold(cube, prop)
     worst, worst_name = 0.0, "-"
-    for pat in WAIT_STATES:
+    for pat in WAIT_STATES + prop.twin_silent:
         got = _value(cube, paths, pat, prop.name, subtree=True)
         if got > worst:
             worst, worst_name = got, pat

@@ -10,10 +10,12 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from samples.ats import scorecard
-from samples.ats.properties import distribution, imbalance_wait, ordered_loop, properties, static_blocks
+from samples.ats.properties import (WAIT_STATES, distribution, imbalance_wait, ordered_loop, properties,
+                                    serial_producer_idle, static_blocks, task_imbalance)
 
 
 def test_distributions_by_hand():
@@ -53,8 +55,52 @@ def test_every_paper_property_has_a_program():
     }
     mpi = {"late_sender", "late_receiver", "wrong_order", "imbalance_at_mpi_barrier", "imbalance_at_mpi_alltoall",
            "late_broadcast", "late_scatter", "late_scatterv", "early_reduce", "early_gather", "early_gatherv"}
+    tasks = {"imbalanced_task_tree", "taskwait_on_long_child", "too_fine_tasks", "serial_task_producer"}  # issue 16
     assert len(paper_omp) == 27
-    assert names == paper_omp | mpi
+    assert names == paper_omp | mpi | tasks
+
+
+def test_task_severities_by_hand():
+    # threads with 0.04 and 0.2 s of tasks: max 0.2 - mean 0.12
+    assert task_imbalance([0.04, 0.2]) == pytest.approx(0.08)
+    assert task_imbalance([0.1, 0.1, 0.1]) == pytest.approx(0.0, abs=1e-12)
+    # 4 tasks of 0.0125 s created 0.05 s apart, 2 threads: the other thread idles 0.2 s but for the 3 tasks
+    # it runs before the last creation
+    assert serial_producer_idle(4, 0.05, 0.0125, 2) == pytest.approx(0.2 - 3 * 0.0125)
+    # 3 threads: two idle through the 0.2 s, together running the same 3 tasks
+    assert serial_producer_idle(4, 0.05, 0.0125, 3) == pytest.approx(0.4 - 3 * 0.0125)
+
+
+def test_task_properties_expect_their_patterns_and_twins_watch_them():
+    by_name = {p.name: p for p in properties()}
+    found = {name: {pat for e in by_name[name].expects for pat in e.patterns}
+             for name in ("imbalanced_task_tree", "taskwait_on_long_child", "too_fine_tasks", "serial_task_producer")}
+    assert found == {"imbalanced_task_tree": {"omp_task_imbalance"}, "taskwait_on_long_child": {"omp_taskwait"},
+                     "too_fine_tasks": {"visits", "omp_task_management"},
+                     "serial_task_producer": {"omp_task_starvation", "omp_task_management"}}
+    # task management is overhead (dispatch), like omp_management, and task imbalance a measure of the task
+    # work's spread, like imbalance: no waits every twin must avoid; the task tree's twin is checked for its own
+    assert {"omp_taskwait", "omp_task_starvation"} <= set(WAIT_STATES)
+    assert not {"omp_task_management", "omp_management", "omp_task_imbalance", "imbalance"} & set(WAIT_STATES)
+    assert by_name["imbalanced_task_tree"].twin_silent == ("omp_task_imbalance",)
+
+
+def test_a_twin_is_judged_on_its_own_measure_too():
+    """judge_twin: a pattern in the property's twin_silent counts like a wait state."""
+    prop = next(p for p in properties() if p.name == "imbalanced_task_tree")
+
+    class FakeCube:
+        callpaths = ["ats/imbalanced_task_tree", "ats/imbalanced_task_tree/!$omp parallel @a.c:1"]
+        values = {"execution": 1, "omp_task_imbalance": 1}
+
+        @staticmethod
+        def per_cnode(name):
+            return np.array({"execution": [0.1, 0.0], "omp_task_imbalance": [0.0, 0.05]}[name])
+
+    v = scorecard.judge_twin(FakeCube(), prop)
+    assert not v.ok and "omp_task_imbalance" in v.found[0]
+    prop.twin_silent = ()
+    assert scorecard.judge_twin(FakeCube(), prop).ok
 
 
 # --------------------------------------------------------------------------
@@ -143,12 +189,12 @@ def test_scorecard_finds_every_property_and_nothing_in_the_twins(tmp_path, capsy
     out = capsys.readouterr().out
     assert rc == 0, out
     total = out.strip().splitlines()[-1]
-    m = re.match(r"38 properties: (\d+) passed, 0 failed, (\d+) not measurable here", total)
+    m = re.match(r"42 properties: (\d+) passed, 0 failed, (\d+) not measurable here", total)
     assert m, total
     n_nm = sum(bool(p.not_measurable) for p in properties(false_sharing_reason=scorecard.false_sharing_reason()))
-    assert int(m.group(2)) == n_nm and int(m.group(1)) == 38 - n_nm
+    assert int(m.group(2)) == n_nm and int(m.group(1)) == 42 - n_nm
     fresh = markdown_structure(md.read_text())
-    assert len(fresh[1]) == 38
+    assert len(fresh[1]) == 42
     published = markdown_structure((Path(scorecard.ROOT) / "docs" / "ats-scorecard.md").read_text())
     assert published == fresh, "docs/ats-scorecard.md is stale: regenerate it with " \
         "python -m samples.ats.scorecard --markdown docs/ats-scorecard.md"

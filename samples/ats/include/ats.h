@@ -85,6 +85,11 @@ void lastprivate_overhead(int n, int balanced);
 void reduction_handling(int n, int balanced);
 /* Table 4: inefficient serial execution */
 void false_sharing_in_parallel_region(int n, int balanced);
+/* OpenMP tasks (omp_tasks.c) */
+void imbalanced_task_tree(distr_func_t df, distr_t *dd, int r);
+void taskwait_on_long_child(double work, int r, int balanced);
+void too_fine_tasks(int n, int balanced);
+void serial_task_producer(double work, int n, int r, int balanced);
 
 /* ---------------------------------------------------------------- MPI (mpi_props.c) */
 #ifdef ATS_WITH_MPI

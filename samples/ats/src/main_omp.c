@@ -42,6 +42,10 @@
 #define KIND_lastprivate_overhead COUNT_N
 #define KIND_reduction_handling COUNT_N
 #define KIND_false_sharing_in_parallel_region COUNT_N
+#define KIND_imbalanced_task_tree DISTR
+#define KIND_taskwait_on_long_child WORK_R
+#define KIND_too_fine_tasks COUNT_N
+#define KIND_serial_task_producer(f) f(a.high, a.n, a.reps, a.balanced)
 
 #define CALL2(kind, f) kind(f)
 #define CALL(kind, f) CALL2(kind, f)

@@ -1,0 +1,114 @@
+/*
+ * omp_tasks.c - the OpenMP task properties (issue 16): each function is recorded as a user region
+ * of its own name; `balanced` selects the twin.  The designed severities are derived in
+ * samples/ats/properties.py and docs/ats.md.
+ *
+ * The programs are built so that who runs which task does not change the designed severity:
+ * a thread's own deferred task sits in its own queue and it takes it first at the next barrier,
+ * included tasks (if(0)) run at once on their creator, and a long child is created before its
+ * parent works, so an idle thread has that time to take it.
+ */
+#include <omp.h>
+
+#include "ats.h"
+#include "expert.h"
+
+#define PROPERTY(name) EXPERT_REGION_ENTER(prop_region, name)
+#define END_PROPERTY EXPERT_REGION_EXIT(prop_region)
+
+static volatile double g_sink;
+
+/* A task tree of `work` seconds: a root task whose children are included (if(0)) tasks of
+   work / n each, so the whole tree runs on the thread that takes the root. */
+static void task_tree(double work, int n)
+{
+#pragma omp task firstprivate(work, n)
+    {
+        for (int i = 0; i < n; i++) {
+#pragma omp task if (0) firstprivate(work, n)
+            do_work(work / n);
+        }
+    }
+}
+
+void imbalanced_task_tree(distr_func_t df, distr_t *dd, int r)
+{
+    PROPERTY("imbalanced_task_tree");
+#pragma omp parallel
+    for (int k = 0; k < r; k++) {
+        int me = omp_get_thread_num(), sz = omp_get_num_threads();
+        task_tree(df(me, sz, 1.0, dd), 2);
+#pragma omp barrier
+    }
+    END_PROPERTY;
+}
+
+void taskwait_on_long_child(double work, int r, int balanced)
+{
+    PROPERTY("taskwait_on_long_child");
+    /* the creator works a quarter of its child's time, then waits for the child; the twin's creator
+       works as long as the child and leaves the waiting to the single's barrier, where the child's
+       thread is busy anyway (no taskwait) */
+#pragma omp parallel
+    for (int k = 0; k < r; k++) {
+#pragma omp single
+        {
+#pragma omp task firstprivate(work)
+            do_work(work);
+            if (balanced) {
+                do_work(work);
+            } else {
+                do_work(work / 4);
+#pragma omp taskwait
+            }
+        }
+    }
+    END_PROPERTY;
+}
+
+void too_fine_tasks(int n, int balanced)
+{
+    PROPERTY("too_fine_tasks");
+    /* every thread creates its share of n tiny tasks (a few nanoseconds of work each); the twin
+       creates a hundredth as many tasks with a hundred times the work each */
+    int per = balanced ? 100 : 1;
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (int i = 0; i < n / per; i++) {
+#pragma omp task firstprivate(per)
+            {
+                double y = 0;
+                for (int j = 0; j < 20 * per; j++) y = y * 1.000001 + 0.5;
+                g_sink = y;
+            }
+        }
+    }
+    END_PROPERTY;
+}
+
+void serial_task_producer(double work, int n, int r, int balanced)
+{
+    PROPERTY("serial_task_producer");
+    /* n tasks of work / 4 each, created `work` apart by one thread while the others starve; the
+       twin's threads create the same tasks in a worksharing loop, each its share */
+#pragma omp parallel
+    for (int k = 0; k < r; k++) {
+        if (balanced) {
+#pragma omp for schedule(static)
+            for (int i = 0; i < n; i++) {
+                do_work(work);
+#pragma omp task firstprivate(work)
+                do_work(work / 4);
+            }
+        } else {
+#pragma omp single
+            for (int i = 0; i < n; i++) {
+                do_work(work);
+#pragma omp task firstprivate(work)
+                do_work(work / 4);
+            }
+        }
+    }
+    END_PROPERTY;
+}
