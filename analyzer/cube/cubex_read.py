@@ -25,6 +25,17 @@ import numpy as np
 from tracefmt.inflate import InflateError, gzip_cap, inflate
 
 from .model import Cube, CubeFormatError, LocationInfo, MetricInfo, RegionInfo
+from .stored_rows import (  # noqa: F401  (DENSE_BYTES_*, check_dense_size: the HDF5 reader's limit, kept here)
+    DENSE_BYTES_FLOOR,
+    DENSE_BYTES_RATIO,
+    ONE_METRIC_FLOOR,
+    ONE_METRIC_RATIO,
+    HeldBudget,
+    RowValues,
+    StoredRows,
+    check_dense_size,
+    check_one_dense_metric,
+)
 from .tar import DATA_MAGIC, INDEX_DENSE, INDEX_MAGIC, INDEX_NONE, INDEX_SPARSE, ZDATA_MAGIC, TarMember, scan_tar
 
 
@@ -79,11 +90,9 @@ def read_cubex(path) -> Cube:
     anchor = raw[a.offset : a.offset + a.size]
     anchor = _gunzip(anchor, f"{path}: anchor.xml: compressed but cannot be decompressed")
     _, parsed = _parse_document(anchor, f"{path}: anchor.xml", problems)
-    values = {}
     n_c, n_l = len(parsed.cnode_parent), len(parsed.locations)
-    with_data = sum(1 for m, el in zip(parsed.metrics, parsed.metric_elements) if not parsed.void.get(m.name)
-                    and f"{'ghost_' if el.get('viztype', '').upper() == 'GHOST' else ''}{el.get('id')}.data" in members)
-    check_dense_size(path, n_c, n_l, with_data, len(raw))
+    held = HeldBudget(path, len(raw))
+    stored: dict[str, StoredRows] = {}
     for m, el in zip(parsed.metrics, parsed.metric_elements):
         if parsed.void.get(m.name):
             continue
@@ -93,30 +102,18 @@ def read_cubex(path) -> Cube:
         if idx is None or dat is None:
             problems.append(f"{path}: metric {m.name!r} (id {mid}) has no data members; read as zeros")
             continue
-        arr = _read_metric(raw, idx, dat, parsed.dtypes[m.name], n_c, n_l, f"{path}: metric {m.name!r}", problems)
+        check_one_dense_metric(path, n_c, n_l, len(raw), ONE_METRIC_RATIO, ONE_METRIC_FLOOR)
+        rows, data = _read_metric(raw, idx, dat, parsed.dtypes[m.name], n_c, n_l, f"{path}: metric {m.name!r}",
+                                  problems)
         positions = parsed.inclusive_positions if parsed.inclusive[m.name] else parsed.exclusive_positions
-        vals = np.zeros((n_c, n_l), np.float64)
-        rows, data = arr
-        vals[positions[rows]] = data
-        if parsed.inclusive[m.name]:
-            vals = _inclusive_to_exclusive(vals, parsed.cnode_parent, m.aggregation)
-        values[m.name] = vals
-    return _cube_from_anchor(parsed, values, problems)
-
-
-#: the cube model holds every metric with data as a dense [cnodes x locations] float64 array: a file may ask
-#: for DENSE_BYTES_RATIO times its own size, or DENSE_BYTES_FLOOR, whichever is more, and no more
-DENSE_BYTES_RATIO = 64
-DENSE_BYTES_FLOOR = 1 << 31
-
-
-def check_dense_size(path, n_c: int, n_l: int, n_metrics: int, file_bytes: int) -> None:
-    need = 8 * n_c * n_l * n_metrics
-    limit = max(DENSE_BYTES_FLOOR, DENSE_BYTES_RATIO * file_bytes)
-    if need > limit:
-        raise CubeFormatError(f"{path}: {n_c} call paths x {n_l} locations x {n_metrics} metrics need "
-                              f"{need / 2**30:.1f} GiB as dense values, more than this reader holds for a file of "
-                              f"{file_bytes} bytes ({limit / 2**30:.1f} GiB)")
+        got = StoredRows.nonzero(positions[rows], data)
+        del data
+        if got is not None and parsed.inclusive[m.name] and m.aggregation == "sum":
+            got = got.minus_children(parsed.cnode_parent)
+        if got is not None:
+            held.take(got, m.name)
+            stored[m.name] = got
+    return _cube_from_anchor(parsed, stored, problems)
 
 
 # --------------------------------------------------------------------------
@@ -135,15 +132,14 @@ def read_cube3(path) -> Cube:
     root, parsed = _parse_document(raw, where, problems)
     n_c, n_l = len(parsed.cnode_parent), len(parsed.locations)
     sev = root.find("severity")
-    check_dense_size(path, n_c, n_l, len({mx.get("metricId") for mx in sev.findall("matrix")}) if sev is not None
-                      else 0, len(raw))
     by_id = {el.get("id"): m for m, el in zip(parsed.metrics, parsed.metric_elements)}
-    values: dict[str, np.ndarray] = {}
+    rows: dict[str, dict[int, list[float]]] = {}
     for matrix in sev.findall("matrix") if sev is not None else []:
         m = by_id.get(matrix.get("metricId"))
         if m is None:
             continue
-        vals = values.setdefault(m.name, np.zeros((n_c, n_l), np.float64))
+        check_one_dense_metric(path, n_c, n_l, len(raw), ONE_METRIC_RATIO, ONE_METRIC_FLOOR)
+        got = rows.setdefault(m.name, {})
         for row in matrix.findall("row"):
             c = _int_attr(row, "cnodeId", where)
             if not 0 <= c < n_c:
@@ -154,25 +150,40 @@ def read_cube3(path) -> Cube:
                 raise CubeFormatError(f"{where}: metric {m.name!r} row cnodeId={c}: {e}") from None
             if len(nums) != n_l:
                 raise CubeFormatError(f"{where}: metric {m.name!r} row cnodeId={c} has {len(nums)} values, {n_l} threads")
-            vals[c] = nums
-    return _cube_from_anchor(parsed, values, problems)
+            got[c] = nums  # a repeated row replaces the earlier one
+    stored = {}
+    budget = HeldBudget(path, len(raw))
+    for name, by_cnode in rows.items():
+        cn = np.array(sorted(by_cnode), np.int64)
+        held = StoredRows.nonzero(cn, np.array([by_cnode[c] for c in cn.tolist()], np.float64).reshape(cn.size, n_l))
+        if held is not None:
+            budget.take(held, name)
+            stored[name] = held
+    return _cube_from_anchor(parsed, stored, problems)
 
 
-def _cube_from_anchor(parsed: _Anchor, values: dict[str, np.ndarray], problems: list[str]) -> Cube:
-    """The cube of a parsed anchor and its values (both readers end here)."""
+def _cube_from_anchor(parsed: _Anchor, stored: dict[str, StoredRows], problems: list[str]) -> Cube:
+    """The cube of a parsed anchor and its values' nonzero rows (both readers end here)."""
+    for name, held in stored.items():
+        bad = np.argwhere(~np.isfinite(held.data))
+        if bad.size:
+            r, loc = bad[0]
+            raise CubeFormatError(f"metric {name!r}: value at cnode {held.rows[r]}, location {loc} is "
+                                  f"{held.data[r, loc]}")
     cube = Cube(
         parsed.metrics,
         parsed.regions,
         parsed.cnode_parent,
         parsed.cnode_region,
         parsed.locations,
-        values,
+        {},
         parsed.attrs,
         cnode_line=parsed.cnode_line,
         cnode_file=parsed.cnode_file,
         strict=False,
     )
     cube.problems = problems
+    cube.values = RowValues(stored, [m.name for m in parsed.metrics], (cube.n_cnodes, cube.n_locations))
     return cube
 
 
@@ -255,6 +266,8 @@ def _read_metric(raw, idx: TarMember, dat: TarMember, dtype: str, n_c: int, n_l:
         (count,) = struct.unpack(e + "I", ib[18:22])
         if len(ib) < 22 + 4 * count:
             raise CubeFormatError(f"{iwhere}: claims {count} rows but holds {(len(ib) - 22) // 4}")
+        if count > n_c:  # each cnode has one row at most
+            raise CubeFormatError(f"{iwhere}: claims {count} rows but the call tree has {n_c} cnodes")
         rows = np.frombuffer(ib, e + "u4", count, 22).astype(np.int64)
         if count and rows.max() >= n_c:
             raise CubeFormatError(f"{iwhere}: row position {rows.max()} but the call tree has {n_c} cnodes")
@@ -313,15 +326,6 @@ def _inflate(db: bytes, e: str, where: str, cap: int) -> bytes:
         cap -= len(parts[-1])
         pos += size
     return b"".join(parts)
-
-
-def _inclusive_to_exclusive(vals: np.ndarray, parent: np.ndarray, aggregation: str) -> np.ndarray:
-    if aggregation != "sum":
-        return vals
-    excl = vals.copy()
-    kids = np.flatnonzero(parent >= 0)
-    np.subtract.at(excl, parent[kids], vals[kids])
-    return excl
 
 
 class _Anchor:

@@ -166,9 +166,9 @@ def test_a_compressed_data_bomb_is_refused(tmp_path):
 def test_dense_values_beyond_what_the_file_can_justify_are_refused(tmp_path, monkeypatch):
     import analyzer.cube.cubex_read as cr
 
-    monkeypatch.setattr(cr, "DENSE_BYTES_FLOOR", 256)
-    monkeypatch.setattr(cr, "DENSE_BYTES_RATIO", 0)
-    with pytest.raises(CubeFormatError, match="as dense values, more than this reader holds"):
+    monkeypatch.setattr(cr, "ONE_METRIC_FLOOR", 16)
+    monkeypatch.setattr(cr, "ONE_METRIC_RATIO", 0)
+    with pytest.raises(CubeFormatError, match="per metric as dense values, more than this reader holds"):
         read_cubex(_ours(tmp_path))
 
 
