@@ -3,6 +3,7 @@
     expert-trace info  FILE                      what is in the file, per location
     expert-trace dump  FILE [--location L] [--start T] [--end T]
     expert-trace check FILE                      the validator
+    expert-trace merge OUT.elg [PIECE ...]       one trace from per-process traces (OUT.0.elg, ...)
 
 FILE may also be an EPILOG 1.x trace, an EPIK directory or an OTF2 archive
 (read as expert-analyze reads them: converted in memory).
@@ -224,6 +225,21 @@ def cmd_check(args) -> int:
     return EXIT_OK
 
 
+def cmd_merge(args) -> int:
+    from .merge import merge, per_process_files
+
+    pieces = args.pieces or per_process_files(args.output)
+    r = merge(pieces, args.output)
+    state = "complete" if r.complete else "incomplete (a process ended abnormally)"
+    print(printable(f"{r.output}: {r.processes} process(es), {r.locations} location(s), {r.events} events "
+                    f"from {len(r.pieces)} file(s); {state}"))
+    if r.closed_regions:
+        print(printable(f"  {r.closed_regions} region(s) still open where a piece ends were closed at its last event"))
+    for note in r.notes:
+        print(printable(f"  {note}"))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="expert-trace",
@@ -251,6 +267,12 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp)
     sp.add_argument("--max-problems", type=int, default=None, metavar="N", help="stop after N problems")
     sp.set_defaults(func=cmd_check)
+    sp = sub.add_parser("merge", help="one trace from the per-process traces a crashed or unmerged run left "
+                                      "(OUT.0.elg, OUT.1.elg, ...; docs/runtime.md)")
+    sp.add_argument("output", metavar="OUT.elg", help="the merged trace (the run's -o path)")
+    sp.add_argument("pieces", metavar="PIECE", nargs="*",
+                    help="per-process traces (default: every OUT.<n>.elg next to OUT.elg)")
+    sp.set_defaults(func=cmd_merge)
     from .convert import add_parser as add_convert_parser  # interoperability (docs/interop.md)
 
     add_convert_parser(sub)

@@ -56,7 +56,9 @@ def detect(path: str | os.PathLike) -> str:
         raise TraceFormatError("a directory that is neither an EPIK archive (no epik.esd) nor an OTF2 "
                                "archive (no *.otf2 anchor with its .def)", path=path)
     if not os.path.exists(path):
-        raise TraceFormatError("no such file or directory", path=path)
+        from .merge import missing_trace_note  # a crashed MPI run leaves per-process traces instead
+
+        raise TraceFormatError("no such file or directory" + missing_trace_note(path), path=path)
     if not os.path.isfile(path):  # reading a FIFO or a device to sniff its head would block or never end
         raise TraceFormatError("not a regular file", path=path)
     head = _head(path)
