@@ -3,6 +3,11 @@
 IN may be any trace ``tracefmt.detect`` recognises (our ``.elg``, EPILOG 1.x,
 an EPIK archive, OTF2).  OUT is a directory for OTF2, a ``.json`` file for
 the Chrome/Perfetto timeline and a ``.elg`` file for our own format.
+
+The Chrome timeline holds the trace's own events only: wait states, their
+causes and the critical path come from the analysis, which this layer does not
+import (docs/architecture.md); ``expert-analyze TRACE --timeline OUT.json``
+writes the same timeline with them (``analyzer.timeline``).
 """
 
 from __future__ import annotations
@@ -77,7 +82,9 @@ def _escape_names(defs) -> None:
 
 def add_parser(sub) -> argparse.ArgumentParser:
     """Register the ``convert`` subcommand on an argparse subparsers object."""
-    sp = sub.add_parser("convert", help="convert a trace (ours, EPILOG, EPIK, OTF2) to OTF2, Chrome JSON or .elg")
+    sp = sub.add_parser("convert", help="convert a trace (ours, EPILOG, EPIK, OTF2) to OTF2, Chrome JSON or .elg",
+                        epilog="The Chrome JSON shows the trace's events; `expert-analyze TRACE --timeline OUT.json` "
+                        "adds the wait states, arrows from their causes and the critical path.")
     sp.add_argument("src", metavar="IN", help="trace file or archive directory, any supported format")
     sp.add_argument("dst", metavar="OUT", help="output: a directory for otf2, a file for chrome and elg")
     sp.add_argument("--to", choices=FORMATS,
