@@ -5,7 +5,9 @@ demo compiles ``samples/waits/hybrid_waits.c``, runs it as
 ``mpirun -np 2 expert-run -o hybrid_waits.elg ./hybrid_waits`` with 2 OpenMP
 threads per rank, and analyzes the trace.  :data:`PROGRAM_DESIGNED` lists
 where each designed wait must show up.  Without that tool chain it falls back
-to a trace built with ``tracefmt.TraceBuilder`` (:data:`DESIGNED`).
+to a trace built with ``tracefmt.TraceBuilder`` (:data:`DESIGNED`).  Besides the
+cube and the JSON summary it writes ``demo-timeline.json``, the timeline with
+every wait and its cause for Perfetto (``expert-analyze --timeline``).
 
     python -m samples.demo [OUTDIR]      (default: out/demo)
 """
@@ -197,7 +199,12 @@ def main(argv=None) -> int:
         for prop, path, rank, thread, sec in DESIGNED:
             print(f"  {prop:<30s} {sec:5.2f} s  rank {rank} thread {thread}  {path}")
     print()
-    return analyze_main([str(trace), "--json", os.path.join(outdir, "demo.json")])
+    timeline = os.path.join(outdir, "demo-timeline.json")
+    rc = analyze_main([str(trace), "--json", os.path.join(outdir, "demo.json"), "--timeline", timeline])
+    if rc == 0:
+        print(f"open {timeline} in https://ui.perfetto.dev to see each wait, the arrow from its cause and the "
+              f"critical path (docs/reports.md, 'Timeline')")
+    return rc
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ ANALYZER_MAY_IMPORT = {
     "analyzer.report": {"tracefmt", "analyzer.cube", "analyzer.ci", "analyzer.report", "analyzer.analyze"},
     "analyzer.profile": {"tracefmt", "analyzer.profile", "analyzer.replay.kernels"},
     "analyzer.analyze": {"tracefmt", "patterns", "analyzer.replay", "analyzer.cube", "analyzer.analyze"},
+    "analyzer.timeline": {"tracefmt", "patterns", "analyzer.timeline"},
     "analyzer.warmup": {"tracefmt", "analyzer.analyze", "analyzer.profile"},
     "analyzer.cli": {"tracefmt", "patterns", "analyzer"},
     "analyzer": {"analyzer.analyze", "analyzer.cube"},  # analyzer/__init__.py

@@ -1,6 +1,6 @@
 """``expert-analyze``: analyze a trace, print the EXPERT presenter's three views in text, write the cube.
 
-    expert-analyze TRACE [-o result.cubex] [--json result.json] [--hdf5 result.h5]
+    expert-analyze TRACE [-o result.cubex] [--json result.json] [--hdf5 result.h5] [--timeline out.json]
                    [--patterns NAME,...] [--all] [--top N] [-j N] [--salvage] [--no-progress] [-q]
     mpiexec -n K expert-analyze --mpi TRACE ...     (distributed: rank 0 writes and prints)
 
@@ -39,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="CUBE4 result file (default: the trace's name with .cubex for its extension: app.elg -> app.cubex)")
     p.add_argument("--json", metavar="FILE", help="also write the JSON summary")
     p.add_argument("--hdf5", metavar="FILE", help="also write the whole cube as HDF5")
+    p.add_argument("--timeline", metavar="FILE.json",
+                   help="also write the trace as a Chrome/Perfetto timeline (open it in ui.perfetto.dev) with every "
+                   "wait state as a slice, an arrow from its cause and the critical path as a track")
     p.add_argument("--patterns", metavar="NAME,...", help="compute only these properties (and their parents)")
     p.add_argument("--no-plugins", action="store_true", help="ignore third-party patterns")
     p.add_argument("--plugin", action="append", default=[], metavar="FILE.py",
@@ -203,6 +206,12 @@ def main(argv=None) -> int:
                 write_json(cube, args.json)
             if args.hdf5:
                 write_hdf5(cube, args.hdf5)
+            if args.timeline:
+                from analyzer.timeline import write_timeline
+
+                for note in write_timeline(cube.context, args.timeline).get("left out", []):
+                    if not args.quiet:
+                        print(f"{PROG}: note: timeline: {note}", file=sys.stderr)
     except errors as exc:
         if bar is not None:
             bar.close()
@@ -218,7 +227,7 @@ def main(argv=None) -> int:
         pop_table(cube, out=sys.stdout)
         for prob in ([] if SALVAGED_ATTR in cube.attrs else cube.context.problems):  # else the report lists them
             print(f"{PROG}: warning: {printable(prob)}", file=sys.stderr)
-        print(f"\nwrote {out_path}" + (f", {args.json}" if args.json else "") + (f", {args.hdf5}" if args.hdf5 else ""))
+        print(f"\nwrote {out_path}" + "".join(f", {f}" for f in (args.json, args.hdf5, args.timeline) if f))
     return 0
 
 
