@@ -59,6 +59,7 @@ CHUNK_SIZE_MIN, CHUNK_SIZE_MAX = 256 * 1024, 128 * 1024 * 1024
 # global definition record types used here
 _CLOCK_PROPERTIES, _STRING, _SYSTEM_TREE_NODE, _LOCATION_GROUP, _LOCATION, _REGION, _GROUP, _COMM = (
     5, 10, 12, 13, 14, 15, 18, 22)
+_CALLING_CONTEXT = 34
 # local definition record types
 _MAPPING_TABLE, _CLOCK_OFFSET = 5, 6
 
@@ -313,6 +314,7 @@ class GlobalDefs:
     regions: list = field(default_factory=list)
     groups: list = field(default_factory=list)
     comms: list = field(default_factory=list)
+    calling_contexts: list = field(default_factory=list)  # (ref, region ref, parent ref), in file order
 
     def string(self, ref: int) -> str:
         return self.strings.get(ref, "")
@@ -372,6 +374,10 @@ def read_global_defs(path: str, chunk_size: int) -> GlobalDefs:
             d.groups.append(GroupDef(ref, name, gtype, par, members))
         elif rtype == _COMM:
             d.comms.append(CommDef(c.u32(), c.u32(), c.u32(), c.u32()))
+        elif rtype == _CALLING_CONTEXT:
+            ref, region = c.u32(), c.u32()
+            c.u32()  # source code location
+            d.calling_contexts.append((ref, region, c.u32()))
     return d
 
 

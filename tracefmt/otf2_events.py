@@ -1,9 +1,10 @@
 """The event part of the native OTF2 reader: every location's event file through the numba kernel.
 
-``decode_events(defs)`` fills ``defs.asm.events`` (one ``layout.EVENT_DTYPE``
-array per location, written by ``otf2_kernels.decode_location`` in place)
-and runs the fix-ups that need several locations: team ids and sizes per
-process, lock kinds, ticks from the archive's global offset.  Each location
+``decode_events(defs)`` returns each location's event columns (those of our
+reader, ``column_memory.new_columns``: ``otf2_kernels.decode_location``
+writes them in place, nothing is copied afterwards) and runs the fix-ups
+that need several locations: team ids and sizes per process, lock kinds,
+ticks from the archive's global offset and their seconds.  Each location
 is read on its own; a missing or damaged file becomes one line in
 ``problems`` and the events decoded before the damage are kept.  The kernel
 releases the GIL, so locations are decoded on ``jobs`` threads.
@@ -18,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .layout import EVENT_DTYPE
+from .column_memory import new_columns
 from .otf2_defs import CHUNK_HEADER_SIZE, Otf2Error, clock_intervals, read_local_defs
 from . import otf2_kernels as K
 
@@ -42,7 +43,8 @@ USED_RECORDS = frozenset(
     "Enter Leave MpiSend MpiIsend MpiRecv MpiIrecv MpiIrecvRequest MpiIsendComplete MpiRequestCancelled "
     "MpiCollectiveEnd ThreadFork OmpFork ThreadJoin OmpJoin ThreadTeamBegin ThreadTeamEnd ThreadAcquireLock "
     "ThreadReleaseLock OmpAcquireLock OmpReleaseLock ProgramBegin ProgramEnd MpiCollectiveBegin MpiRequestTest "
-    "ThreadBegin ThreadEnd ThreadCreate ThreadWait".split())
+    "ThreadBegin ThreadEnd ThreadCreate ThreadWait CallingContextEnter CallingContextLeave CallingContextSample"
+    .split())
 MAX_PROBLEMS = 64  # event-level problems kept per location; the rest are counted
 MAX_LOCKS = 1 << 16  # distinct locks whose first use is recorded per location
 MAX_REQUESTS = 1 << 16  # live non-blocking requests per location (more are reported as never posted)
@@ -56,7 +58,11 @@ _DAMAGE = {
     K.FULL: "more events than the chunk headers announce",
     K.BAD_REGION: "Enter or Leave of undefined region {value}",
     K.TOO_DEEP: f"regions nested deeper than {MAX_DEPTH}",
+    K.BAD_CONTEXT: "calling-context event of undefined calling context {value}",
 }
+#: a calling-context event may leave and enter many frames: rows beyond the file-size bound grow the columns
+#: by doubling, up to this many rows per byte of the event file (a frame change per event, 60 frames deep)
+MAX_ROWS_PER_BYTE = 8
 
 
 def _capacity(buf: np.ndarray, chunk_size: int) -> int:
@@ -85,7 +91,7 @@ class _Location:
         self.defs, self.i, self.ref = defs, i, ref
         self.evt = defs.anchor.location_file(ref, "evt")
         self.problems: list[str] = []
-        self.events = np.zeros(0, EVENT_DTYPE)
+        self.columns = new_columns(0)
         self.counts = np.zeros(256, np.int64)
         self.locks: list[tuple[int, int, int]] = []  # (lock id, first time, stack-top region)
 
@@ -131,24 +137,33 @@ class _Location:
     def _decode(self, buf, tb: dict, intervals) -> None:
         cs = self.defs.anchor.event_chunk_size
         cap = _capacity(buf, cs)
+        bound = len(buf) // 2 + 1
+        ccs = self.defs.cc_depth
+        ccstack, path = np.empty(int(ccs.max()) + 1, np.int64), np.empty(int(ccs.max()) + 1, np.int64)
         while True:
-            ev = np.empty(cap, EVENT_DTYPE)  # the kernel writes every field of its rows (numpy asks for huge pages)
+            cols = new_columns(cap)  # the kernel writes every field of its rows but the seconds (rebase_times)
             probs = np.zeros((MAX_PROBLEMS, 3), np.int64)
             locks = np.zeros((min(MAX_LOCKS, cap + 1), 3), np.int64)
             st = np.zeros(8, np.int64)
             self.counts[:] = 0
             n, status, pos = K.decode_location(
                 buf, cs, *tb["reg"], self.defs.region_flags, *tb["comm"], tb["comm_cid"], self.defs.comm_kind,
-                self.defs.comm_off, self.defs.comm_size, self.defs.comm_ranks, tb["team_pos"], tb["rank"],
-                tb["tid"], *intervals, ev["time"], ev["type"], ev["flags"], ev["reserved"], ev["a"], ev["b"],
-                ev["c"], ev["d"], ev["e"], self.counts, probs, locks, np.zeros((MAX_REQUESTS, 2), np.uint64),
-                np.empty(MAX_DEPTH, np.int64), st)
-            if status == K.FULL and cap < len(buf) // 2 + 1:
-                cap = len(buf) // 2 + 1  # the headers undercount: the bound from the file size
+                self.defs.comm_off, self.defs.comm_size, self.defs.comm_ranks, *tb["cc"], self.defs.cc_region,
+                self.defs.cc_parent, ccs, tb["team_pos"], tb["rank"],
+                tb["tid"], *intervals, cols["ticks"], cols["type"], cols["flags"], cols["a"], cols["b"],
+                cols["c"], cols["d"], cols["e"], self.counts, probs, locks, np.zeros((MAX_REQUESTS, 2), np.uint64),
+                np.empty(MAX_DEPTH, np.int64), ccstack, path, st)
+            if status == K.FULL and cap < bound:
+                cap = bound  # the headers undercount: the bound from the file size
+                continue
+            if status == K.FULL and self.counts[K.CALLING_CONTEXT_ENTER:K.CALLING_CONTEXT_SAMPLE + 1].any() \
+                    and cap < MAX_ROWS_PER_BYTE * len(buf):
+                cap = min(2 * cap, MAX_ROWS_PER_BYTE * len(buf))  # calling contexts: more frames than records
                 continue
             break
         nprob, nlock, value = int(st[K.S_NPROB]), int(st[K.S_NLOCK]), int(st[K.S_VALUE])
-        self.events = ev[:n] if n > cap // 2 else ev[:n].copy()
+        # (rows past n were never touched: not resident, whatever the capacity was)
+        self.columns = {name: col[:n] for name, col in cols.items()}
         if status != K.OK:
             what = _DAMAGE.get(status, f"decoding status {status}").format(value=value)
             self.problems.append(f"{self.evt} (byte {pos}): {what}; the {n} events before it are kept, "
@@ -166,8 +181,9 @@ class _Location:
         self.locks = [tuple(row) for row in locks[:min(nlock, len(locks))].tolist()]
 
 
-def decode_events(defs, jobs: int | None = None) -> None:
-    """Decode every location of `defs` (an otf2_native._Definitions) into ``defs.asm``."""
+def decode_events(defs, jobs: int | None = None) -> dict[int, dict[str, np.ndarray]]:
+    """Decode every location of `defs` (an otf2_native._Definitions): {our location id: its columns}; problems,
+    notes and locks go into ``defs.asm``."""
     a = defs.asm
     work = [_Location(defs, i, ref) for i, ref in enumerate(defs.order)]
     jobs = jobs or min(len(work), os.cpu_count() or 1, 8)
@@ -193,17 +209,20 @@ def decode_events(defs, jobs: int | None = None) -> None:
             defs.skipped[name] += int(counts[t])
     for what, n in sorted(defs.skipped.items()):
         a.notes.append(f"{defs.anchor.path}: {n} {what} record(s) skipped (not analysed)")
-    events = [w.events for w in done]
+    events = [w.columns for w in done]
     _resolve_teams(defs, events)
+    out = {}
+    origin, rate = np.uint64(defs.origin & 0xFFFFFFFFFFFFFFFF), float(defs.timer_resolution)
     for w, ev in zip(done, events):
-        bad = K.rebase_times(ev["time"], np.uint64(defs.origin & 0xFFFFFFFFFFFFFFFF))
+        bad = K.rebase_times(ev["ticks"], ev["time"], origin, rate)
         if bad >= 0:
             rk, th = defs.rank_thread[w.ref]
             a.problems.append(f"rank {rk} thread {th}: event {bad + 1} is earlier than event {bad}; "
                               f"times kept as recorded")
-        a.events[w.i] = ev
+        out[w.i] = ev
     a.attributes["otf2.timer_resolution"] = repr(defs.timer_resolution)
     a.attributes["otf2.global_offset"] = str(defs.origin)
+    return out
 
 
 def _resolve_teams(defs, events: list[np.ndarray]) -> None:
@@ -220,13 +239,13 @@ def _resolve_teams(defs, events: list[np.ndarray]) -> None:
         locs.sort()
         master = events[locs[0][1]]
         forks = K.number_forks(master["type"], master["a"])
-        fork_times = np.ascontiguousarray(master["time"][forks])
+        fork_times = np.ascontiguousarray(master["ticks"][forks])
         members = np.zeros(len(forks) * words, np.uint64)  # (bounded: events x the archive's locations / 64)
         fits = True
         early = []
         for tid, i in locs:
             ev = events[i]
-            t_early, ok = K.resolve_thread_teams(ev["type"], ev["time"], ev["a"], ev["b"], ev["c"], ev["d"],
+            t_early, ok = K.resolve_thread_teams(ev["type"], ev["ticks"], ev["a"], ev["b"], ev["c"], ev["d"],
                                                  defs.region_flags, fork_times, tid, stack, members, words)
             fits &= ok
             if t_early >= 0:

@@ -20,7 +20,7 @@ from numba import njit
 from .layout import NO_ID, ANY, EventType
 
 # kernel status codes (the caller turns them into one-line problems or errors)
-OK, TRUNCATED, BAD_CHUNK, BAD_RECORD, FULL, BAD_RANK, BAD_REGION, TOO_DEEP = 0, 1, 2, 3, 4, 5, 6, 7
+OK, TRUNCATED, BAD_CHUNK, BAD_RECORD, FULL, BAD_RANK, BAD_REGION, TOO_DEEP, BAD_CONTEXT = 0, 1, 2, 3, 4, 5, 6, 7, 8
 # problem kinds reported per event
 PROBLEM_UNPOSTED_IRECV, PROBLEM_NOT_MPI_COMM = 1, 2
 # region flag bits (by our region id)
@@ -35,6 +35,7 @@ OMP_FORK, OMP_JOIN, OMP_ACQUIRE_LOCK, OMP_RELEASE_LOCK = range(24, 28)
 OMP_TASK_CREATE, OMP_TASK_SWITCH, OMP_TASK_COMPLETE = range(28, 31)
 THREAD_FORK, THREAD_JOIN, THREAD_TEAM_BEGIN, THREAD_TEAM_END, THREAD_ACQUIRE_LOCK, THREAD_RELEASE_LOCK = range(53, 59)
 THREAD_CREATE, THREAD_BEGIN, THREAD_WAIT, THREAD_END = range(62, 66)
+CALLING_CONTEXT_ENTER, CALLING_CONTEXT_LEAVE, CALLING_CONTEXT_SAMPLE = range(66, 69)
 PROGRAM_BEGIN, PROGRAM_END = 83, 84
 
 _E_ENTER, _E_EXIT, _E_SEND, _E_RECV = int(EventType.ENTER), int(EventType.EXIT), int(EventType.MPI_SEND), int(
@@ -156,22 +157,28 @@ def _complete(reqs, st, otf2_id):
 @njit(cache=True, nogil=True)
 def decode_location(buf, chunk_size, reg_dense, reg_keys, reg_vals, region_flags,
                     comm_dense, comm_keys, comm_vals, comm_cid, comm_kind, comm_off, comm_size, comm_ranks,
+                    cc_dense, cc_keys, cc_vals, cc_region, cc_parent, cc_depth,
                     team_pos, rank, tid, begin, end, offset, slope,
-                    tm, typ, flags, reserved, a, b, c, d, e, counts, probs, locks, reqs, stack, st):
+                    tm, typ, flags, a, b, c, d, e, counts, probs, locks, reqs, stack, ccstack, path, st):
     """Decode one location's event file `buf` into rows 0..n-1 of the output columns.
 
     Tables: region local id -> our region id (``reg_*``, -1 undefined) and its
     flag bits; communicator local id -> index j of the location's comm table
     (``comm_*``): our comm id for this rank, kind, the slice of ``comm_ranks``
     holding its global ranks, and ``team_pos[j]``, the location's position in
-    a thread team (the thread id where it is none).  ``begin..slope``: clock
-    intervals.  ``tm`` receives the corrected OTF2 times; ``flags`` and
-    ``reserved`` are zeroed.
+    a thread team (the thread id where it is none).  Calling contexts: local
+    id -> index i (``cc_*``), its region (our id), parent index (-1 at the
+    root) and depth (nodes from the root to it, itself included).
+    ``begin..slope``: clock intervals.  ``tm`` receives the corrected OTF2 times (the ticks column of
+    ``column_memory.new_columns``); ``flags`` are zeroed.
 
     Scratch and results: ``counts[type]`` counts every record by OTF2 type;
     ``probs`` (kind, time, value) rows of event problems, ``locks`` (id, first
     time, stack-top region) rows of the locks seen, ``reqs`` the live
-    requests, ``stack`` the open regions; ``st`` the state slots S_* (problem,
+    requests, ``stack`` the open regions, ``ccstack`` the current calling
+    context (indices from the root down) and ``path`` the new one while a
+    calling-context event is turned into region visits (both at least the
+    deepest context long); ``st`` the state slots S_* (problem,
     lock and request counts grow past the arrays' rows: the rest is counted).
     Returns (rows, status, byte offset of the damage or the end).
     """
@@ -188,6 +195,11 @@ def decode_location(buf, chunk_size, reg_dense, reg_keys, reg_vals, region_flags
     coll_open = False
     coll_comm = np.int64(-1)
     coll_root = coll_sent = coll_recv = np.uint64(0)
+    # a calling-context event becomes EXIT rows down to the frame both contexts share, then ENTER rows: one
+    # row per pass of the record loop, through the Enter/Leave code (cc_pending while rows are left)
+    cc_pending = False
+    ccdepth = cc_keep = cc_len = 0
+    rid = np.int64(-1)
     start = 0
     while True:
         if start + 18 > size:
@@ -198,68 +210,129 @@ def decode_location(buf, chunk_size, reg_dense, reg_keys, reg_vals, region_flags
         p = start + 18
         cend = min(size, start + chunk_size)
         while True:
-            if p >= cend:
-                return n, TRUNCATED, p
-            rt = buf[p]
-            if rt == 5:  # timestamp
-                if p + 9 > cend:
-                    return n, BAD_RECORD, p
-                t_raw = _full64(buf, p + 1, big)
-                p += 9
-                continue
-            if rt == 0:  # end of chunk
-                break
-            if rt == 2:  # end of file
-                return n, OK, p
-            at = p
-            p += 1
-            val = np.uint64(0)
-            if _SINGLETON[rt]:
-                val, q = _comp(buf, p, cend, big, 8)
-                if q < 0:
-                    return n, BAD_RECORD, at
-                rec_end = q
-            else:
+            synth = False
+            if cc_pending:
+                if ccdepth > cc_keep:  # leave the innermost frame of the previous context
+                    ccdepth -= 1
+                    rt = LEAVE
+                    rid = cc_region[ccstack[ccdepth]]
+                    synth = True
+                elif ccdepth < cc_len:  # enter the next frame of the new one
+                    node = path[ccdepth]
+                    ccstack[ccdepth] = node
+                    ccdepth += 1
+                    cc_keep = ccdepth  # (the exits are done)
+                    rt = ENTER
+                    rid = cc_region[node]
+                    synth = True
+                else:
+                    cc_pending = False
+            if not synth:
                 if p >= cend:
-                    return n, BAD_RECORD, at
-                ln = np.int64(buf[p])
+                    return n, TRUNCATED, p
+                rt = buf[p]
+                if rt == 5:  # timestamp
+                    if p + 9 > cend:
+                        return n, BAD_RECORD, p
+                    t_raw = _full64(buf, p + 1, big)
+                    p += 9
+                    continue
+                if rt == 0:  # end of chunk
+                    break
+                if rt == 2:  # end of file
+                    return n, OK, p
+                at = p
                 p += 1
-                if ln == 0xFF:
-                    if p + 8 > cend:
+                val = np.uint64(0)
+                if _SINGLETON[rt]:
+                    val, q = _comp(buf, p, cend, big, 8)
+                    if q < 0:
                         return n, BAD_RECORD, at
-                    full = _full64(buf, p, big)
-                    p += 8
-                    if full > np.uint64(cend - p):
+                    rec_end = q
+                else:
+                    if p >= cend:
                         return n, BAD_RECORD, at
-                    ln = np.int64(full)
-                if ln > cend - p:
-                    return n, BAD_RECORD, at
-                rec_end = p + ln
-            if rt == 6:  # an attribute list before the next event: not used
-                p = rec_end
-                continue
-            counts[rt] += 1
-            t = t_raw
-            if correct:  # OTF2's clock correction, written out here (calls with array arguments cost here)
-                while k_iv + 1 < n_iv and t_raw > end[k_iv]:
-                    k_iv += 1
-                bt = begin[k_iv]
-                diff = np.float64(t_raw - bt) if t_raw >= bt else -np.float64(bt - t_raw)
-                t = t_raw + np.uint64(offset[k_iv] + np.int64(np.rint(slope[k_iv] * diff)))
+                    ln = np.int64(buf[p])
+                    p += 1
+                    if ln == 0xFF:
+                        if p + 8 > cend:
+                            return n, BAD_RECORD, at
+                        full = _full64(buf, p, big)
+                        p += 8
+                        if full > np.uint64(cend - p):
+                            return n, BAD_RECORD, at
+                        ln = np.int64(full)
+                    if ln > cend - p:
+                        return n, BAD_RECORD, at
+                    rec_end = p + ln
+                if rt == 6:  # an attribute list before the next event: not used
+                    p = rec_end
+                    continue
+                counts[rt] += 1
+                t = t_raw
+                if correct:  # OTF2's clock correction, written out here (calls with array arguments cost here)
+                    while k_iv + 1 < n_iv and t_raw > end[k_iv]:
+                        k_iv += 1
+                    bt = begin[k_iv]
+                    diff = np.float64(t_raw - bt) if t_raw >= bt else -np.float64(bt - t_raw)
+                    t = t_raw + np.uint64(offset[k_iv] + np.int64(np.rint(slope[k_iv] * diff)))
+                if rt == CALLING_CONTEXT_ENTER or rt == CALLING_CONTEXT_LEAVE or rt == CALLING_CONTEXT_SAMPLE:
+                    ccref, q = _comp(buf, p, rec_end, big, 4)
+                    unwind = np.uint64(1)  # a Leave's unwind distance is 1 by definition
+                    if rt != CALLING_CONTEXT_LEAVE:
+                        unwind, q = _comp(buf, q, rec_end, big, 4)
+                    if q < 0:
+                        return n, BAD_RECORD, at
+                    if cc_keys.shape[0] == 0:
+                        ccx = cc_dense[np.int64(ccref)] if np.int64(ccref) < cc_dense.shape[0] else np.int64(-1)
+                    else:
+                        ccx = _search(ccref, cc_keys, cc_vals)
+                    if ccx < 0:
+                        st[S_VALUE] = np.int64(ccref)
+                        return n, BAD_CONTEXT, at
+                    p = rec_end
+                    if unwind == 0:  # nothing was left, entered or made progress
+                        continue
+                    plen = cc_depth[ccx]
+                    j = ccx
+                    for i in range(plen - 1, -1, -1):
+                        path[i] = j
+                        j = cc_parent[j]
+                    # the first unwind - 1 nodes from the event's one are new, the next one is in both contexts
+                    u = np.int64(unwind) if unwind < np.uint64(plen + 1) else plen + 1
+                    keep = plen - u + 1
+                    cc_len = plen
+                    if rt == CALLING_CONTEXT_ENTER:
+                        keep = min(keep, plen - 1)  # the entered node is new whatever the distance says
+                    elif rt == CALLING_CONTEXT_LEAVE:
+                        keep = cc_len = plen - 1  # the node itself is left; its parent is the context now
+                    keep = min(keep, ccdepth)
+                    k = 0
+                    while k < keep and ccstack[k] == path[k]:  # (a damaged distance cannot keep other frames)
+                        k += 1
+                    cc_keep = k
+                    cc_pending = True
+                    continue
             if n >= cap:
                 return n, FULL, at
             emit = -1
             peer = np.uint64(0)
             j = np.int64(-1)
             if rt == ENTER or rt == LEAVE:
-                x = val & _U32_ALL
-                if reg_keys.shape[0] == 0:  # _lookup, written out
-                    rid = reg_dense[np.int64(x)] if np.int64(x) < reg_dense.shape[0] else np.int64(-1)
+                if synth:
+                    rec_end = p
+                    if rid < 0:
+                        st[S_VALUE] = -1
+                        return n, BAD_REGION, at
                 else:
-                    rid = _search(x, reg_keys, reg_vals)
-                if rid < 0:
-                    st[S_VALUE] = np.int64(val & _U32_ALL)
-                    return n, BAD_REGION, at
+                    x = val & _U32_ALL
+                    if reg_keys.shape[0] == 0:  # _lookup, written out
+                        rid = reg_dense[np.int64(x)] if np.int64(x) < reg_dense.shape[0] else np.int64(-1)
+                    else:
+                        rid = _search(x, reg_keys, reg_vals)
+                    if rid < 0:
+                        st[S_VALUE] = np.int64(val & _U32_ALL)
+                        return n, BAD_REGION, at
                 if rt == ENTER:
                     if depth == stack.shape[0]:
                         return n, TOO_DEEP, at
@@ -385,7 +458,6 @@ def decode_location(buf, chunk_size, reg_dense, reg_keys, reg_vals, region_flags
                 tm[n] = t
                 typ[n] = emit
                 flags[n] = 0
-                reserved[n] = 0
                 n += 1
             p = rec_end
         start += chunk_size
@@ -478,15 +550,19 @@ def set_team_sizes(typ, a, c, members, words, default):
 
 
 @njit(cache=True, nogil=True)
-def rebase_times(time, origin):
+def rebase_times(ticks, seconds, origin, ticks_per_second):
     """Ticks from the archive's global offset, in place: max(t - origin, 0) (the difference read as
-    signed); returns the index k of the first event whose successor is earlier, or -1."""
+    signed), and their seconds as our reader computes them (``kernels.decode_records``: the ticks read as
+    signed, divided by the rate; bit-identical).  Returns the index k of the first event whose successor is
+    earlier, or -1."""
     bad = -1
     prev = np.int64(0)
-    for i in range(time.shape[0]):
-        tick = np.int64(time[i] - origin)
+    for i in range(ticks.shape[0]):
+        tick = np.int64(ticks[i] - origin)
         if i > 0 and tick < prev and bad < 0:
             bad = i - 1
         prev = tick
-        time[i] = np.uint64(tick) if tick > 0 else np.uint64(0)
+        t = np.uint64(tick) if tick > 0 else np.uint64(0)
+        ticks[i] = t
+        seconds[i] = np.float64(np.int64(t)) / ticks_per_second
     return bad

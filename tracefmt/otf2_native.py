@@ -1,15 +1,18 @@
 """Native OTF2 reader: Score-P's traces decoded by our own code, no per-event Python.
 
-``read(path)`` takes the anchor file (``traces.otf2``) or its directory and
-returns a :class:`tracefmt.foreign.TraceAssembly` with the same definitions
-and event columns as the ``otf2``-package reader (``tracefmt.otf2_in``, kept
-as the reference the tests compare against):
+``open_otf2(path)`` takes the anchor file (``traces.otf2``) or its directory
+and returns a Trace whose events are the decoded columns themselves
+(``tracefmt.otf2_trace``); ``read(path)`` returns a
+:class:`tracefmt.foreign.TraceAssembly` with the same definitions and event
+records as the ``otf2``-package reader (``tracefmt.otf2_in``, kept as the
+reference the tests compare against):
 
 * the anchor file, the global definitions and each location's local
   definitions (mapping tables, clock offsets) are read by
   ``tracefmt.otf2_defs``;
 * each location's event file is decoded by one numba pass over its raw chunks
-  (``tracefmt.otf2_kernels.decode_location``) straight into our event columns;
+  (``tracefmt.otf2_kernels.decode_location``) straight into the event columns
+  our own reader gives (``tracefmt.column_memory``);
 * the fix-ups that need more than one location (team ids and sizes, lock
   kinds) run on those columns afterwards.
 
@@ -31,7 +34,7 @@ import numpy as np
 
 from . import otf2_defs as defs_mod
 from .foreign import ForeignLocation, ForeignRegion, TraceAssembly
-from .layout import NO_ID, LockKind, Role
+from .layout import EVENT_DTYPE, NO_ID, LockKind, Role
 from .otf2_defs import Otf2Error, read_anchor, read_global_defs
 from .otf2_in import classify_region, find_anchor
 
@@ -85,8 +88,9 @@ def _compose(gkeys: np.ndarray, gvals: np.ndarray, mapping) -> tuple:
     return _lookup_arrays(np.concatenate([gkeys[keep], local]), np.concatenate([gvals[keep], mapped]))
 
 
-def read(path: str | os.PathLike, jobs: int | None = None) -> TraceAssembly:
-    """An OTF2 archive as a TraceAssembly, decoded natively (locations on `jobs` threads; default: the cores)."""
+def decode(path: str | os.PathLike, jobs: int | None = None) -> tuple[TraceAssembly, dict]:
+    """(the archive's definitions, problems and notes as a TraceAssembly without events, {our location id: its
+    event columns}), decoded natively (locations on `jobs` threads; default: the cores)."""
     anchor_path = find_anchor(os.fspath(path))
     if not os.path.isfile(anchor_path):
         raise Otf2Error("no such OTF2 anchor file", path=anchor_path)
@@ -97,15 +101,31 @@ def read(path: str | os.PathLike, jobs: int | None = None) -> TraceAssembly:
     from .otf2_events import decode_events  # numba: imported only when there are events to decode
 
     imp = _Definitions(anchor, gdefs)
-    decode_events(imp, jobs)
-    return imp.asm
+    columns = decode_events(imp, jobs)
+    return imp.asm, columns
+
+
+def read(path: str | os.PathLike, jobs: int | None = None) -> TraceAssembly:
+    """An OTF2 archive as a TraceAssembly (events as ``layout.EVENT_DTYPE`` records, as the ``otf2``-package
+    reader gives them: what the tests compare)."""
+    asm, columns = decode(path, jobs)
+    for loc, cols in columns.items():
+        ev = np.zeros(len(cols["type"]), EVENT_DTYPE)
+        ev["time"] = cols["ticks"]
+        for f in ("type", "flags", "a", "b", "c", "d", "e"):
+            ev[f] = cols[f]
+        asm.events[loc] = ev
+    return asm
 
 
 def open_otf2(path: str | os.PathLike, jobs: int | None = None):
-    """An OTF2 archive as a :class:`tracefmt` Trace (native decoding)."""
-    asm = read(path, jobs)
+    """An OTF2 archive as a Trace (:class:`tracefmt.otf2_trace.Otf2Trace`: the decoded columns themselves,
+    no copy into our format)."""
+    from .otf2_trace import Otf2Trace
+
+    asm, columns = decode(path, jobs)
     try:
-        return asm.to_trace()
+        return Otf2Trace(asm, columns)
     except (ValueError, OverflowError, struct.error) as exc:  # definitions our format cannot hold
         raise Otf2Error(f"cannot convert the definitions: {exc}", path=asm.source) from None
 
@@ -123,6 +143,7 @@ class _Definitions:
         self._system()
         self._regions()
         self._comms()
+        self._calling_contexts()
 
     def _members(self) -> None:
         """Group members as location refs where the otf2 package gives Locations (COMM_GROUP ranks resolved
@@ -273,6 +294,46 @@ class _Definitions:
         self.comm_keys = np.array(self.comm_refs, np.uint64)
         self.comm_vals = np.arange(n, dtype=np.int64)
 
+    def _calling_contexts(self) -> None:
+        """Calling-context nodes as arrays by definition order: our region id, parent index, depth.
+
+        A node whose parent is undefined or whose ancestry loops (damage) is treated as a root, with a
+        problem line; a node of an undefined region is an error only when an event reaches it.
+        """
+        ccs = self.d.calling_contexts
+        m = len(ccs)
+        index = {ref: i for i, (ref, _r, _p) in enumerate(ccs)}
+        region_of = dict(zip(self.region_keys.tolist(), self.region_vals.tolist()))
+        self.cc_region = np.full(max(m, 1), -1, np.int64)
+        self.cc_parent = np.full(max(m, 1), -1, np.int64)
+        for i, (ref, region, parent) in enumerate(ccs):
+            self.cc_region[i] = region_of.get(region, -1)
+            if parent != defs_mod.UNDEFINED_U32:
+                if parent in index:
+                    self.cc_parent[i] = index[parent]
+                else:
+                    self.asm.problems.append(f"{self.anchor.base}.def: calling context {ref}: undefined parent "
+                                             f"{parent}; taken as a root")
+        self.cc_depth = np.zeros(max(m, 1), np.int64)
+        for i in range(m):  # depth by walking up once per chain (memoised): linear in the nodes
+            chain, seen, j = [], set(), i
+            while j >= 0 and self.cc_depth[j] == 0 and j not in seen:
+                chain.append(j)
+                seen.add(j)
+                j = int(self.cc_parent[j])
+            if j >= 0 and self.cc_depth[j] == 0:  # the walk came back to its own chain: a cycle
+                self.asm.problems.append(f"{self.anchor.base}.def: calling context {ccs[j][0]} is its own "
+                                         f"ancestor; cut there")
+                self.cc_parent[j] = -1
+                chain = chain[:chain.index(j) + 1]
+                j = -1
+            base = int(self.cc_depth[j]) if j >= 0 else 0
+            for k in reversed(chain):
+                base += 1
+                self.cc_depth[k] = base
+        self.cc_keys = np.array([ref for ref, _r, _p in ccs], np.uint64)
+        self.cc_vals = np.arange(m, dtype=np.int64)
+
     # -- per-location tables ---------------------------------------------------------------
     def location_tables(self, ref: int, local) -> dict:
         """The kernel's tables for one location (its rank's comm ids, its team positions, its id maps)."""
@@ -288,7 +349,8 @@ class _Definitions:
         maps = local.mappings if local is not None else {}
         reg = _compose(self.region_keys, self.region_vals, maps.get(defs_mod.MAP_REGION))
         com = _compose(self.comm_keys, self.comm_vals, maps.get(defs_mod.MAP_COMM))
-        return dict(rank=rank, tid=tid, reg=reg, comm=com, comm_cid=cid, team_pos=team_pos)
+        ccs = _compose(self.cc_keys, self.cc_vals, maps.get(defs_mod.MAP_CALLING_CONTEXT))
+        return dict(rank=rank, tid=tid, reg=reg, comm=com, cc=ccs, comm_cid=cid, team_pos=team_pos)
 
     def where(self, ref: int, t: int) -> str:
         rank = self.rank_thread[ref][0]
@@ -301,4 +363,4 @@ class _Definitions:
         return int(LockKind.OMP_LOCK), f"lock {lk}"
 
 
-__all__ = ["read", "open_otf2", "Otf2Error"]
+__all__ = ["decode", "read", "open_otf2", "Otf2Error"]

@@ -1,5 +1,5 @@
-/* buffer.c - per-thread event buffers: thread attachment, the spool file for full buffers, reading
- * a thread's events back (spool first, then memory) for the writer and the MPI merge. */
+/* buffer.c - per-thread event buffers: thread attachment, flushing full buffers to the spool file
+ * (spool.c), reading a thread's events back (spool first, then memory) for the writer and the MPI merge. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -52,7 +52,6 @@ xt_thread *xt_thread_attach(void)
         abort();
     }
     t->thread_num = (uint32_t)i;
-    t->spool_fd = -1;
     t->held_exit_region = ELG_NO_ID;
     t->root_region = ELG_NO_ID;
     threads[i] = t;
@@ -97,20 +96,7 @@ void xt_thread_release(xt_thread *t)
 int xt_thread_count(void) { return atomic_load(&n_threads); }
 xt_thread *xt_thread_get(int i) { return threads[i]; }
 
-static int write_all(int fd, const void *p, size_t len)
-{
-    const char *c = p;
-    while (len) {
-        ssize_t k = write(fd, c, len);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return -1;
-        c += k;
-        len -= (size_t)k;
-    }
-    return 0;
-}
-
-/* A full buffer goes to an unlinked spool file; the time spent is recorded as region TRACING.
+/* A full buffer goes to the spool file (spool.c); the time spent is recorded as region TRACING.
  *
  * Event order.  The record that finds the buffer full was stamped by its caller *before* the flush,
  * and so may be the records that follow it (its COUNTERs, the frames and ENTER of one event, an MPI
@@ -152,21 +138,8 @@ static void flush(xt_thread *t)
     /* an older pair still waiting: every record in the buffer was stamped before it began */
     if (t->flush_pending) put_pending(t);
     uint32_t n = t->n;
-    if (t->spool_fd < 0) {
-        char path[1100];
-        snprintf(path, sizeof path, "%s/expert-spool-XXXXXX", xt_cfg.tmpdir);
-        t->spool_fd = mkstemp(path);
-        if (t->spool_fd < 0) {
-            xt_warn("cannot create a spool file in %s (%s): dropping %u events", xt_cfg.tmpdir, strerror(errno), n);
-        } else {
-            unlink(path);
-        }
-    }
     if (n) t->spool_last_time = t->buf[n - 1].time;
-    if (t->spool_fd >= 0) {
-        if (write_all(t->spool_fd, t->buf, (size_t)n * sizeof(elg_event)) == 0) t->spooled += n;
-        else xt_warn("writing the spool file failed (%s): dropping %u events", strerror(errno), n);
-    }
+    if (n && xt_spool_append(t, t->buf, n)) t->spooled += n;
     __atomic_store_n(&t->n, 0, __ATOMIC_RELEASE);
     t->flush_enter = begin;
     t->flush_exit = xt_now();
@@ -203,14 +176,8 @@ uint64_t xt_local_events(int thread, uint64_t first, elg_event *out, uint64_t ma
 {
     xt_thread *t = threads[thread];
     if (!t) return 0;
-    uint64_t got = 0;
-    while (got < max && first + got < t->spooled) {
-        uint64_t want = t->spooled - first - got;
-        if (want > max - got) want = max - got;
-        ssize_t k = pread(t->spool_fd, out + got, want * sizeof(elg_event), (off_t)((first + got) * sizeof(elg_event)));
-        if (k <= 0) return got;
-        got += (uint64_t)k / sizeof(elg_event);
-    }
+    uint64_t got = first < t->spooled ? xt_spool_read(t, first, out, max) : 0;
+    if (first + got < t->spooled) return got; /* the spool could not be read */
     uint64_t pos = first + got;
     if (pos >= t->spooled) {
         uint64_t in_mem = t->n, from = pos - t->spooled;

@@ -63,6 +63,8 @@ uint32_t xt_region_define_range(const char *name, const char *file, uint32_t lin
 }
 
 uint32_t xt_region_count(void) { return n_regions; }
+void xt_defs_lock(void) { pthread_mutex_lock(&def_lock); }
+void xt_defs_unlock(void) { pthread_mutex_unlock(&def_lock); }
 const xt_region *xt_region_at(uint32_t i) { return &regions[i]; }
 
 /* Lock-free lookup of address-keyed regions: open addressing, keys published with release stores. */

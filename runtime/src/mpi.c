@@ -94,6 +94,7 @@ void xt_mpi_init_done(int idx, xt_thread *t, uint64_t t0)
 {
     if (xt_proc.mpi_active || xt_proc.untraced) return; /* a Fortran binding that went through our C wrapper */
     setup();
+    xt_install_crash_handlers(); /* in front of the handlers the MPI library installed in its init */
     if (t && xt_cfg.record_mpi && atomic_load(&xt_recording)) {
         xt_enter(t, t0, xt_mpi_region(idx), ELG_NO_ID, ELG_NO_ID);
         xt_exit(t, xt_now(), xt_mpi_region(idx));

@@ -1,6 +1,6 @@
 /* mpi_finalize.c - the end of an MPI run: at MPI_Finalize every rank sends its definitions and events
  * to rank 0, which writes the one trace file; MPI_Abort and an exit without MPI_Finalize leave one
- * incomplete trace per rank. */
+ * incomplete trace per rank (<output>.<rank>.elg, merged by `expert-trace merge`). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,7 +86,10 @@ void xt_mpi_finalize_prepare(void)
         xt_mpi_measure_offset(1);
         if (t) xt_mpi_end(t, H_FINALIZE);
         merge_and_write();
-        PMPI_Barrier(xt_comm);
+        /* rank 0 says whether the trace is written; then every rank's spool file has served */
+        int ok = !atomic_load(&xt_write_failed);
+        PMPI_Bcast(&ok, 1, MPI_INT, 0, xt_comm);
+        if (ok) xt_spool_detach();
         PMPI_Comm_free(&xt_comm);
     } else if (t) {
         xt_mpi_end(t, H_FINALIZE);
@@ -101,11 +104,9 @@ int MPI_Finalize(void)
 }
 
 /* ---------------------------------------------------------------- abnormal ends */
-static void rank_path(char *out, size_t n)
-{
-    if (xt_proc.rank == 0) snprintf(out, n, "%s", xt_cfg.output);
-    else snprintf(out, n, "%s.rank%u", xt_cfg.output, xt_proc.rank);
-}
+/* Each rank writes its own trace, `<output>.<rank>.elg` (over its spool file), as processes do that
+ * write alone; `expert-trace merge <output>` makes one trace of them. */
+static void rank_path(char *out, size_t n) { xt_own_output(out, n); }
 
 /* exit or crash while MPI is up: each rank writes what it has, marked incomplete */
 static int mpi_exit_hook(int crashed)

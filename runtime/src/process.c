@@ -102,37 +102,40 @@ static uint64_t events_recorded(void)
     return total > root ? total - root : 0;
 }
 
-int xt_solo_output(char *out, size_t n, int crashed)
+void xt_own_output(char *out, size_t n)
 {
     char tag[32];
+    if (xt_proc.descendant) snprintf(tag, sizeof tag, "%d", (int)getpid());
+    else if (xt_proc.size > 1) snprintf(tag, sizeof tag, "%u", xt_proc.rank); /* an MPI rank */
+    else if (xt_proc.launch_size > 1) snprintf(tag, sizeof tag, "%d", xt_proc.launch_rank);
+    else {
+        snprintf(out, n, "%s", xt_cfg.output);
+        return;
+    }
+    tagged_path(out, n, xt_cfg.output, tag);
+}
+
+int xt_solo_output(char *out, size_t n, int crashed)
+{
+    if (xt_proc.descendant && !crashed && events_recorded() == 0) return 0; /* a shell, `ls`: nothing to say */
+    xt_own_output(out, n);
+    if (crashed) return 1;
     if (xt_proc.descendant) {
-        /* started by the traced program (a shell, a helper): a trace of its own, if it recorded anything */
-        if (!crashed && events_recorded() == 0) return 0;
-        snprintf(tag, sizeof tag, "%d", (int)getpid());
-        tagged_path(out, n, xt_cfg.output, tag);
-        if (!crashed)
-            xt_warn("%s (pid %s) was started by the traced program: its trace is %s", program_invocation_short_name,
-                    tag, out);
-        return 1;
-    }
-    if (xt_proc.launch_size > 1) {
+        /* started by the traced program (a shell, a helper): a trace of its own */
+        xt_warn("%s (pid %d) was started by the traced program: its trace is %s", program_invocation_short_name,
+                (int)getpid(), out);
+    } else if (xt_proc.launch_size > 1 && xt_proc.launch_rank == 0) {
         /* one of several processes of an MPI launch that did not merge its trace over MPI */
-        snprintf(tag, sizeof tag, "%d", xt_proc.launch_rank);
-        tagged_path(out, n, xt_cfg.output, tag);
-        if (!crashed && xt_proc.launch_rank == 0) {
-            char last[4200];
-            snprintf(tag, sizeof tag, "%d", xt_proc.launch_size - 1);
-            tagged_path(last, sizeof last, xt_cfg.output, tag);
-            xt_warn("no MPI call was traced in these %d processes of one MPI launch, so each writes its own trace "
-                    "(%s ... %s); if the program uses MPI, see \"Launch mistakes\" in docs/runtime.md",
-                    xt_proc.launch_size, out, last);
-        }
-        return 1;
-    }
-    snprintf(out, n, "%s", xt_cfg.output);
-    if (!crashed && xt_proc.launch_size == 1)
+        char last[4200], tag[32];
+        snprintf(tag, sizeof tag, "%d", xt_proc.launch_size - 1);
+        tagged_path(last, sizeof last, xt_cfg.output, tag);
+        xt_warn("no MPI call was traced in these %d processes of one MPI launch, so each writes its own trace "
+                "(%s ... %s); if the program uses MPI, see \"Launch mistakes\" in docs/runtime.md",
+                xt_proc.launch_size, out, last);
+    } else if (xt_proc.launch_size == 1) {
         xt_warn("started by an MPI launcher, but no MPI call was traced; if the program uses MPI, see \"Launch "
                 "mistakes\" in docs/runtime.md");
+    }
     return 1;
 }
 

@@ -1,7 +1,9 @@
 /* shutdown.c - the end of the run: closing what is still open on every thread, writing this process's
  * trace, and the paths that get there (at exit, and from the crash handlers on a fatal signal). */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <stdlib.h>
@@ -78,6 +80,17 @@ void xt_write_local_trace(const char *path, int finished)
 void xt_mark_written(void) { atomic_store(&written, 1); }
 
 /* ---------------------------------------------------------------- exit and crash paths */
+static pid_t traced_pid; /* the process the handlers were installed in (not a vfork child sharing its memory) */
+
+__attribute__((noreturn)) static void real_exit(int status)
+{
+    static void (*real)(int);
+    if (!real) real = (void (*)(int))dlsym(RTLD_NEXT, "_exit");
+    if (real) real(status);
+    syscall(SYS_exit_group, status);
+    __builtin_unreachable();
+}
+
 static void at_exit(void)
 {
     if (!atomic_load(&written) && !(xt_mpi_exit_hook && xt_mpi_exit_hook(0))) {
@@ -87,17 +100,40 @@ static void at_exit(void)
     }
     if (atomic_load(&xt_write_failed)) { /* the trace is lost: a CI job must not pass */
         fflush(NULL);
-        _exit(XT_EXIT_WRITE_FAILED);
+        real_exit(XT_EXIT_WRITE_FAILED);
     }
 }
 
-/* The crash path: write what was recorded, with write(2) and memory reserved at start-up (sigsafe.c).
- * A second thread that crashes meanwhile waits for the first one's trace instead of killing the process. */
-static atomic_int crash_owner, crash_done;
-static void on_signal(int sig)
+/* _exit and _Exit skip the at-exit handlers: a program that ends with them (a common way to end a
+ * child, or a program in a hurry) gets its trace written here, as at exit.  A vfork child runs in its
+ * parent's memory and must not write the parent's trace: it is told apart by its pid. */
+__attribute__((visibility("default"), noreturn)) void _exit(int status)
 {
+    if (traced_pid && getpid() == traced_pid) at_exit();
+    real_exit(status);
+}
+
+__attribute__((visibility("default"), noreturn)) void _Exit(int status) { _exit(status); }
+
+/* The crash path: write what was recorded, with write(2) and memory reserved at start-up (sigsafe.c).
+ * A second thread that crashes meanwhile waits for the first one's trace instead of killing the process.
+ * Then the handler that was there before ours (the MPI library's, UCX's) gets the signal. */
+#define N_CRASH_SIGNALS 8
+static const int crash_signals[N_CRASH_SIGNALS] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGQUIT};
+static struct sigaction previous[N_CRASH_SIGNALS];
+static atomic_int crash_owner, crash_done;
+static _Thread_local int in_handler __attribute__((tls_model("initial-exec")));
+
+static void on_signal(int sig, siginfo_t *info, void *ctx)
+{
+    if (in_handler) { /* the crash path itself crashed: end as the signal would have */
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    in_handler = 1;
     if (!atomic_exchange(&crash_owner, 1)) {
-        if (!atomic_load(&written)) {
+        if (!atomic_load(&written) && getpid() == traced_pid) {
             xt_sigsafe_enter();
             xt_sigsafe_message("caught signal ", sig, ": writing the events recorded so far (trace marked incomplete)");
             char path[4200];
@@ -109,28 +145,47 @@ static void on_signal(int sig)
         struct timespec ms = {0, 1000000};
         for (int i = 0; i < 30000 && !atomic_load(&crash_done); i++) nanosleep(&ms, NULL);
     }
+    for (int i = 0; i < N_CRASH_SIGNALS; i++) {
+        if (crash_signals[i] != sig) continue;
+        struct sigaction *p = &previous[i];
+        if (p->sa_flags & SA_SIGINFO ? p->sa_sigaction != NULL : (p->sa_handler != SIG_DFL && p->sa_handler != SIG_IGN)) {
+            sigaction(sig, p, NULL); /* it may re-raise the signal itself, or return */
+            if (p->sa_flags & SA_SIGINFO) p->sa_sigaction(sig, info, ctx);
+            else p->sa_handler(sig);
+        }
+    }
     signal(sig, SIG_DFL);
     raise(sig);
 }
 
-static void install_signal_handlers(void)
+/* Ours in front of every fatal signal, chaining to the handler found there (the UCX library under
+ * MPICH sets SIGSEGV and SIGBUS before the program starts, Open MPI sets its own in MPI_Init: either
+ * left no trace).  SIGTERM, SIGINT and SIGQUIT only where nobody handles them: a program that catches
+ * them means to go on. */
+void xt_install_crash_handlers(void)
 {
     if (!xt_env_long("EXPERT_SIGNALS", 1)) return;
-    static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGQUIT};
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+    traced_pid = getpid();
+    for (int i = 0; i < N_CRASH_SIGNALS; i++) {
+        int sig = crash_signals[i], fatal = sig != SIGTERM && sig != SIGINT && sig != SIGQUIT;
         struct sigaction sa, old;
+        if (sigaction(sig, NULL, &old) != 0) continue;
+        if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction == on_signal) continue; /* ours already */
+        if (old.sa_handler == SIG_IGN) continue;
+        if (!fatal && old.sa_handler != SIG_DFL) continue;
         memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+        sa.sa_sigaction = on_signal;
+        sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
         sigemptyset(&sa.sa_mask);
-        /* respect handlers the program (or the MPI library) installed before us */
-        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_DFL) continue;
-        sigaction(sigs[i], &sa, NULL);
+        previous[i] = old;
+        sigaction(sig, &sa, NULL);
     }
 }
 
 void xt_install_exit_paths(void)
 {
+    traced_pid = getpid();
+    xt_crc_init(); /* dlopen: not on the crash path */
     atexit(at_exit);
-    install_signal_handlers();
+    xt_install_crash_handlers();
 }

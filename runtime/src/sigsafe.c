@@ -33,6 +33,8 @@ int xt_sigsafe_enter(void)
     return arena != NULL;
 }
 
+int xt_sigsafe_active(void) { return crash_mode; }
+
 static int in_arena(const void *p) { return arena && (const char *)p >= arena && (const char *)p < arena + ARENA_BYTES; }
 
 void *xt_mem_alloc(size_t n)

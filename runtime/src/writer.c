@@ -1,6 +1,7 @@
 /* writer.c - unify the definitions of all processes and write one .elg file (layout: tracefmt/layout.py).
  * Also used from a signal handler: memory comes from xt_mem_* (sigsafe.c), output goes through write(2). */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,7 +12,11 @@
 #include "xt.h"
 
 /* ---------------------------------------------------------------- CRC-32 (IEEE 802.3, as zlib) */
+/* Every flushed buffer is checksummed on the recording thread (spool.c), so speed matters: libdeflate's
+ * crc32 (carry-less multiplication, about 10x the tables below) where the system has it, found at
+ * start-up (xt_crc_init; never loaded on the crash path), else slicing-by-8 tables. */
 static uint32_t crc_table[8][256];
+static uint32_t (*fast_crc)(uint32_t crc, const void *data, size_t len);
 static void crc_init(void)
 {
     if (crc_table[0][1]) return;
@@ -24,8 +29,16 @@ static void crc_init(void)
         for (int s = 1; s < 8; s++) crc_table[s][i] = (crc_table[s - 1][i] >> 8) ^ crc_table[0][crc_table[s - 1][i] & 0xff];
 }
 
+void xt_crc_init(void)
+{
+    crc_init();
+    void *h = dlopen("libdeflate.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (h) fast_crc = (uint32_t(*)(uint32_t, const void *, size_t))dlsym(h, "libdeflate_crc32");
+}
+
 static uint32_t crc32_update(uint32_t crc, const void *data, size_t len)
 {
+    if (fast_crc) return fast_crc(crc, data, len);
     const uint8_t *p = data;
     crc = ~crc;
     while (len >= 8) { /* slicing-by-8 */
@@ -355,10 +368,10 @@ static void out_write(out_t *o, const void *p, size_t n)
     }
 }
 
-static void write_block(out_t *o, uint16_t kind, uint32_t location, const void *payload, uint64_t len, uint32_t count,
-                        uint64_t first, uint64_t last, int indexed)
+void xt_elg_block_header(unsigned char h[ELG_BLOCK_HEADER_SIZE], uint16_t kind, uint32_t location,
+                         const void *payload, uint64_t len, uint32_t count)
 {
-    unsigned char h[ELG_BLOCK_HEADER_SIZE];
+    crc_init();
     uint32_t pcrc = crc32_update(0, payload, len);
     uint16_t zero16 = 0;
     memcpy(h, ELG_BLOCK_MAGIC, 4);
@@ -370,6 +383,39 @@ static void write_block(out_t *o, uint16_t kind, uint32_t location, const void *
     memcpy(h + 24, &count, 4);
     uint32_t hcrc = crc32_update(0, h, 28);
     memcpy(h + 28, &hcrc, 4);
+}
+
+void xt_elg_file_header(unsigned char hdr[ELG_FILE_HEADER_SIZE], int finished)
+{
+    crc_init();
+    memset(hdr, 0, ELG_FILE_HEADER_SIZE);
+    memcpy(hdr, ELG_MAGIC, 8);
+    hdr[8] = ELG_BYTE_ORDER_LITTLE;
+    hdr[9] = finished ? ELG_FLAG_FINISHED : 0;
+    uint16_t v16[3] = {ELG_VERSION_MAJOR, ELG_VERSION_MINOR, ELG_FILE_HEADER_SIZE};
+    memcpy(hdr + 10, v16, 6);
+    snprintf((char *)hdr + 16, ELG_CREATOR_SIZE, "expert-run 0.1");
+    uint32_t header_crc = crc32_update(0, hdr, ELG_HEADER_CRC_OFFSET);
+    memcpy(hdr + ELG_HEADER_CRC_OFFSET, &header_crc, 4);
+}
+
+/* the command line, arguments separated by spaces, as the bytes the program was given */
+void xt_command_line(char *cmd, size_t n)
+{
+    int cf = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    ssize_t got = cf >= 0 ? read(cf, cmd, n - 1) : 0;
+    if (cf >= 0) close(cf);
+    size_t k = got > 0 ? (size_t)got : 0;
+    cmd[k] = 0;
+    for (size_t i = 0; i + 1 < k; i++)
+        if (!cmd[i]) cmd[i] = ' ';
+}
+
+static void write_block(out_t *o, uint16_t kind, uint32_t location, const void *payload, uint64_t len, uint32_t count,
+                        uint64_t first, uint64_t last, int indexed)
+{
+    unsigned char h[ELG_BLOCK_HEADER_SIZE];
+    xt_elg_block_header(h, kind, location, payload, len, count);
     uint64_t at = o->pos;
     out_write(o, h, sizeof h);
     out_write(o, payload, len);
@@ -597,13 +643,7 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
         ab[1] = def_string(&d, val);
         def_record(&d, ELG_DEF_ATTRIBUTE, ab, 8);
         char cmd[4096];
-        int cf = open("/proc/self/cmdline", O_RDONLY);
-        ssize_t got = cf >= 0 ? read(cf, cmd, sizeof cmd - 1) : 0;
-        if (cf >= 0) close(cf);
-        size_t k = got > 0 ? (size_t)got : 0;
-        cmd[k] = 0;
-        for (size_t i = 0; i + 1 < k; i++)
-            if (!cmd[i]) cmd[i] = ' ';
+        xt_command_line(cmd, sizeof cmd);
         ab[0] = def_string(&d, "command");
         ab[1] = def_string(&d, cmd);
         def_record(&d, ELG_DEF_ATTRIBUTE, ab, 8);
@@ -615,8 +655,12 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
         }
     }
 
+    /* written under a temporary name and renamed at the end: the spool file at `path` (spool.c), or an
+       earlier trace there, stays whole until the new trace is */
     out_t o = {0};
-    o.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    char tmp[4300];
+    snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+    o.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     o.wb = xt_mem_alloc(OUT_BUFFER);
     if (o.fd < 0 || !o.wb) {
         xt_warn("cannot write the trace %s: %s (choose a writable path with -o or EXPERT_TRACE_FILE)", path,
@@ -635,15 +679,8 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
         xt_trace_written(path, 0, nprocs, 0, finished);
         return -1;
     }
-    unsigned char hdr[ELG_FILE_HEADER_SIZE] = {0};
-    memcpy(hdr, ELG_MAGIC, 8);
-    hdr[8] = ELG_BYTE_ORDER_LITTLE;
-    hdr[9] = 0; /* FINISHED is set only after the last byte is written */
-    uint16_t v16[3] = {ELG_VERSION_MAJOR, ELG_VERSION_MINOR, ELG_FILE_HEADER_SIZE};
-    memcpy(hdr + 10, v16, 6);
-    snprintf((char *)hdr + 16, ELG_CREATOR_SIZE, "expert-run 0.1");
-    uint32_t header_crc = crc32_update(0, hdr, ELG_HEADER_CRC_OFFSET);
-    memcpy(hdr + ELG_HEADER_CRC_OFFSET, &header_crc, 4);
+    unsigned char hdr[ELG_FILE_HEADER_SIZE];
+    xt_elg_file_header(hdr, 0); /* FINISHED is set only after the last byte is written */
     out_write(&o, hdr, sizeof hdr);
     write_block(&o, ELG_BLOCK_DEFINITIONS, ELG_NO_ID, d.b.p, d.b.len, d.count, 0, 0, 1);
 
@@ -680,12 +717,13 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
     out_write(&o, ELG_TRAILER_MAGIC, 8);
     out_flush(&o);
     if (finished && !o.err) { /* set FINISHED and re-checksum the header, now that the last byte is out */
-        hdr[9] = ELG_FLAG_FINISHED;
-        header_crc = crc32_update(0, hdr, ELG_HEADER_CRC_OFFSET);
-        memcpy(hdr + ELG_HEADER_CRC_OFFSET, &header_crc, 4);
+        xt_elg_file_header(hdr, 1);
         if (pwrite(o.fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr) o.err = errno ? errno : EIO;
     }
     if (close(o.fd) != 0 && !o.err) o.err = errno;
+    if (!o.err && rename(tmp, path) != 0) o.err = errno;
+    if (o.err) unlink(tmp);
+    else xt_spool_replaced(path);
     xt_mem_free(o.wb);
     if (o.err) xt_warn("writing the trace %s failed: %s", path, strerror(o.err));
     else if (xt_cfg.verbose)

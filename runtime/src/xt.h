@@ -5,11 +5,12 @@
  *   core.c       start-up (xt_init), configuration (xt_cfg), process facts (xt_proc), public C API
  *   process.c    launcher helpers and fork children (not traced), per-process output paths, warnings
  *   clock.c      time source (rdtsc / CLOCK_MONOTONIC) and its calibration
- *   buffer.c     per-thread event buffers, spool files, reading a thread's events back
+ *   buffer.c     per-thread event buffers, their flushes, reading a thread's events back
+ *   spool.c      the spool file: full buffers (and the definitions they need) as an unfinished .elg on disk
  *   defs.c       region definitions (named and by code address), communicators, TRACING/PAUSING
  *   locks.c      lock definitions and the hand-over between holders (acquisition orders)
  *   serialize.c  this process's definitions as one byte string for the writer
- *   shutdown.c   closing open regions, writing the local trace, at-exit and crash (signal) paths
+ *   shutdown.c   closing open regions, writing the local trace, at-exit, _exit and crash (signal) paths
  *   writer.c     unify the definitions of all processes and write the .elg file
  *   sigsafe.c    memory and messages usable on the crash path
  *   resolve.c    addr2line name resolution and the EXPERT_FILTER filter
@@ -70,8 +71,11 @@ typedef struct xt_thread {
     uint64_t flush_enter, flush_exit;
     uint64_t spool_last_time; /* time of the last record in the spool */
     uint32_t thread_num;
-    int spool_fd;          /* unlinked temp file holding flushed events, -1 if none */
-    uint64_t spooled;      /* number of events in the spool */
+    uint64_t spooled;      /* number of events in the spool file (spool.c) */
+    struct xt_spool_block {
+        uint64_t offset, first; /* an EVENTS block's payload in the spool, and its first event's index */
+    } *blocks;
+    uint32_t n_blocks, cap_blocks;
     int depth;             /* region nesting depth (may exceed XT_STACK_MAX; then not tracked) */
     xt_frame stack[XT_STACK_MAX];
     int in_mpi;            /* inside an MPI wrapper: nested MPI calls are not recorded */
@@ -344,6 +348,28 @@ typedef uint64_t (*xt_fetch_fn)(void *ctx, int proc, int thread, elg_event *out,
 XT_HIDDEN int xt_write_trace(const char *path, int nprocs, void *const *serialized, const size_t *lens,
                              xt_fetch_fn fetch, void *ctx, int finished);
 XT_HIDDEN void xt_write_local_trace(const char *path, int finished);
+/* .elg pieces shared by the writer and the spool (writer.c): the file header (FINISHED flag), a block
+ * header with its checksums, and the command line for the `command` attribute */
+XT_HIDDEN void xt_elg_file_header(unsigned char hdr[ELG_FILE_HEADER_SIZE], int finished);
+XT_HIDDEN void xt_elg_block_header(unsigned char h[ELG_BLOCK_HEADER_SIZE], uint16_t kind, uint32_t location,
+                                   const void *payload, uint64_t len, uint32_t count);
+XT_HIDDEN void xt_command_line(char *out, size_t n);
+XT_HIDDEN void xt_crc_init(void); /* at start-up: pick the CRC-32 implementation */
+/* the spool file (spool.c): a full buffer's events go there as one EVENTS block, after the definitions
+ * made since the last block, so that the file is a readable unfinished trace at every moment; returns
+ * 1 if they were written.  xt_spool_read reads a thread's spooled events back.  A trace written to the
+ * spool's own path replaces it (xt_spool_replaced); xt_spool_detach removes it once its events are in
+ * a trace elsewhere (the MPI merge) */
+XT_HIDDEN int xt_spool_append(xt_thread *t, const elg_event *ev, uint32_t n);
+XT_HIDDEN uint64_t xt_spool_read(const xt_thread *t, uint64_t first, elg_event *out, uint64_t max);
+XT_HIDDEN void xt_spool_replaced(const char *path);
+XT_HIDDEN void xt_spool_detach(void);
+/* the path of the trace this process writes on its own (process.c): the output, or the output with
+ * ".<rank>" (one of several MPI processes) or ".<pid>" (started by the traced program) before ".elg" */
+XT_HIDDEN void xt_own_output(char *out, size_t n);
+/* the crash handlers (shutdown.c): installed at start-up, and again after MPI_Init, in front of what the
+ * MPI library installed there (they chain to it) */
+XT_HIDDEN void xt_install_crash_handlers(void);
 XT_HIDDEN void xt_default_output(char *out, size_t n);
 
 /* which process this is (process.c): xt_process_classify runs first in xt_init and returns 1 for a
@@ -392,6 +418,10 @@ XT_HIDDEN void *xt_mem_realloc(void *p, size_t n);
 XT_HIDDEN void xt_mem_free(void *p);
 XT_HIDDEN char *xt_mem_strdup(const char *s);
 XT_HIDDEN void xt_sigsafe_message(const char *a, long number, const char *b);
+XT_HIDDEN int xt_sigsafe_active(void); /* xt_sigsafe_enter() ran: this is the crash path */
+/* definitions are read while other threads may add some (the spool): hold their lock (defs.c) */
+XT_HIDDEN void xt_defs_lock(void);
+XT_HIDDEN void xt_defs_unlock(void);
 #define XT_CHUNK_EVENTS (1u << 18)    /* events per EVENTS block and per transfer message (10 MiB) */
 
 #endif

@@ -256,3 +256,76 @@ def write_archive(root: Path, big: bool = False, iterations: int = 3, chunk_size
             (root / "traces" / f"{loc}.evt").write_bytes(chunked_file(enc, events(enc, r, t, iterations),
                                                                        chunk_size))
     return root / "traces.otf2"
+
+
+# ---------------------------------------------------------------------------------------------
+# calling contexts (Score-P 2+ with unwinding or sampling): one process, one thread
+# ---------------------------------------------------------------------------------------------
+E_CC_ENTER, E_CC_LEAVE, E_CC_SAMPLE = 66, 67, 68
+CC_REGIONS = ["main", "foo", "bar", "baz"]
+#: global calling-context refs -> (region index, parent ref or None): main/foo/bar and main/baz/bar
+CALLING_CONTEXTS = {10: (0, None), 11: (1, 10), 12: (2, 11), 13: (3, 10), 14: (2, 13)}
+CC_LOCAL = [12, 10, 14, 11, 13]  # the location's dense mapping table: local i -> global CC_LOCAL[i]
+#: (time in us, record, global calling context, unwind distance): the walk the test knows the visits of
+CC_EVENTS = [(100, E_CC_ENTER, 10, 2),      # enter main
+             (200, E_CC_SAMPLE, 12, 3),     # main/foo/bar sampled: foo and bar new, main made progress
+             (300, E_CC_SAMPLE, 12, 1),     # the same frames, bar made progress
+             (400, E_CC_SAMPLE, 14, 3),     # main/baz/bar: foo and its bar left, baz and a bar entered
+             (450, E_CC_SAMPLE, 14, 0),     # nothing changed
+             (500, E_CC_SAMPLE, 14, 2),     # bar left and entered again (a new visit)
+             (600, E_CC_SAMPLE, 10, 1),     # back in main: bar and baz left
+             (700, E_CC_ENTER, 11, 2),      # an instrumented foo entered
+             (800, E_CC_LEAVE, 11, None),   # and left
+             (900, E_CC_LEAVE, 10, None)]   # main left
+
+
+def calling_context_defs(enc: Enc) -> tuple[bytes, int]:
+    S = ["", "machine", "node0", "Process", "Master thread", "cc.c", "cycles sampler"] + CC_REGIONS
+    ix = {s: i for i, s in enumerate(S)}
+    recs = [enc.record(5, enc.comp(1_000_000_000) + enc.comp(0) + enc.comp(10**6))]
+    recs += _strings(enc, S)
+    recs.append(enc.record(12, enc.u32(0) + enc.u32(ix["machine"]) + enc.u32(0) + enc.u32(UNDEF32)))
+    recs.append(enc.record(13, enc.u32(0) + enc.u32(ix["Process"]) + b"\x01" + enc.u32(0)))
+    recs.append(enc.record(14, enc.comp(0) + enc.u32(ix["Master thread"]) + b"\x01" + enc.comp(0) + enc.u32(0)))
+    for rid, name in enumerate(CC_REGIONS):
+        body = (enc.u32(rid) + enc.u32(ix[name]) + enc.u32(0) + b"\0" + enc.u32(ix["cc.c"]) + enc.u32(10 * rid)
+                + enc.u32(0) + enc.u32(ix[name]) + bytes([1, 2]) + enc.u32(0))  # FUNCTION, COMPILER
+        recs.append(enc.record(15, body))
+    recs.append(enc.record(36, enc.u32(0) + enc.u32(ix["cycles sampler"]) + b"\x01\x01" + enc.comp(0)
+                           + enc.comp(1000)))  # an interrupt generator (not read)
+    for ref, (region, parent) in CALLING_CONTEXTS.items():
+        recs.append(enc.record(34, enc.u32(ref) + enc.u32(region) + enc.u32(UNDEF32)
+                               + enc.u32(UNDEF32 if parent is None else parent)))
+    return enc.header(1, 0) + b"".join(recs) + b"\x02\x01", len(recs)
+
+
+def calling_context_events(enc: Enc) -> list[tuple[int, bytes]]:
+    E = []
+    local = {g: i for i, g in enumerate(CC_LOCAL)}
+    for us, rtype, cc, unwind in CC_EVENTS:
+        body = enc.u32(local[cc])
+        if rtype != E_CC_LEAVE:
+            body += enc.u32(unwind)
+        if rtype == E_CC_SAMPLE:
+            body += enc.u32(0)  # the interrupt generator
+        E.append((us * 1000, enc.record(rtype, body)))
+    return E
+
+
+def write_calling_context_archive(root: Path, big: bool = False, events: list | None = None) -> Path:
+    """A one-thread archive whose events are calling-context records (``events``: (time, record bytes),
+    default ``calling_context_events``); returns the anchor file's path."""
+    enc = Enc(big)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "traces").mkdir(exist_ok=True)
+    defs, n_defs = calling_context_defs(enc)
+    anchor = enc.header(0, 0, chunked=False) + b"OTF2\0" + bytes([3, 2, 3, 0, 0])
+    anchor += enc.full(CHUNK) + enc.full(4 * CHUNK) + b"\x01\x01" + enc.full(1) + enc.full(n_defs)
+    anchor += b"machine\0test writer\0\0" + enc.full(0, 4) + enc.full(0) + enc.full(0, 4) * 2 + b"\x02"
+    (root / "traces.otf2").write_bytes(anchor)
+    (root / "traces.def").write_bytes(defs)
+    mapping = enc.record(5, b"\x0a" + enc.comp(len(CC_LOCAL)) + b"\0" + b"".join(enc.comp(g) for g in CC_LOCAL))
+    (root / "traces" / "0.def").write_bytes(enc.header(1, 0) + mapping + b"\x02\x01")
+    evs = calling_context_events(enc) if events is None else events
+    (root / "traces" / "0.evt").write_bytes(chunked_file(enc, evs))
+    return root / "traces.otf2"

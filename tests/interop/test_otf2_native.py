@@ -58,6 +58,25 @@ def assert_same(native, ref):
             np.testing.assert_array_equal(got[field], want[field], err_msg=f"location {loc}, field {field}")
 
 
+def assert_same_trace(mine, ref) -> None:
+    """The native reader's Trace (its decoded columns, no copy into our format) against the reference's
+    TraceAssembly written into our format and read back: definitions, problems, every column."""
+    assert type(mine).__name__ == "Otf2Trace"
+    assert mine.defs == ref.defs
+    assert mine.location_ids.tolist() == ref.location_ids.tolist()
+    assert sorted(mine.problems) == sorted(ref.problems)
+    for loc in ref.location_ids.tolist():
+        want, got = ref.events(loc), mine.events(loc)
+        assert mine.n_events(loc) == ref.n_events(loc) == len(got) == len(want), f"location {loc}"
+        assert mine.time_range(loc) == (ref.time_range(loc) if len(want) else None)
+        buffer = mine.new_column_buffer(len(want))
+        shared = mine.decode_into(loc, buffer)
+        for field in ("time", "ticks", "type", "flags", "a", "b", "c", "d", "e"):
+            np.testing.assert_array_equal(getattr(got, field), getattr(want, field), err_msg=f"{loc} {field}")
+            np.testing.assert_array_equal(shared[field], getattr(want, field), err_msg=f"{loc} {field}")
+            assert getattr(got, field).dtype == getattr(want, field).dtype, field
+
+
 def analysis_json(trace) -> str:
     import analyzer
     from analyzer.cube.json_summary import to_json_dict
@@ -78,6 +97,7 @@ def test_ping_pong_identical_to_reference():
     native = otf2_native.read(path)
     assert native.problems == []
     assert_same(native, reference(path))
+    assert_same_trace(open_any(path), reference(path).to_trace())
 
 
 # generator key -> our metric's unique name (as tests/analyzer/test_cli_inputs.py)
@@ -93,6 +113,7 @@ SYNTH_METRICS = {"late_sender": "mpi_latesender", "late_receiver": "mpi_laterece
 def test_generator_traces_identical_to_reference(tmp_path, shape):
     out = generate(tmp_path, *shape)
     assert_same(otf2_native.read(out), reference(out))
+    assert_same_trace(open_any(out), reference(out).to_trace())
     from tracefmt import otf2_in
 
     mine = analysis_json(out / "traces.otf2")  # open_any: the native reader
@@ -116,6 +137,11 @@ def test_handwritten_archives_both_byte_orders(tmp_path, iterations):
     native_be.notes = [p.replace(str(be), str(le)) for p in native_be.notes]
     native_be.source = native_le.source
     assert_same(native_be, ref)
+    ref_trace = ref.to_trace()
+    assert_same_trace(open_any(le), ref_trace)
+    be_trace = open_any(be)
+    be_trace.problems = [p.replace(str(be), str(le)) for p in be_trace.problems]
+    assert_same_trace(be_trace, ref_trace)
     # what the archive holds, read back: mapped ids, corrected times, requests, the unknown records counted
     ev = native_le.events[2]  # rank 1's master: mapping tables and clock offsets
     assert (ev["type"] == E.MPI_SEND_COMPLETE).sum() == iterations

@@ -137,45 +137,7 @@ def test_nonblocking_collectives_and_persistent_requests(runtime_built, tmp_path
         assert names["MPI_Start"] == 6 and names["MPI_Request_free"] == 2
 
 
-# ---------------------------------------------------------------- abnormal ends
-@pytest.mark.parametrize("mpi,how", [("ompi", "abort"), ("ompi", "exit"), ("ompi", "segv"),
-                                     ("mpich", "abort"), ("mpich", "exit")])
-def test_rank_dying_leaves_readable_incomplete_traces(runtime_built, tmp_path, mpi, how):
-    """Rank 1 of 3 aborts / exits / crashes after a Sendrecv and a Barrier while the others wait in a
-    second Barrier.  Each rank that gets to run its exit or signal path writes its own trace, marked
-    incomplete: Open MPI terminates the survivors with SIGTERM (so all three write); MPICH's Hydra
-    uses SIGKILL, so only the dying rank can."""
-    tools = MPIS[mpi]
-    need(tools["cc"])
-    run([tools["cc"], "-g", str(SAMPLES / "mpi_dies.c"), "-o", "dies"], cwd=tmp_path)
-    # Open MPI sends SIGKILL 1 s after SIGTERM by default; on a loaded machine a survivor sometimes needed
-    # longer to write its trace from the signal handler.  mpirun waits out the whole interval, so keep it short.
-    env = dict(MPI_ENV, OMPI_MCA_odls_base_sigkill_timeout="3")
-    p = run(tools["run"] + ["3", str(EXPERT_RUN), "-o", "d.elg", "./dies", how], cwd=tmp_path, env=env,
-            check=False)
-    assert p.returncode != 0
-    files = {1: tmp_path / "d.elg.rank1"}
-    if mpi == "ompi":
-        files.update({0: tmp_path / "d.elg", 2: tmp_path / "d.elg.rank2"})
-    for rank, path in files.items():
-        with tracefmt.open(str(path)) as trace:
-            assert not trace.header.finished
-            assert trace.defs.attributes["complete"].startswith("no")
-            ev = events(trace, 0)
-            entered = [e[1] for e in ev if e[0] == E.ENTER]
-            expected = ["dies", "MPI_Init", "MPI_Sendrecv", "MPI_Barrier"]  # "dies": the program root region
-            if rank == 1:
-                expected += ["MPI_Abort"] if how == "abort" else []
-            else:
-                expected += ["MPI_Barrier"]  # still waiting when killed: closed at the last recorded time
-            assert entered == expected
-            depth = 0
-            for e in ev:  # the regions open at the end were closed, so the trace still nests
-                depth += 1 if e[0] == E.ENTER else -1 if e[0] in (E.EXIT, E.MPI_COLLEXIT) else 0
-                assert depth >= 0
-            assert depth == 0
-            sends = [e for e in ev if e[0] == E.MPI_SEND]
-            assert [(s[2], s[4], s[5]) for s in sends] == [((rank + 1) % 3, 1, 4)]
+# abnormal ends (a rank that dies, under both MPIs): tests/runtime/test_crash.py
 
 
 # ---------------------------------------------------------------- clock synchronisation
