@@ -17,7 +17,7 @@ from test_task_thread_events import CHILD, TASK, close_team, task_trace, team  #
 
 BAR = "!$omp barrier @t.c:30"
 TASK_METRICS = ("omp_taskwait", "omp_task_management", "omp_task_starvation", "omp_task_imbalance",
-                "omp_task_execution", "omp_ebarrier_wait")
+                "omp_task_execution", "omp_ebarrier_wait", "omp_ibarrier_wait")
 
 
 def results(b):
@@ -107,6 +107,51 @@ def test_nested_untied_tasks_in_barrier_and_taskwait():
     # master 0.5 of task 2; worker 1.3 of task 1, 0.4 of task 2, 1.0 of task 3: mean 1.6, max - mean 1.1
     assert r["omp_task_imbalance"] == approx({(task, 1): 1.1 * 1.7 / 2.7, (child, 1): 1.1 * 1.0 / 2.7})
     assert r["omp_ebarrier_wait"] == approx({(first, 1): 0.25, (bar, 1): 0.1})
+
+
+def long_child_trace():
+    """The master creates child 1 (TASK) at 0.3 in a single and waits for it in a taskwait from 0.5 to 1.5; the
+    worker, in the single's barrier from 0.2, runs it from 0.35 to 1.5.  Then the master creates child 2
+    (CHILD) at 1.6 in a taskgroup and waits at the group's end from 1.7 to 2.2 while the worker runs it from
+    1.62 to 2.2."""
+    b = tracefmt.TraceBuilder()
+    m, w = team(b)
+    single, ibar = "!$omp single @t.c:8", "!$omp implicit barrier @t.c:8"
+    b.enter(m, 0.2, single)
+    b.task_create(m, 0.3, 1, TASK)
+    b.enter(m, 0.5, "!$omp taskwait @t.c:12")
+    b.exit(m, 1.5)
+    b.enter(m, 1.55, "!$omp taskgroup @t.c:14")
+    b.task_create(m, 1.6, 2, CHILD)
+    b.enter(m, 1.7, "!$omp taskgroup wait @t.c:14")
+    b.exit(m, 2.2)
+    b.exit(m, 2.2)
+    b.exit(m, 2.3)
+    b.barrier(m, 2.3, 2.4, implicit=True, region=ibar)
+    b.enter(w, 0.2, ibar)
+    b.task_run(w, 0.35, 1.5, 1)
+    b.task_run(w, 1.62, 2.2, 2)
+    b.omp_coll_exit(w, 2.4, ibar)
+    close_team(b, m, w, 3.0)
+    return b
+
+
+def test_taskwait_and_taskgroup_wait_for_a_long_child():
+    r = results(long_child_trace())
+    single = f"{PAR}/!$omp single @t.c:8"
+    wait = f"{single}/!$omp taskwait @t.c:12"
+    group_wait = f"{single}/!$omp taskgroup @t.c:14/!$omp taskgroup wait @t.c:14"
+    assert r["omp_taskwait"] == approx({(wait, 0): 1.0, (group_wait, 0): 0.5})
+    ibar = f"{PAR}/!$omp implicit barrier @t.c:8"
+    # worker: 0.2-0.35 before task 1 (created 0.3), 1.5-1.62 before task 2 (created 1.6): starvation until the
+    # creation, management after; 2.2-2.4 at the end: nothing left to start
+    assert r["omp_task_starvation"] == approx({(ibar, 1): 0.1 + 0.1})
+    assert r["omp_task_management"] == approx({(ibar, 1): 0.05 + 0.02})
+    # the barrier wait: the worker waits for the master's arrival at 2.3 but for the 1.73 s of tasks it ran
+    assert r["omp_ibarrier_wait"] == approx({(ibar, 1): 2.3 - 0.2 - (1.15 + 0.58)})
+    # all task time on the worker: 1.15 + 0.58, mean 0.865
+    assert r["omp_task_imbalance"] == approx({(f"{PAR}/{TASK}", 1): 0.865 * 1.15 / 1.73,
+                                             (f"{PAR}/{CHILD}", 1): 0.865 * 0.58 / 1.73})
 
 
 def two_instances(heavy_first: int, heavy_second: int):
