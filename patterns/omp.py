@@ -8,7 +8,8 @@ lock-contention children that Scalasca 2.x added back::
         omp_flush
         omp_management > omp_fork
         omp_synchronization
-          omp_barrier > {omp_ebarrier > omp_ebarrier_wait, omp_ibarrier > omp_ibarrier_wait}
+          omp_barrier > {omp_ebarrier > omp_ebarrier_wait, omp_ibarrier > omp_ibarrier_wait,
+                         omp_task_starvation (patterns/tasks.py)}
           omp_critical > omp_lock_contention_critical
           omp_lock_api > omp_lock_contention_api
           omp_ordered
