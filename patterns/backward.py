@@ -83,7 +83,7 @@ class BackwardInputs(NamedTuple):
     sp_compl: np.ndarray
     sp_cnode: np.ndarray
     sp_time: np.ndarray  # ENTER of its call (the begin of a collective, the enter of a barrier)
-    sp_mpi: np.ndarray  # bool: an MPI point (Scalasca's mSynchRanks)
+    sp_mpi: np.ndarray  # 1: an MPI point (Scalasca's mSynchRanks), 0: an OpenMP one
     sp_sr_kind: np.ndarray
     sp_sr_arg: np.ndarray
     # members of collective instances (for SR_GROUP / SR_GROUP_SP): ranks ascending
@@ -98,6 +98,11 @@ class BackwardInputs(NamedTuple):
     cp_stop: np.ndarray  # bool: the path ends here (MPI_Init)
     cp_start_loc: int
     cp_start_sp: int  # -1: at the end of cp_start_loc
+    sp_i: np.ndarray  # int64 [n, 7]: the integer columns of the points (sp_loc ... sp_sr_arg are views of it),
+    #                   and the first time-map segment after each point's cut
+    sp_f: np.ndarray  # float64 [n, 4]: sp_wait, sp_total, sp_compl, sp_time (views of it)
+    grp: np.ndarray  # int64 [n, 2]: grp_rank, grp_sp (views of it)
+    h: np.ndarray  # int64 [n, 5]: h_kind, h_type, h_a, h_b, h_n (views of it)
     # handlings
     h_kind: np.ndarray  # H_*
     h_type: np.ndarray  # wait-state kind (LS ... OMPIDLE)
@@ -510,19 +515,35 @@ def _build(ctx) -> BackwardInputs:
         np.maximum.at(n_cuts, np.asarray(P["loc"], np.int64), np.asarray(P["cut"], np.int64))
     js = np.flatnonzero(P["kind"] == _JOIN)
     jo = js[np.lexsort((P["cut"][js], P["loc"][js]))]
+    # the kernels read the columns packed (patterns.kernels.backward: fewer arrays per call); the named columns
+    # are views of the packed arrays
+    from .kernels.backward import point_segments
+
+    sp_i = np.empty((n_sp, 7), np.int64)
+    for c, k in enumerate(("loc", "cut", "cnode", "mpi", "sr_kind", "sr_arg")):
+        sp_i[:, c] = sp[k]
+    seg_off, seg_cut = _csr(seg_loc, L), np.asarray(S["cut"], np.int64)
+    sp_off = _csr(sp_i[:, 0], L)
+    sp_i[:, 6] = point_segments(seg_off, seg_cut, sp_off, sp_i[:, 1].copy())
+    sp_f = np.empty((n_sp, 4), np.float64)
+    for c, k in enumerate(("wait", "total", "compl", "time")):
+        sp_f[:, c] = sp[k]
+    del sp
+    grp = np.empty((len(grp_rank), 2), np.int64)
+    grp[:, 0], grp[:, 1] = grp_rank, grp_sp
+    h = np.stack([h_kind, h_type, h_a, h_b, h_n], axis=1).astype(np.int64) if len(h_kind) else np.zeros((0, 5), np.int64)
     return BackwardInputs(
         n_cnodes=ctx.n_cnodes, n_locations=L, loc_rank=loc_rank, n_ranks=n_ranks,
-        seg_off=_csr(seg_loc, L), seg_cut=np.asarray(S["cut"], np.int64), seg_cnode=np.asarray(S["cnode"], np.int64),
+        seg_off=seg_off, seg_cut=seg_cut, seg_cnode=np.asarray(S["cnode"], np.int64),
         seg_time=np.asarray(S["time"], np.float64), n_cuts=n_cuts,
-        sp_off=_csr(sp["loc"], L), sp_loc=sp["loc"].astype(np.int64), sp_cut=sp["cut"].astype(np.int64),
-        sp_wait=sp["wait"].astype(np.float64), sp_total=sp["total"].astype(np.float64),
-        sp_compl=sp["compl"].astype(np.float64), sp_cnode=sp["cnode"].astype(np.int64),
-        sp_time=sp["time"].astype(np.float64), sp_mpi=sp["mpi"].astype(np.bool_),
-        sp_sr_kind=sp["sr_kind"].astype(np.int64), sp_sr_arg=sp["sr_arg"].astype(np.int64),
-        grp_off=grp_off, grp_rank=np.asarray(grp_rank, np.int64), grp_sp=np.asarray(grp_sp, np.int64),
+        sp_off=sp_off, sp_loc=sp_i[:, 0], sp_cut=sp_i[:, 1], sp_wait=sp_f[:, 0], sp_total=sp_f[:, 1],
+        sp_compl=sp_f[:, 2], sp_cnode=sp_i[:, 2], sp_time=sp_f[:, 3], sp_mpi=sp_i[:, 3], sp_sr_kind=sp_i[:, 4],
+        sp_sr_arg=sp_i[:, 5],
+        grp_off=grp_off, grp_rank=grp[:, 0], grp_sp=grp[:, 1],
         join_off=_csr(P["loc"][jo], L), join_cut=np.asarray(P["cut"][jo], np.int64),
         cp_next=cp_next, cp_stop=role == 6, cp_start_loc=start_loc, cp_start_sp=start_sp,
-        h_kind=h_kind, h_type=h_type, h_a=h_a, h_b=h_b, h_n=h_n, hm_off=hm_off, hm_sp=hm_sp,
+        sp_i=sp_i, sp_f=sp_f, grp=grp, h=h,
+        h_kind=h[:, 0], h_type=h[:, 1], h_a=h[:, 2], h_b=h[:, 3], h_n=h[:, 4], hm_off=hm_off, hm_sp=hm_sp,
         tc_off=_csr(t_loc[ot], L), tc_kind=t_kind[ot], tc_h=t_h[ot],
     )
 

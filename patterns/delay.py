@@ -51,18 +51,14 @@ def _profile(ctx) -> dict[str, np.ndarray]:
     from .kernels.delay import delay_costs
 
     inp = backward_inputs(ctx)
-    C, L = ctx.n_cnodes, ctx.n_locations
-    metric, cnode, loc, value, forced = delay_costs(inp)
+    res, forced = delay_costs(inp)
     if forced:
         ctx.problems.append(f"delay analysis: {forced} wait state(s) met out of order (inconsistent trace); "
                             f"their costs are approximate")
     out = {}
     for k, kind in enumerate(KINDS):
-        for m, name in ((k, f"delay_{kind}"), (len(KINDS) + k, f"delay_{kind}_longterm")):
-            sel = metric == m
-            a = np.zeros((C, L))
-            np.add.at(a, (cnode[sel], loc[sel]), value[sel])
-            out[name] = a
+        out[f"delay_{kind}"] = res[k]
+        out[f"delay_{kind}_longterm"] = res[len(KINDS) + k]
     return out
 
 
