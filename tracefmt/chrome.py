@@ -3,7 +3,8 @@
 One process per MPI rank (``pid`` = rank), one track per thread (``tid`` =
 thread number), each region visit a complete event (``ph: "X"``, times in
 microseconds), and every matched MPI message a flow arrow from the send to
-the receive (``ph: "s"`` / ``"f"``).  OpenMP fork/join and lock events become
+the receive (``ph: "s"`` / ``"f"``; none for a message received before it was sent, by clocks out of
+step: the format cannot draw an arrow back in time).  OpenMP fork/join and lock events become
 instant events on their thread so the timeline shows them.  Threads sort by twice their number,
 which leaves the odd places for tracks a caller adds next to a thread.
 
@@ -113,6 +114,8 @@ def trace_events(trace) -> list[dict]:
         if not q:
             continue
         s_ts, s_pid, s_tid, nbytes = q.popleft()
+        if ts < s_ts:  # received before it was sent (clocks out of step): an arrow cannot point back in time
+            continue
         flow += 1
         common = {"name": "message", "cat": "MPI message", "id": flow}
         out.append({**common, "ph": "s", "pid": s_pid, "tid": s_tid, "ts": s_ts,

@@ -7,7 +7,8 @@ the event whose lateness ended the wait.
 =============================  ==========================  =============================================
 property                       the waiting interval         the cause (location, time)
 =============================  ==========================  =============================================
-mpi_latesender                 receive ENTER + wait         the sender, ENTER of its send call
+mpi_latesender (_wo where     receive ENTER + wait         the sender, ENTER of its send call
+received in wrong order)
 mpi_latereceiver               send ENTER + wait            the receiver, ENTER of its posting call
 mpi_barrier_wait               ENTER + wait                 the last member to enter
 mpi_wait_nxn                   ENTER + wait                 the last sending member to enter
@@ -20,7 +21,8 @@ omp_ebarrier_wait,             ENTER + wait                 the last thread to e
 omp_ibarrier_wait
 omp_lock_contention_critical,  ENTER of the acquiring call  the previous holder, its release
 omp_lock_contention_api        + wait
-omp_fork                       FORK .. ENTER(parallel)      the master, its FORK
+omp_fork                       FORK .. ENTER(parallel)      the master, its FORK (workers only: the
+                               on a worker                  master's own span has no other cause)
 omp_idle_threads               the master's serial time,    the master, at the end of the interval (the
                                cut at its ENTERs/EXITs      FORK that ends the idleness, or its next call)
 =============================  ==========================  =============================================
@@ -28,7 +30,8 @@ omp_idle_threads               the master's serial time,    the master, at the e
 Each kind is listed only when the replay built the tables it reads (``expert-analyze --patterns``
 may leave some out); :func:`wait_states` says which kinds it had to leave out.  The seconds are the
 instance tables' own, so the waits of one property on one (call path, location) add up to the
-cube's value there (idle threads: the serial part, without limited parallelism).
+cube's value there (Late Sender: with its wrong-order part; idle threads: the serial part, without
+limited parallelism; fork: the workers' part).
 """
 
 from __future__ import annotations
