@@ -39,7 +39,7 @@ from .omp import BARRIER_ROLES, TASKWAIT_ROLES, time_in_roles
 from .tables import Table
 
 __all__ = ["OmpTaskCreation", "OmpTaskExecution", "OmpTaskImbalance", "OmpTaskwait", "OmpTaskManagement",
-           "OmpTaskStarvation", "PATTERNS", "scheduling_gaps", "team_at", "task_imbalance"]
+           "OmpTaskStarvation", "PATTERNS", "scheduling_gaps", "team_at", "task_imbalance", "within_exclusive_time"]
 
 GAP_TABLES = ("omp_task_fragments", "omp_tasks", "omp_barriers", "omp_team_members")
 
@@ -153,6 +153,13 @@ def scheduling_gaps(ctx) -> Table:
     return cached(ctx, "patterns.task_scheduling_gaps", lambda: _scheduling_gaps(ctx))
 
 
+def within_exclusive_time(ctx, sev: Severity) -> np.ndarray:
+    """Dense [C, L] ``sev``, clamped to the exclusive time of each cell: a call recorded inside a barrier
+    or taskwait that is no task fragment (none is on consistent traces) must not make a part of its
+    scheduling gaps exceed the call's own time."""
+    return np.minimum(sev.to_dense(ctx.n_cnodes, ctx.n_locations), np.maximum(ctx.excl_time, 0.0))
+
+
 def task_imbalance(ctx) -> Severity:
     """Per team instance u with threads l: tau(u, l) = own task time of the fragments l ran in u;
     I(u) = max_l tau - mean_l tau over the team's threads, charged to the busiest thread (lowest
@@ -242,7 +249,9 @@ class OmpTaskImbalance(Pattern):
     requires = ("omp_task_fragments", "omp_team_members")
 
     def compute(self, ctx):
-        return task_imbalance(ctx)
+        # never above the task time of its cell, also where a broken clock gives a fragment negative own time
+        execution = OmpTaskExecution().compute(ctx).to_dense(ctx.n_cnodes, ctx.n_locations)
+        return np.minimum(task_imbalance(ctx).to_dense(ctx.n_cnodes, ctx.n_locations), np.maximum(execution, 0.0))
 
 
 class OmpTaskwait(Pattern):
@@ -276,7 +285,7 @@ class OmpTaskManagement(Pattern):
         g = scheduling_gaps(ctx)
         value = g["end"] - g["ready"]
         keep = (value > 0) & (g["cnode"] >= 0)
-        return Severity(g["cnode"][keep], g["loc"][keep], value[keep])
+        return within_exclusive_time(ctx, Severity(g["cnode"][keep], g["loc"][keep], value[keep]))
 
 
 class OmpTaskStarvation(Pattern):
@@ -295,7 +304,7 @@ class OmpTaskStarvation(Pattern):
         g = scheduling_gaps(ctx)
         value = np.minimum(g["ready"], g["horizon"]) - g["start"]
         keep = (g["barrier_row"] >= 0) & (value > 0) & (g["cnode"] >= 0)
-        return Severity(g["cnode"][keep], g["loc"][keep], value[keep])
+        return within_exclusive_time(ctx, Severity(g["cnode"][keep], g["loc"][keep], value[keep]))
 
 
 PATTERNS = (OmpTaskCreation, OmpTaskExecution, OmpTaskImbalance, OmpTaskwait, OmpTaskManagement, OmpTaskStarvation)

@@ -10,7 +10,9 @@ import pytest
 
 import analyzer
 import tracefmt
+from analyzer.replay import replay
 from patterns.kernels.tasks import innermost_team, pending_until
+from patterns.tasks import OmpTaskManagement, OmpTaskStarvation
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tracefmt"))
 from test_task_thread_events import CHILD, TASK, close_team, task_trace, team  # noqa: E402
@@ -152,6 +154,38 @@ def test_taskwait_and_taskgroup_wait_for_a_long_child():
     # all task time on the worker: 1.15 + 0.58, mean 0.865
     assert r["omp_task_imbalance"] == approx({(f"{PAR}/{TASK}", 1): 0.865 * 1.15 / 1.73,
                                              (f"{PAR}/{CHILD}", 1): 0.865 * 0.58 / 1.73})
+
+
+def test_a_call_inside_a_barrier_that_is_no_task_caps_its_gaps():
+    """A call recorded inside a barrier besides the tasks (not on traces of our runtime): the scheduling gaps
+    span it, the barrier's exclusive time does not, and the gap properties stay within the barrier's time."""
+    b = tracefmt.TraceBuilder()
+    m, w = team(b)
+    b.enter(m, 0.2, "!$omp single @t.c:8")
+    b.task_create(m, 0.8, 1, TASK)
+    b.exit(m, 0.85)
+    b.barrier(m, 0.85, 1.0, region=BAR)
+    b.enter(w, 0.2, BAR)
+    b.enter(w, 0.2, "poll")
+    b.exit(w, 0.85)
+    b.task_run(w, 0.9, 0.95, 1)
+    b.omp_coll_exit(w, 1.0, BAR)
+    close_team(b, m, w, 1.0)
+    # computed directly: the whole analysis refuses this trace, as the barrier wait exceeds the barrier there
+    ctx = replay(b.build())
+    bar = next(c for c in range(ctx.n_cnodes) if ctx.region_name[ctx.calltree.region[c]] == BAR)
+    got = {}
+    for pat in (OmpTaskStarvation(), OmpTaskManagement()):
+        with ctx.computing(pat):
+            got[pat.name] = pat.compute(ctx)
+    # the gap 0.2-0.9 holds 0.6 of starvation (until the creation) and 0.1 of management, but the barrier's
+    # own time is 0.8 - 0.65 (poll) - 0.05 (task) = 0.1
+    assert ctx.excl_time[bar, 1] == pytest.approx(0.1)
+    assert got["omp_task_starvation"][bar, 1] == pytest.approx(0.1)
+    assert got["omp_task_management"][bar, 1] == pytest.approx(0.1)
+    # and the master idles in its barrier from 0.85 until the worker starts the task at 0.9
+    assert got["omp_task_starvation"][bar, 0] == pytest.approx(0.05)
+    assert got["omp_task_starvation"].sum() == pytest.approx(0.1 + 0.05)
 
 
 def two_instances(heavy_first: int, heavy_second: int):
