@@ -180,6 +180,29 @@ def test_early_reduce_points_at_the_first_sender(tmp_path):
     assert source(arrow_into(c, w)) == (1, 0, "MPI_Reduce")
 
 
+def test_barrier_completion_points_at_the_first_to_leave(tmp_path):
+    # both enter together; rank 0 leaves at 0.5, rank 1 only at 0.9: rank 1's last 0.4 s are completion time
+    b, r0, r1 = mpi_pair()
+    b.collective(r0, 0.2, 0.5, "MPI_Barrier")
+    b.collective(r1, 0.2, 0.9, "MPI_Barrier")
+    b.enter(r0, 0.6, "work"), b.exit(r0, 1.0, "work")
+    _, c, _ = timeline(mpi_end(b, r0, r1), tmp_path)
+    w = the_wait(c, "mpi_barrier_completion", 1, 0, 0.4)
+    assert w.start == 500_000_000 and w.end == 900_000_000  # the end of the call
+    assert source(arrow_into(c, w)) == (0, 0, "MPI_Barrier")
+    assert not waits_of(c, "mpi_barrier_wait")
+
+
+def test_early_scan_points_at_the_late_lower_rank(tmp_path):
+    b, r0, r1 = mpi_pair()
+    b.enter(r0, 0.1, "work"), b.exit(r0, 1.0, "work")
+    b.collective(r0, 1.0, 1.1, "MPI_Scan", sent=8, recvd=8)
+    b.collective(r1, 0.2, 1.1, "MPI_Scan", sent=8, recvd=8)
+    _, c, _ = timeline(mpi_end(b, r0, r1), tmp_path)
+    w = the_wait(c, "mpi_earlyscan", 1, 0, 0.8)
+    assert source(arrow_into(c, w)) == (0, 0, "MPI_Scan")
+
+
 def omp_team(b, work_end, region_end=3.0):
     """Rank 0, two threads, one team; thread t works until work_end[t]."""
     m, w = b.location(rank=0, thread=0), b.location(rank=0, thread=1)
@@ -220,6 +243,24 @@ def test_lock_contention_points_at_the_holders_release(tmp_path):
     _, c, _ = timeline(b, tmp_path)
     wt = the_wait(c, "omp_lock_contention_critical", 0, 1, 0.8)
     assert source(arrow_into(c, wt)) == (0, 0, "release lock")  # the holder's release
+
+
+def test_lock_api_contention_points_at_the_holders_release(tmp_path):
+    b = tracefmt.TraceBuilder()
+    m, w = omp_team(b, (0.6, 0.7))
+    lock = b.lock("L", LockKind.OMP_LOCK)
+    b.enter(m, 0.6, "omp_set_lock"), b.acquire(m, 0.6, lock), b.exit(m, 0.61, "omp_set_lock")
+    b.enter(m, 0.61, "update"), b.exit(m, 1.4, "update")
+    b.enter(m, 1.4, "omp_unset_lock"), b.release(m, 1.45, lock), b.exit(m, 1.5, "omp_unset_lock")
+    b.enter(w, 0.7, "omp_set_lock"), b.acquire(w, 1.45, lock), b.exit(w, 1.46, "omp_set_lock")
+    b.enter(w, 1.46, "omp_unset_lock"), b.release(w, 1.47, lock), b.exit(w, 1.48, "omp_unset_lock")
+    for th in (m, w):
+        b.exit(th, 1.7, "!$omp parallel @x.c:1")
+    b.join(m, 1.7, 1, 2)
+    b.exit(m, 2.0, "main")
+    _, c, _ = timeline(b, tmp_path)
+    wt = the_wait(c, "omp_lock_contention_api", 0, 1, 0.75)
+    assert source(arrow_into(c, wt)) == (0, 0, "release lock")  # the holder's release, in omp_unset_lock
 
 
 def test_idle_threads_are_the_masters_serial_time_per_call_path(demo_timeline):
