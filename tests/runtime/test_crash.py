@@ -138,6 +138,11 @@ def test_mpi_rank_dies(mpi_program, tmp_path, how):
         assert len(world) == 1 and world[0].ranks == (0, 1)
         # regions open where a piece ends were closed: every location nests
         assert not [x for x in validate(trace) if "never left" in str(x)]
+    if how == "kill":  # the merged trace analyses (as the crash trace it is: with --salvage)
+        an = subprocess.run([sys.executable, "-m", "analyzer.cli.analyze", "--salvage", "-q", "d.elg", "-o", "d.cubex"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert an.returncode == 0, an.stderr
+        assert (tmp_path / "d.cubex").stat().st_size > 0
 
 
 # ---------------------------------------------------------------- names that are not UTF-8
