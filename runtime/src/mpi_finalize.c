@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mpi_internal.h"
 
@@ -89,7 +90,12 @@ void xt_mpi_finalize_prepare(void)
         /* rank 0 says whether the trace is written; then every rank's spool file has served */
         int ok = !atomic_load(&xt_write_failed);
         PMPI_Bcast(&ok, 1, MPI_INT, 0, xt_comm);
-        if (ok) xt_spool_detach();
+        if (ok) { /* and a trace of this rank's name left by an earlier run that crashed is stale now */
+            char own[4200];
+            xt_spool_detach();
+            xt_own_output(own, sizeof own);
+            if (strcmp(own, xt_cfg.output)) unlink(own);
+        }
         PMPI_Comm_free(&xt_comm);
     } else if (t) {
         xt_mpi_end(t, H_FINALIZE);

@@ -8,6 +8,7 @@
  *   segv  a NULL dereference        abort      abort()            term   raise(SIGTERM)
  *   kill  raise(SIGKILL)            exit       exit(3)            _exit  _exit(3)
  *   mpi_abort  MPI_Abort(MPI_COMM_WORLD, 3) (MPI only)
+ *   anything else (live): it lives, and the program ends normally
  * NAME (any bytes: a name that is not UTF-8, say) names a region the dying process enters before it dies. */
 #ifdef WITH_MPI
 #include <mpi.h>

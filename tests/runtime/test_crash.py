@@ -145,6 +145,21 @@ def test_mpi_rank_dies(mpi_program, tmp_path, how):
         assert (tmp_path / "d.cubex").stat().st_size > 0
 
 
+def test_a_finished_mpi_run_leaves_one_trace(mpi_program, tmp_path):
+    """A run that ends normally removes the per-rank traces an earlier crashed run left under the same name (they
+    would be merged by mistake).  With the default buffer nothing is spooled, so no spool file replaces them."""
+    mpi, exe = mpi_program
+    for rank in (0, 1):
+        (tmp_path / f"d.{rank}.elg").write_bytes(b"left by an earlier run")
+    env = dict(OMPI_ENV if mpi == "ompi" else MPI_ENV, OMP_NUM_THREADS="2")
+    run(MPIS[mpi]["run"] + [str(EXPERT_RUN), "-o", "d.elg", str(exe), "live", str(STEPS)], cwd=tmp_path, env=env)
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["d.elg"]
+    with tracefmt.open(str(tmp_path / "d.elg")) as trace:
+        assert trace.complete and [str(x) for x in validate(trace)] == []
+        for rank in (0, 1):
+            check_piece(trace, rank, "handler")
+
+
 # ---------------------------------------------------------------- names that are not UTF-8
 LATIN1 = b"caf\xe9.dat"  # a file name from a Latin-1 shell: \xe9 is no UTF-8
 
