@@ -114,6 +114,8 @@ static void definitions_since_last(dbuf *b)
         char cmd[4096];
         xt_command_line(cmd, sizeof cmd);
         attribute(b, "command", cmd);
+        char omp[512];
+        if (xt_openmp_runtime(omp, sizeof omp)) attribute(b, "openmp_runtime", omp);
         done_system = 1;
     }
     xt_defs_lock();
