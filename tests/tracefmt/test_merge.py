@@ -131,3 +131,24 @@ def test_a_missing_trace_names_the_per_process_traces(tmp_path, capsys):
     assert err.rstrip().endswith(f"no such file or directory; the run left 2 per-process trace(s) "
                                  f"({tmp_path / 'r.0.elg'} ... {tmp_path / 'r.1.elg'}): `expert-trace merge "
                                  f"{tmp_path / 'r.elg'}` makes one of them")
+
+
+def test_a_later_clock_and_attribute_replace_earlier_ones(tmp_path):
+    """The runtime's spool file writes its definitions as the run goes: each block a CLOCK with the tick rate
+    measured so far and the `complete` attribute; the last ones count (docs/format.md §5)."""
+    from tracefmt.definitions import Clock, Definitions, Location, Machine, Node, Process
+    from tracefmt.writer import TraceWriter
+
+    first = Definitions()
+    first.machines[0] = Machine(0, "m")
+    first.nodes[0] = Node(0, 0, "n")
+    first.processes[0] = Process(0, 0, "rank 0")
+    first.locations[0] = Location(0, 0, 0, "thread 0")
+    first.clocks[0] = Clock(0, 1e9, 0)
+    first.attributes["complete"] = "no (early)"
+    later = Definitions(clocks={0: Clock(0, 2e9, 0)}, attributes={"complete": "no (late)"})
+    with TraceWriter(str(tmp_path / "s.elg")) as w:
+        w.write_definitions(first)
+        w.write_definitions(later)
+    with tracefmt.open(str(tmp_path / "s.elg")) as t:
+        assert t.defs.clocks[0].ticks_per_second == 2e9 and t.defs.attributes["complete"] == "no (late)"
