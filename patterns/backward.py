@@ -37,6 +37,7 @@ import numpy as np
 
 from tracefmt.layout import Role
 
+from .array_ops import csr, group_max, group_min, local_ranks, lookup, operation_in, pairs_in
 from .instances import cached, late_sender_instances, mpi_operations
 from .tables import Table
 
@@ -122,18 +123,6 @@ def backward_inputs(ctx) -> BackwardInputs:
     return cached(ctx, "patterns.backward", lambda: _build(ctx))
 
 
-def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """``values`` at the position of each ``wanted`` key among ``keys`` (unique), -1 where absent."""
-    if len(keys) == 0 or len(wanted) == 0:
-        return np.full(len(wanted), -1, np.int64)
-    o = np.argsort(keys, kind="stable")
-    pos = np.minimum(np.searchsorted(keys[o], wanted), len(keys) - 1)
-    return np.where(keys[o][pos] == wanted, np.asarray(values, np.int64)[o][pos], -1)
-
-
-def _csr(keys: np.ndarray, n: int) -> np.ndarray:
-    """Offsets of rows sorted by ``keys`` (0..n-1)."""
-    return np.concatenate([[0], np.cumsum(np.bincount(np.asarray(keys, np.int64), minlength=n))]).astype(np.int64)
 
 
 def _cuts_of(P: Table, kind: int, n_rows: int, default=None) -> np.ndarray:
@@ -142,6 +131,9 @@ def _cuts_of(P: Table, kind: int, n_rows: int, default=None) -> np.ndarray:
     sel = (P["kind"] == kind) & (P["row"] >= 0)
     out[P["row"][sel]] = P["cut"][sel]
     return out
+
+
+
 
 
 def _pos(x):
@@ -183,18 +175,15 @@ def _p2p(ctx, M, P, loc_rank):
     # Late Receiver: blocking standard/synchronous sends and single waits; of a Waitall/Waitsome the
     # largest (unless the call also waited for a late sender); strictly overlapping calls
     ops = mpi_operations(ctx)
-    op = np.array([ops[r] if 0 <= r < len(ops) else "" for r in M["sendc_region"]], dtype=object)
     idle = np.where(M["sendc_exit"] <= M["recvp_enter"], 0.0, M["recvp_enter"] - M["sendc_enter"])
-    single = np.isin(op, ["send", "ssend", "wait", "waitany"])
-    multi = np.isin(op, ["waitall", "waitsome"])
+    single = operation_in(ops, M["sendc_region"], ("send", "ssend", "wait", "waitany"))
+    multi = operation_in(ops, M["sendc_region"], ("waitall", "waitsome"))
     ok = (sendc_cut > 0) & (recvp_cut > 0)
     lr = np.flatnonzero(single & ok & (idle > 0))
     mrows = np.flatnonzero(multi & ok)
     if len(mrows):
-        ls_calls = set(zip(M["recv_loc"][ls["message"]].tolist(), M["recv_enter"][ls["message"]].tolist()))
-        keep = np.array([(int(a), float(b)) not in ls_calls
-                         for a, b in zip(M["send_loc"][mrows], M["sendc_enter"][mrows])], bool)
-        mrows = mrows[keep]
+        lsm = np.asarray(ls["message"], np.int64)
+        mrows = mrows[~pairs_in(M["send_loc"][mrows], M["sendc_enter"][mrows], M["recv_loc"][lsm], M["recv_enter"][lsm])]
         # per completing call the largest idle (ties: the last send, as the backward replay meets it first)
         o = mrows[np.lexsort((-M["send_pos"][mrows], -idle[mrows], M["sendc_enter"][mrows], M["send_loc"][mrows]))]
         first = np.ones(len(o), bool)
@@ -214,20 +203,6 @@ def _p2p(ctx, M, P, loc_rank):
     return parts, n_ls + len(lr), np.concatenate([np.full(n_ls, LS), np.full(len(lr), LR)])
 
 
-def _group_max(inst, values, local, n_inst):
-    """Per instance: the largest value and the member holding it (lowest local rank on ties; MPI_MAXLOC)."""
-    best = np.full(n_inst, -np.inf)
-    np.maximum.at(best, inst, values)
-    cand = np.where(values == best[inst], local, np.iinfo(np.int64).max)
-    who_rank = np.full(n_inst, np.iinfo(np.int64).max)
-    np.minimum.at(who_rank, inst, cand)
-    return best, who_rank
-
-
-def _group_min(inst, values, n_inst):
-    out = np.full(n_inst, np.inf)
-    np.minimum.at(out, inst, values)
-    return out
 
 
 def _collectives(ctx, C, P):
@@ -237,10 +212,9 @@ def _collectives(ctx, C, P):
     cut = _cuts_of(P, _COLL, len(C))
     role = ctx.region_role[np.maximum(np.asarray(C["region"], np.int64), 0)]
     ops = mpi_operations(ctx)
-    op = np.array([ops[r] if 0 <= r < len(ops) else "" for r in C["region"]], dtype=object)
     typ = np.full(len(C), -1)
     typ[role == int(Role.MPI_COLL_BARRIER)] = BARRIER
-    typ[(role == int(Role.MPI_COLL_ALL2ALL)) & ~np.isin(op, ["alltoallv", "alltoallw"])] = N2N
+    typ[(role == int(Role.MPI_COLL_ALL2ALL)) & ~operation_in(ops, C["region"], ("alltoallv", "alltoallw"))] = N2N
     typ[role == int(Role.MPI_COLL_ONE2ALL)] = ONE2N
     typ[role == int(Role.MPI_COLL_ALL2ONE)] = N2ONE
     ok = (typ >= 0) & (C["n_members"] >= 2) & (cut > 0) & (C["region"] >= 0)
@@ -256,8 +230,7 @@ def _collectives(ctx, C, P):
     ni = int(inst.max()) + 1
     comms = ctx.trace.defs.comms if ctx.trace is not None else {}
     rank = np.asarray(C["rank"], np.int64)[rows]
-    local = np.array([comms[int(c)].ranks.index(int(r)) if int(c) in comms and int(r) in comms[int(c)].ranks
-                      else int(r) for c, r in zip(C["comm"][rows], rank)], np.int64)
+    local = local_ranks(comms, np.asarray(C["comm"], np.int64)[rows], rank)
     my, end = C["enter"][rows], C["exit"][rows]
     sent, recvd = C["sent"][rows], C["recvd"][rows]
     t = typ[rows]
@@ -272,8 +245,8 @@ def _collectives(ctx, C, P):
     root_recvd[inst[is_root]] = recvd[is_root]
     root_local = np.full(ni, -1)
     root_local[inst[is_root]] = local[is_root]
-    lat0, lat0_who = _group_max(inst, my, local, ni)
-    ee0 = _group_min(inst, end, ni)
+    lat0, lat0_who = group_max(inst, my, local, ni)
+    ee0 = group_min(inst, end, ni)
     sp = np.zeros(len(rows), bool)
     T = np.full(ni, np.nan)  # the time members wait for
     target = np.full(ni, -1)  # local rank of the member that causes the waits
@@ -283,7 +256,7 @@ def _collectives(ctx, C, P):
     T[b], target[b], ee[b] = lat0[b], lat0_who[b], ee0[b]
     sp |= b[inst]
     # n-to-n: all members overlap -> all; else receivers entered before the latest sender, and that sender
-    lat_s, lat_s_who = _group_max(inst, np.where(sent > 0, my, -np.inf), local, ni)
+    lat_s, lat_s_who = group_max(inst, np.where(sent > 0, my, -np.inf), local, ni)
     n = itype == N2N
     over = n & (ee0 > lat0)
     T[over], target[over], ee[over] = lat0[over], lat0_who[over], ee0[over]
@@ -293,12 +266,12 @@ def _collectives(ctx, C, P):
     n_sp = ((recvd > 0) & (my < lat_s[inst])) | ((sent > 0) & (local == lat_s_who[inst]))
     sp |= over[inst] & active
     sp |= part[inst] & n_sp & active
-    ee_part = _group_min(inst, np.where(part[inst] & n_sp, end, np.inf), ni)
+    ee_part = group_min(inst, np.where(part[inst] & n_sp, end, np.inf), ni)
     ee[part] = ee_part[part]
     # one-to-n: receivers entered before the root, and the root when somebody waited for it
     o = (itype == ONE2N) & (root_sent > 0)
     waits = o[inst] & (recvd > 0) & (my < root_time[inst])
-    ee_o = _group_min(inst, np.where(waits, end, np.inf), ni)
+    ee_o = group_min(inst, np.where(waits, end, np.inf), ni)
     T[o], target[o], ee[o] = root_time[o], root_local[o], ee_o[o]
     sp |= waits | (o[inst] & is_root & np.isfinite(ee_o[inst]))
     # n-to-one: the root and the latest sender, when the root entered first
@@ -306,7 +279,7 @@ def _collectives(ctx, C, P):
     pair = r & (root_time < lat_s)
     T[r], target[r] = lat_s[r], lat_s_who[r]
     sp |= pair[inst] & (is_root | (local == lat_s_who[inst]))
-    ee_r = _group_min(inst, np.where(pair[inst] & (is_root | (local == lat_s_who[inst])), end, np.inf), ni)
+    ee_r = group_min(inst, np.where(pair[inst] & (is_root | (local == lat_s_who[inst])), end, np.inf), ni)
     ee[r] = ee_r[r]
     Ti = np.minimum(T[inst], end)
     wait = np.where(sp, np.maximum(0.0, Ti - my), 0.0)
@@ -366,7 +339,7 @@ def _openmp(ctx, P):
         mr = P["row"][s]
         team = np.asarray(members["team"], np.int64)[mr]
         enter = members["enter"][mr]
-        first = _group_min(team, enter, len(teams))
+        first = group_min(team, enter, len(teams))
         parts.append(_points(loc=P["loc"][s], cut=P["cut"][s], cnode=P["cnode"][s], time=enter,
                              total=_pos(enter - teams["fork_time"][team]), compl=_pos(enter - first[team]),
                              role=np.full(len(s), 7), ref=team,
@@ -406,10 +379,11 @@ def _build(ctx) -> BackwardInputs:
         sp = {k: np.zeros(0, np.float64 if k in ("wait", "total", "compl", "time") else np.int64) for k in cols}
         src = np.zeros(0, np.int64)
     o = np.lexsort((src, sp["cut"], sp["loc"]))
-    sp = {k: v[o] for k, v in sp.items()}
+    loc_o, cut_o = sp["loc"][o], sp["cut"][o]
     dup = np.zeros(len(o), bool)  # a cut registered twice keeps its first meaning (Scalasca's map insert)
-    dup[1:] = (sp["loc"][1:] == sp["loc"][:-1]) & (sp["cut"][1:] == sp["cut"][:-1])
-    sp = {k: v[~dup] for k, v in sp.items()}
+    dup[1:] = (loc_o[1:] == loc_o[:-1]) & (cut_o[1:] == cut_o[:-1])
+    o = o[~dup]
+    sp = {k: v[o] for k, v in sp.items()}
     n_sp = len(sp["loc"])
     idx = np.arange(n_sp, dtype=np.int64)
     role, ref, ref2 = sp["role"].astype(np.int64), sp["ref"].astype(np.int64), sp["ref2"].astype(np.int64)
@@ -432,9 +406,9 @@ def _build(ctx) -> BackwardInputs:
     if len(c_inst):
         ni = int(c_inst.max()) + 1
         locs = np.asarray(C["loc"], np.int64)[c_info["rows"]]
-        member_sp = _lookup(ref[cpt] * L + sp["loc"][cpt], cpt, c_inst * L + locs)
+        member_sp = lookup(ref[cpt] * L + sp["loc"][cpt], cpt, c_inst * L + locs)
         og = np.lexsort((c_rank, c_inst))
-        grp_off = _csr(c_inst, ni)
+        grp_off = csr(c_inst, ni)
         grp_rank, grp_sp = c_rank[og], member_sp[og]
         target = np.full(ni, -1, np.int64)
         t_pts = cpt[ref2[cpt] == 1]
@@ -522,8 +496,8 @@ def _build(ctx) -> BackwardInputs:
     sp_i = np.empty((n_sp, 7), np.int64)
     for c, k in enumerate(("loc", "cut", "cnode", "mpi", "sr_kind", "sr_arg")):
         sp_i[:, c] = sp[k]
-    seg_off, seg_cut = _csr(seg_loc, L), np.asarray(S["cut"], np.int64)
-    sp_off = _csr(sp_i[:, 0], L)
+    seg_off, seg_cut = csr(seg_loc, L), np.asarray(S["cut"], np.int64)
+    sp_off = csr(sp_i[:, 0], L)
     sp_i[:, 6] = point_segments(seg_off, seg_cut, sp_off, sp_i[:, 1].copy())
     sp_f = np.empty((n_sp, 4), np.float64)
     for c, k in enumerate(("wait", "total", "compl", "time")):
@@ -540,28 +514,44 @@ def _build(ctx) -> BackwardInputs:
         sp_compl=sp_f[:, 2], sp_cnode=sp_i[:, 2], sp_time=sp_f[:, 3], sp_mpi=sp_i[:, 3], sp_sr_kind=sp_i[:, 4],
         sp_sr_arg=sp_i[:, 5],
         grp_off=grp_off, grp_rank=grp[:, 0], grp_sp=grp[:, 1],
-        join_off=_csr(P["loc"][jo], L), join_cut=np.asarray(P["cut"][jo], np.int64),
+        join_off=csr(P["loc"][jo], L), join_cut=np.asarray(P["cut"][jo], np.int64),
         cp_next=cp_next, cp_stop=role == 6, cp_start_loc=start_loc, cp_start_sp=start_sp,
         sp_i=sp_i, sp_f=sp_f, grp=grp, h=h,
         h_kind=h[:, 0], h_type=h[:, 1], h_a=h[:, 2], h_b=h[:, 3], h_n=h[:, 4], hm_off=hm_off, hm_sp=hm_sp,
-        tc_off=_csr(t_loc[ot], L), tc_kind=t_kind[ot], tc_h=t_h[ot],
+        tc_off=csr(t_loc[ot], L), tc_kind=t_kind[ot], tc_h=t_h[ot],
     )
 
 
 def _last_master(ctx) -> int:
     """The thread-0 location whose last event is the latest (where a path without MPI_Finalize starts)."""
     best, where = -np.inf, 0
+    have = set(ctx.trace.location_ids.tolist()) if ctx.trace is not None else set()
     for l in range(ctx.n_locations):
         if ctx.location_thread[l] != 0:
             continue
         t = float(np.max(ctx.incl_time[:, l], initial=0.0))
-        n = ctx.trace.n_events(l) if ctx.trace is not None and l in set(ctx.trace.location_ids) else 0
-        if n:
-            ev = ctx.trace.events(l)
-            t = float(ev.time[-1])
+        span = time_span(ctx.trace, l) if l in have else None
+        if span is not None:
+            t = span[1]
         if t > best:
             best, where = t, l
     return where
+
+
+def time_span(trace, loc: int) -> tuple[float, float] | None:
+    """(first, last) event time of a location as read (before any --salvage repair), None without events.
+
+    From the trace's index where it has one (``time_range``: no decoding) and nothing was lost in reading;
+    otherwise from the decoded events.
+    """
+    if trace is None or not trace.n_events(loc):
+        return None
+    if hasattr(trace, "time_range") and not getattr(trace, "problems", None):
+        span = trace.time_range(loc)
+        if span is not None:
+            return span
+    t = trace.events(loc).time
+    return float(t[0]), float(t[-1])
 
 
 def time_profile(ctx) -> np.ndarray:

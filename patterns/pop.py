@@ -32,6 +32,7 @@ from tracefmt.layout import Role
 
 from .api import Pattern
 from .backward import REQUIRES as _BACKWARD_TABLES
+from .backward import time_span
 from .instances import cached
 
 __all__ = ["pop_profile", "efficiencies", "PATTERNS"]
@@ -82,11 +83,10 @@ def ideal_elapsed(ctx) -> tuple[float, float]:
     C, B = ctx.table("collectives"), ctx.table("omp_barriers")
     members, M = ctx.table("omp_team_members"), ctx.table("messages")
     first, last = np.full(L, np.nan), np.full(L, np.nan)
-    trace = ctx.trace
     for l in range(L):
-        if trace is not None and trace.n_events(l):
-            t = trace.events(l).time
-            first[l], last[l] = t[0], t[-1]
+        span = time_span(ctx.trace, l)
+        if span is not None:
+            first[l], last[l] = span
     t0 = np.nanmin(first) if np.isfinite(first).any() else 0.0
     elapsed = (np.nanmax(last) - t0) if np.isfinite(last).any() else 0.0
     # computation per interval: not MPI communication, not an OpenMP barrier (the replay makes those waits

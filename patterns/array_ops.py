@@ -1,0 +1,70 @@
+"""Vectorised lookups and per-group reductions over table columns (the inputs of ``patterns.backward``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """``values`` at the position of each ``wanted`` key among ``keys`` (unique), -1 where absent."""
+    if len(keys) == 0 or len(wanted) == 0:
+        return np.full(len(wanted), -1, np.int64)
+    o = np.argsort(keys, kind="stable")
+    pos = np.minimum(np.searchsorted(keys[o], wanted), len(keys) - 1)
+    return np.where(keys[o][pos] == wanted, np.asarray(values, np.int64)[o][pos], -1)
+
+
+def csr(keys: np.ndarray, n: int) -> np.ndarray:
+    """Offsets of rows sorted by ``keys`` (0..n-1)."""
+    return np.concatenate([[0], np.cumsum(np.bincount(np.asarray(keys, np.int64), minlength=n))]).astype(np.int64)
+
+
+def operation_in(ops: list[str], regions, names) -> np.ndarray:
+    """Per region id in ``regions``: whether its MPI operation (``mpi_operations``) is one of ``names``."""
+    table = np.array([o in names for o in ops] + [False], bool)
+    r = np.asarray(regions, np.int64)
+    return table[np.where((r >= 0) & (r < len(ops)), r, len(ops))]
+
+
+def pairs_in(a, b, set_a, set_b) -> np.ndarray:
+    """Whether each pair (a[i], b[i]) (integer, float) is one of the pairs (set_a[j], set_b[j])."""
+    if len(a) == 0 or len(set_a) == 0:
+        return np.zeros(len(a), bool)
+    _, ids = np.unique(np.concatenate([np.asarray(b, np.float64), np.asarray(set_b, np.float64)]),
+                       return_inverse=True)
+    width = int(ids.max()) + 1
+    keys = np.asarray(a, np.int64) * width + ids[:len(a)]
+    return np.isin(keys, np.asarray(set_a, np.int64) * width + ids[len(a):])
+
+
+def local_ranks(comms: dict, comm: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Each rank's position in its communicator's rank list (the rank itself where it is not listed)."""
+    local = rank.copy()
+    o = np.argsort(comm, kind="stable")
+    bounds = np.flatnonzero(np.diff(comm[o])) + 1
+    for rows in np.split(o, bounds) if len(o) else []:
+        d = comms.get(int(comm[rows[0]]))
+        if d is None or not len(d.ranks):
+            continue
+        listed = np.asarray(d.ranks, np.int64)
+        by = np.argsort(listed, kind="stable")  # the first position of a rank listed twice, as list.index
+        pos = np.minimum(np.searchsorted(listed[by], rank[rows]), len(listed) - 1)
+        found = listed[by][pos] == rank[rows]
+        local[rows] = np.where(found, by[pos], rank[rows])
+    return local
+
+
+def group_max(inst, values, local, n_inst):
+    """Per instance: the largest value and the member holding it (lowest local rank on ties; MPI_MAXLOC)."""
+    best = np.full(n_inst, -np.inf)
+    np.maximum.at(best, inst, values)
+    cand = np.where(values == best[inst], local, np.iinfo(np.int64).max)
+    who_rank = np.full(n_inst, np.iinfo(np.int64).max)
+    np.minimum.at(who_rank, inst, cand)
+    return best, who_rank
+
+
+def group_min(inst, values, n_inst):
+    out = np.full(n_inst, np.inf)
+    np.minimum.at(out, inst, values)
+    return out
