@@ -117,6 +117,9 @@ class Property:
     #: patterns besides WAIT_STATES the twin must keep below the noise threshold (the property's own
     #: measure where it is no wait state, as task imbalance)
     twin_silent: tuple[str, ...] = ()
+    #: wait states the design leaves in the twin too, so its check skips them (idle threads of a
+    #: process whose teams are smaller than its thread pool: the twin has the same team sizes)
+    twin_keeps: tuple[str, ...] = ()
 
 
 def _f(x: float) -> str:
@@ -305,6 +308,27 @@ def properties(scale: float = 1.0, reps: int = 2, omp_threads: int = 2, mpi_rank
         [Expect(("omp_task_starvation", "omp_task_management"), "serial_task_producer/!$omp parallel/!$omp single",
                 r * serial_producer_idle(n_prod, d_prod, d_prod / 4, T)),
          Expect(("omp_task_starvation",), "serial_task_producer/!$omp parallel/!$omp single", kind="present")])
+
+    # ---------------------------------------------------------------- nested parallelism, varying team sizes
+    n_lo, n_hi = 0.02 * scale, 0.1 * scale  # four threads on two cores: a wider spread than the flat teams
+    nest_args = ["-r", str(r), "-d", "cyclic2", "-l", _f(n_lo), "-H", _f(n_hi)]
+    inner = [[distribution("cyclic2", 2 * o + j, 4, n_lo, 0, n_hi) for j in range(2)] for o in range(2)]
+    omp("imbalance_in_nested_region", nest_args,
+        [Expect(("omp_ibarrier_wait",), "imbalance_in_nested_region/!$omp parallel/!$omp parallel/!$omp ibarrier",
+                r * sum(imbalance_wait(team) for team in inner)),
+         Expect(("omp_ibarrier_wait",), "imbalance_in_nested_region/!$omp parallel/!$omp ibarrier", kind="absent"),
+         Expect(("omp_limited_parallelism",), "imbalance_in_nested_region", kind="present")],
+        team=2, twin_keeps=("omp_limited_parallelism",),
+        note="two outer threads each fork a team of two (4 threads); outside the inner teams two of them idle")
+    sizes = (2, 3)  # num_threads of the first construct; the second is serial (if(0)): a team of one
+    omp("imbalance_with_varying_team_sizes", nest_args,
+        [Expect(("omp_ibarrier_wait",), "imbalance_with_varying_team_sizes/!$omp parallel/!$omp ibarrier",
+                r * sum(imbalance_wait([distribution("cyclic2", i, n, n_lo, 0, n_hi) for i in range(n)])
+                        for n in sizes)),
+         Expect(("omp_limited_parallelism",), "imbalance_with_varying_team_sizes", kind="present")],
+        twin_keeps=("omp_limited_parallelism",),
+        note="one construct run with teams of 2 and 3 threads, another serialised by if(0): smaller teams than "
+             "the 3 threads leave threads idle (limited parallelism), in the twin too")
 
     # ---------------------------------------------------------------- MPI
     # MPI start-ups after a barrier are skewed by up to ~10 ms on a busy 2-core machine, so the

@@ -201,6 +201,8 @@ def judge_twin(cube, prop: Property) -> Verdict:
     noise = noise_threshold(cube, prop)
     worst, worst_name = 0.0, "-"
     for pat in WAIT_STATES + prop.twin_silent:
+        if pat in prop.twin_keeps:
+            continue
         got = _value(cube, paths, pat, prop.name, subtree=True)
         if got > worst:
             worst, worst_name = got, pat
