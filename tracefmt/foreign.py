@@ -22,6 +22,7 @@ import numpy as np
 
 from . import conventions
 from .definitions import Clock, Comm, Definitions, Location, Lock, Machine, Metric, Node, Process, Region
+from .errors import TraceFormatError
 from .layout import MetricDtype, MetricMode
 from .reader import open as open_native
 from .writer import to_bytes, write_trace
@@ -185,7 +186,10 @@ class TraceAssembly:
 
     def to_trace(self):
         """The assembled trace as a native :class:`~tracefmt.reader.Trace` (encoded in memory)."""
-        data = to_bytes(self.definitions(), self._events_for_writing(), creator=self.creator)
+        try:
+            data = to_bytes(self.definitions(), self._events_for_writing(), creator=self.creator)
+        except (ValueError, OverflowError) as e:  # definitions no file of ours can hold (a damaged source)
+            raise TraceFormatError(f"inconsistent definitions: {e}", path=str(self.source)) from None
         trace = open_native(data)
         trace.path = self.source
         trace.problems[:0] = self.problems
