@@ -55,3 +55,25 @@ def test_an_epilog_communicator_of_an_undefined_group_is_our_error():
     asm.comms[0] = (8192, "", -1)
     with pytest.raises(tracefmt.TraceFormatError, match=r"^/x/epik_a: inconsistent definitions: .*undefined group"):
         asm.to_trace()
+
+
+def test_an_otf2_clock_of_zero_ticks_per_second_is_our_error(tmp_path, monkeypatch):
+    """An OTF2 mutant whose clock properties give a timer resolution of 0 gave a ZeroDivisionError (exit 3)."""
+    import otf2_bytes
+    from tracefmt import TraceFormatError
+    from tracefmt.detect import open_any
+
+    comp = otf2_bytes.Enc.comp
+    first = []
+
+    def zero_resolution(self, v, *width):  # the first 10^9 written is the resolution in the clock properties
+        if v == 1_000_000_000 and not first:
+            first.append(v)
+            v = 0
+        return comp(self, v, *width)
+
+    monkeypatch.setattr(otf2_bytes.Enc, "comp", zero_resolution)
+    archive = otf2_bytes.write_archive(tmp_path / "a").parent
+    assert first
+    with pytest.raises(TraceFormatError, match=r"traces\.def: .*timer resolution of 0"):
+        open_any(archive)
