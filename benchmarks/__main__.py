@@ -10,6 +10,7 @@ BENCHMARKS = {
     "runtime_overhead": "benchmarks.runtime_overhead",
     "unwind_cost": "benchmarks.unwind_cost",
     "otf2": "benchmarks.otf2",
+    "epilog": "benchmarks.epilog",
     "fuzz": "benchmarks.fuzz",
     "tasks": "benchmarks.tasks",
 }

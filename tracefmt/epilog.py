@@ -9,16 +9,22 @@ Two inputs are accepted:
   ``epik.esd``, per-rank id maps and clock offsets ``epik.map`` and one trace
   per rank ``ELG/NNNNN`` (gzip-compressed or not).
 
-Records and definitions are parsed by :mod:`tracefmt.epilog_records`; this
-module reads the events.  The result is a
+Records and definitions are parsed by :mod:`tracefmt.epilog_records`; the
+events of each file are decoded by the numba kernel of
+:mod:`tracefmt.epilog_kernels` (driven by :mod:`tracefmt.epilog_decode`, no
+per-event Python), and the fix-ups that need every file run on the columns
+(:mod:`tracefmt.epilog_columns`).  The result is a
 :class:`tracefmt.foreign.TraceAssembly` in our terms:
 
 * local ids mapped to global ones through ``epik.map``; communicator-local
   partner ranks (EPILOG >= 1.8 per-rank traces) mapped to global ranks, and
   global location ids (merged traces) mapped to the ranks owning them;
+  MPI_GROUP records whose mode says WORLD carry only their size;
 * clock offsets applied by linear interpolation between the two OFFSET
   measurements, then all times rebased so the earliest event is at 0;
 * EXIT records (which carry no region) resolved with a per-location stack;
+* metric values (one per METRIC definition, or as many as the first
+  ENTER/EXIT holds) as COUNTER rows after their event;
 * regions classified by type code and by the EPIK naming conventions;
 * OpenMP teams numbered per process from the FORK events, thread numbers
   taken from the location's thread id (EPIK ignores nested parallelism),
@@ -27,117 +33,94 @@ module reads the events.  The result is a
 * received byte counts (which EPILOG leaves out) taken from the matching send;
 * non-blocking requests rebuilt from the REQUEST attribute records.
 
-RMA (MPI-2 one-sided and SHMEM) records are skipped and reported in
-``problems``.  The format itself is described record by record in
-``docs/interop.md``.
+What is read but not analysed (RMA transfers, whose MPI calls keep their
+time; call paths, topologies, windows; unknown record types) is said in
+``notes``, not ``problems``.  The format is described record by record in
+``docs/interop.md``; ``tests/helpers/epilog_reference.py`` is the slow
+per-record reader the tests compare the kernels with.
 """
 
 from __future__ import annotations
 
 import os
-import struct
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .epilog_columns import finish_assembly
+from .epilog_decode import EventColumns, FileTables, decode_file
 from .epilog_records import (  # noqa: F401  (EpilogFormatError, R: part of this module's interface)
-    ATTR_ANYNESS,
-    ATTR_BYTES,
-    ATTR_REGION,
-    ATTR_REQUEST,
-    DEF_CODES,
     ELG_NO_ID,
-    EVENT_FIXED,
     GROUP_SELF,
     GROUP_WORLD,
-    RMA_CODES,
     TICKS_PER_SECOND,
     EpilogDefinitions,
     EpilogFile,
     EpilogFormatError,
     R,
-    RecordStream,
-    bad_record,
+    SparseIdMap,
     classify_region,
     read_definitions,
 )
-from .foreign import EventRows, ForeignLocation, ForeignRegion, Row, TraceAssembly
-from .layout import (
-    ANY,
-    NO_ID,
-    EventType,
-    LockKind,
-    MetricDtype,
-    MetricMode,
-    RecvFlag,
-    Role,
-)
+from .foreign import ForeignLocation, ForeignRegion, TraceAssembly
+from .layout import NO_ID, LockKind, MetricDtype, MetricMode, Role
 
 # --------------------------------------------------------------------------
 # Events
 # --------------------------------------------------------------------------
 @dataclass
-class _FileContext:
+class FileContext:
     """How ids in one event file translate to global ones."""
 
     f: EpilogFile
     merged: bool  # partner ranks are global location ids (merged traces)
     rank: int | None  # the process of a per-rank file
     default_location: int | None  # global location used when records carry no location id
-    loc_map: np.ndarray | None = None
-    region_map: np.ndarray | None = None
-    comm_map: np.ndarray | None = None
-    callsite_map: np.ndarray | None = None
+    loc_map: np.ndarray | SparseIdMap | None = None
+    region_map: np.ndarray | SparseIdMap | None = None
+    comm_map: np.ndarray | SparseIdMap | None = None
+    callsite_map: np.ndarray | SparseIdMap | None = None
     offsets: list[tuple[float, float]] = field(default_factory=list)
     events_read: int = 0  # event records (types 100 and up) met, for the NUM_EVENTS check
 
 
-#: the largest event time (seconds, corrected) read: about 2096 on EPIK's wall clock; its ticks fit int64
-TIME_LIMIT = 4e9
-
-
-def _mapped(table: np.ndarray | None, local: int, what: str, ctx: _FileContext, off: int, rtype: int) -> int:
-    if table is None or local == ELG_NO_ID:
-        return local
-    if local >= len(table):
-        raise bad_record(ctx.f, off, rtype, f"local {what} id {local} is not in this rank's id map (size {len(table)})")
-    return int(table[local])
-
-
-def _correct_time(offsets: list[tuple[float, float]]):
-    """Clock correction of one process: linear interpolation between two OFFSET measurements."""
+def clock_correction(offsets: list[tuple[float, float]]) -> tuple[float, float, float] | None:
+    """(t0, o0, slope) of one process's clock correction t + o0 + slope (t - t0): linear interpolation
+    between the first and last OFFSET measurement; None with fewer than two (elg_merge and PEARL
+    discard a single one)."""
     if len(offsets) < 2:
-        return None  # a single measurement is discarded, as elg_merge and PEARL do
+        return None
     (t0, o0), (t1, o1) = offsets[0], offsets[-1]
-    if t1 == t0:
-        return lambda t: t + o0
-    slope = (o1 - o0) / (t1 - t0)
-    return lambda t: t + o0 + slope * (t - t0)
+    return t0, o0, (0.0 if t1 == t0 else (o1 - o0) / (t1 - t0))
 
 
-class _Importer:
-    """Builds a TraceAssembly from EPILOG definitions and one or more event files."""
+class EpilogImporter:
+    """Builds a TraceAssembly from EPILOG definitions and one or more event files.
+
+    Our locations are the defined ones, numbered by (rank, thread, EPILOG id);
+    our region ids are the global EPILOG region ids; MPI_COMM_SELF becomes one
+    communicator per process, as ``elg_merge`` makes it.  ``read_events`` runs
+    the numba kernels of :mod:`tracefmt.epilog_kernels` over one file; the
+    fix-ups that need all files are in :mod:`tracefmt.epilog_columns`.
+    """
 
     def __init__(self, source: str, defs: EpilogDefinitions, version: int):
         self.defs = defs
         self.version = version
         self.asm = TraceAssembly(source=source, creator=f"EPILOG {version // 1000}.{version % 1000}",
                                  ticks_per_second=TICKS_PER_SECOND)
-        self.metc = len(defs.metrics)
-        self.metc_known = bool(defs.metrics)
-        self.rows: dict[int, list[Row]] = defaultdict(list)  # global EPILOG lid -> rows
-        self.region_role: dict[int, tuple[int, int]] = {}
-        self.problems = self.asm.problems
-        self._warned: set[str] = set()
-        self._self_comms: dict[tuple[int, int], int] = {}
-        self._locks: dict[tuple[int, int], int] = {}  # (rank, EPILOG lock id) -> our lock id
+        self.metc = len(defs.metrics) if defs.metrics else -1  # -1: inferred from the first ENTER/EXIT
+        self.problems, self.notes = self.asm.problems, self.asm.notes
+        self._said: set[str] = set()
+        self.locks: dict[tuple[int, int], int] = {}  # (rank, EPILOG lock id) -> our lock id
+        self.columns = EventColumns()
         self._setup_definitions()
 
-    def warn(self, key: str, msg: str) -> None:
-        if key not in self._warned:
-            self._warned.add(key)
-            self.problems.append(msg)
+    def warn(self, key: str, msg: str, note: bool = False) -> None:
+        """Say msg once per key: in problems (damage) or, with ``note``, in notes (something not analysed)."""
+        if key not in self._said:
+            self._said.add(key)
+            (self.notes if note else self.problems).append(msg)
 
     # -- definitions --------------------------------------------------------
     def _setup_definitions(self) -> None:
@@ -146,295 +129,125 @@ class _Importer:
             file = d.files.get(fid, "") if fid != ELG_NO_ID else ""
             par, role = classify_region(name, file, descr, rt)
             a.regions[rid] = ForeignRegion(name, file, beg, end, int(par), int(role))
-            self.region_role[rid] = (par, role)
         a.machine_name = next(iter(d.machines.values()), "machine")
         for pid, name in d.processes.items():
             a.process_names[pid] = name
-        for lid, (_mid, nid, pid, tid) in d.locations.items():
+        for _lid, (_mid, nid, pid, _tid) in d.locations.items():
             a.node_of_process.setdefault(pid, d.nodes.get(nid, (0, f"node{nid}"))[1])
             a.process_names.setdefault(pid, f"rank {pid}")
+        # our locations: every defined one, by (rank, thread, EPILOG id)
+        self.lids = sorted(d.locations, key=lambda lid: (d.locations[lid][2], d.locations[lid][3], lid))
+        self.loc_index = {lid: i for i, lid in enumerate(self.lids)}
+        for i, lid in enumerate(self.lids):
+            _m, _n, pid, tid = d.locations[lid]
+            a.locations[i] = ForeignLocation(pid, tid, d.threads.get((pid, tid), "") or f"rank {pid} thread {tid}")
+        self.loc_rank = np.array([d.locations[lid][2] for lid in self.lids], np.int64)
+        ranks = sorted(set(self.loc_rank.tolist()))
         # our comms: EPILOG >= 1.8 defines groups + comm refs, older files bit vectors
-        for gid, (mode, ranks) in d.groups.items():
-            if mode & GROUP_WORLD:
-                ranks = tuple(sorted(d.processes) or sorted({p for (_m, _n, p, _t) in d.locations.values()}))
-            a.groups[gid] = ranks
+        for gid, (mode, ranks_of) in d.groups.items():
+            if mode & GROUP_WORLD and not ranks_of:  # WORLD with no size given: every process
+                ranks_of = tuple(sorted(d.processes) or ranks)
+            a.groups[gid] = ranks_of
         next_gid = max(a.groups, default=-1) + 1
         for cid, gid in d.comm_refs.items():
             mode = d.groups.get(gid, (0, ()))[0]
             name = "MPI_COMM_WORLD" if mode & GROUP_WORLD else ("MPI_COMM_SELF" if mode & GROUP_SELF else "")
             a.comms[cid] = (gid, name, NO_ID)
-        for cid, (_mode, ranks) in d.comm_bits.items():
+        for cid, (_mode, ranks_of) in d.comm_bits.items():
             if cid in a.comms:
                 continue
-            a.groups[next_gid] = ranks
+            a.groups[next_gid] = ranks_of
             a.comms[cid] = (next_gid, "", NO_ID)
             next_gid += 1
+        # MPI_COMM_SELF: one communicator per process, numbered after the defined ones
+        self.self_comms: dict[tuple[int, int], int] = {}
+        next_cid = max(list(a.comms) + list(d.comm_refs) + list(d.comm_bits), default=-1) + 1
+        for cid in sorted(c for c, g in d.comm_refs.items() if d.groups.get(g, (0,))[0] & GROUP_SELF):
+            for rank in ranks:
+                a.groups[next_gid] = (rank,)
+                a.comms[next_cid] = (next_gid, "MPI_COMM_SELF", NO_ID)
+                self.self_comms[(cid, rank)] = next_cid
+                next_gid, next_cid = next_gid + 1, next_cid + 1
         for i, (_mid, name, descr, dtype, mode) in enumerate(d.metrics):
             a.metrics[i] = (name, descr, int(MetricDtype.DOUBLE if dtype == 1 else MetricDtype.UINT64),
                             int(MetricMode.ACCUMULATED if mode == 0 else MetricMode.ABSOLUTE))
+        self._definition_notes()
 
-    def comm_ranks(self, cid: int, rank: int | None) -> tuple[int, ...] | None:
-        """Global ranks of a global communicator in comm-rank order (None if unknown)."""
+    def _definition_notes(self) -> None:
+        """What the definitions hold that the analysis does not use: said in notes, kept as attributes."""
+        d, a = self.defs, self.asm
+        if d.callpaths:
+            self.notes.append(f"{len(d.callpaths)} CALL_PATH definition(s) read; EPILOG events do not refer to "
+                              f"them, the call tree is rebuilt from ENTER/EXIT")
+        for topid, (cid, dims, periodic, name, _dim_names) in sorted(d.topologies.items()):
+            label = d.string(name) if name != ELG_NO_ID else f"topology {topid}"
+            shape = "x".join(str(x) for x in dims)
+            a.attributes[f"epilog.cart_topology.{topid}"] = (
+                f"{label}: {shape}, periodic {''.join('1' if p else '0' for p in periodic)}, "
+                f"comm {'none' if cid == ELG_NO_ID else cid}, "
+                f"{sum(1 for (t, _l) in d.coords if t == topid)} coordinates")
+        if d.topologies:
+            self.notes.append(f"{len(d.topologies)} Cartesian topolog{'y' if len(d.topologies) == 1 else 'ies'} "
+                              f"read (trace attributes epilog.cart_topology.*); not used by the analysis")
+        if d.windows:
+            self.notes.append(f"{len(d.windows)} RMA window(s) defined; one-sided transfers are not analysed")
+        if d.comm_dist:
+            self.notes.append(f"{len(d.comm_dist)} MPI_COMM_DIST definition(s) read and not used")
+
+    def is_self(self, cid: int) -> bool:
+        d = self.defs
+        return cid in d.comm_refs and bool(d.groups.get(d.comm_refs[cid], (0,))[0] & GROUP_SELF)
+
+    def comm_ranks(self, cid: int) -> tuple[int, ...] | None:
+        """Global ranks of a global communicator in comm-rank order (None if not defined)."""
         d = self.defs
         if cid in d.comm_refs:
-            mode, ranks = d.groups.get(d.comm_refs[cid], (0, ()))
-            if mode & GROUP_SELF:
-                return (rank,) if rank is not None else None
-            return self.asm.groups.get(d.comm_refs[cid], ranks)
+            return self.asm.groups.get(d.comm_refs[cid], d.groups.get(d.comm_refs[cid], (0, ()))[1])
         if cid in d.comm_bits:
             return d.comm_bits[cid][1]
         return None
 
     def our_comm(self, cid: int, rank: int | None) -> int:
-        """Our communicator id; MPI_COMM_SELF becomes one communicator per process, as elg_merge does."""
-        d = self.defs
-        if cid in d.comm_refs and d.groups.get(d.comm_refs[cid], (0,))[0] & GROUP_SELF and rank is not None:
-            key = (cid, rank)
-            if key not in self._self_comms:
-                a = self.asm
-                gid = max(a.groups, default=-1) + 1
-                a.groups[gid] = (rank,)
-                new = max(max(a.comms, default=-1) + 1, max(d.comm_refs, default=-1) + 1,
-                          max(d.comm_bits, default=-1) + 1)
-                a.comms[new] = (gid, "MPI_COMM_SELF", NO_ID)
-                self._self_comms[key] = new
-            return self._self_comms[key]
-        return cid
+        """Our communicator id of global communicator cid used by a process."""
+        return self.self_comms.get((cid, rank), cid)
 
     def location_rank(self, lid: int) -> int:
-        loc = self.defs.locations.get(lid)
-        if loc is None:
-            return lid
-        return loc[2]
+        return self.defs.locations[lid][2]
 
-    # -- events of one file -------------------------------------------------
-    def read_events(self, ctx: _FileContext, start: int) -> None:
-        f, e = ctx.f, ctx.f.endian
-        if ctx.offsets:
-            corr = _correct_time(ctx.offsets)
-            if corr is None:
-                self.warn(f"one-offset-{ctx.rank}", f"{f.path}: only one clock-offset measurement; not applied")
-        else:
-            corr = None
-        stack: dict[int, list[int]] = defaultdict(list)
-        pending_attr: dict[int | None, dict[int, int]] = {}
-        metc, metc_known = self.metc, self.metc_known
-        for off, rtype, body in RecordStream(f, start):
-            if rtype in DEF_CODES:
-                continue  # definitions inside an event file are covered by the global ones
-            L = len(body)
-            if rtype in (R.ATTR_UI1, R.ATTR_UI4):
-                base = 2 if rtype == R.ATTR_UI1 else 5
-                if L == base + 4:
-                    lid = struct.unpack_from(e + "I", body)[0]
-                    body_at = 4
-                elif L == base:
-                    lid, body_at = None, 0
-                else:
-                    raise bad_record(f, off, rtype, f"attribute record of {L} bytes (expected {base} or {base + 4})")
-                atype = body[body_at]
-                val = body[body_at + 1] if rtype == R.ATTR_UI1 else struct.unpack_from(e + "I", body, body_at + 1)[0]
-                if lid is not None:
-                    lid = _mapped(ctx.loc_map, lid, "location", ctx, off, rtype)
-                pending_attr.setdefault(lid, {})[atype] = val
-                continue
-            if rtype < 100:
-                self.warn(f"unknown-{rtype}", f"{f.path}: unknown record type {rtype} at byte offset {off} skipped")
-                continue
-            ctx.events_read += 1
-            if rtype in RMA_CODES:
-                self.warn("rma", f"{f.path}: one-sided communication (RMA) records are not analysed; "
-                                 f"first at byte offset {off}")
-                continue
-            spec = EVENT_FIXED.get(rtype)
-            if spec is None:
-                self.warn(f"unknown-{rtype}", f"{f.path}: unknown event type {rtype} at byte offset {off} skipped")
-                continue
-            fixed, has_metrics = spec
-            if has_metrics and not metc_known and rtype in (R.ENTER, R.EXIT, R.OMP_COLLEXIT):
-                # no METRIC definitions: infer the counter count from the first such record
-                rest = L - fixed
-                metc = (rest - (rest % 8)) // 8 if rest % 8 in (0, 4) else 0
-                metc_known = True
-                self.metc = metc
-            expect = fixed + (8 * metc if has_metrics else 0)
-            if L == expect + 4:
-                lid = _mapped(ctx.loc_map, struct.unpack_from(e + "I", body)[0], "location", ctx, off, rtype)
-                p = 4
-            elif L == expect:
-                lid = ctx.default_location
-                if lid is None:
-                    raise bad_record(f, off, rtype, "event without a location id in a file that defines several "
-                                              "locations")
-                p = 0
-            else:
-                raise bad_record(f, off, rtype, f"body of {L} bytes; expected {expect} (or {expect + 4} with a "
-                                          f"location id) for {metc} counters")
-            (t,) = struct.unpack_from(e + "d", body, p)
-            if corr is not None:
-                t = corr(t)
-            if not -TIME_LIMIT <= t <= TIME_LIMIT:  # also NaN: nanosecond ticks of it must fit 64 bits
-                raise bad_record(f, off, rtype, f"time {t} s is not a finite time within {TIME_LIMIT:g} s")
-            p += 8
-            attrs = pending_attr.pop(lid, None) or pending_attr.pop(None, None) or {}
-            self._event(ctx, off, rtype, body, p, t, lid, stack[lid], attrs, metc)
-
-    def _event(self, ctx, off, rtype, body, p, t, lid, stack, attrs, metc) -> None:
-        f, e = ctx.f, ctx.f.endian
-        rows = self.rows[lid]
-        rank = self.location_rank(lid)
-        metv = struct.unpack_from(e + f"{metc}Q", body, p + (4 if rtype in (R.ENTER, R.ENTER_CS) else 0)) \
-            if metc else ()
-
-        def counters():
-            for i, v in enumerate(metv):
-                rows.append(Row([t, EventType.COUNTER, 0, i, 0, 0, v, 0]))
-
-        if rtype in (R.ENTER, R.ENTER_CS):
-            (x,) = struct.unpack_from(e + "I", body, p)
-            cs = NO_ID
-            if rtype == R.ENTER_CS:
-                cs = _mapped(ctx.callsite_map, x, "call site", ctx, off, rtype)
-                site = self.defs.callsites.get(cs)
-                if site is None:
-                    raise bad_record(f, off, rtype, f"call site {cs} is not defined")
-                rid = site[2]
-            else:
-                rid = _mapped(ctx.region_map, x, "region", ctx, off, rtype)
-            if rid not in self.asm.regions:
-                raise bad_record(f, off, rtype, f"region {rid} is not defined")
-            stack.append(rid)
-            rows.append(Row([t, EventType.ENTER, 0, rid, cs, NO_ID, NO_ID, 0]))
-            counters()
-        elif rtype in (R.EXIT, R.OMP_COLLEXIT, R.MPI_COLLEXIT, R.COLLEXIT, R.MPI_WINEXIT, R.MPI_WINCOLLEXIT):
-            if not stack:
-                raise bad_record(f, off, rtype, f"exit at time {t!r} with no open region on location {lid}")
-            rid = stack.pop()
-            if ATTR_REGION in attrs and attrs[ATTR_REGION] != rid:
-                self.warn("exit-region", f"{f.path}: byte offset {off}: exit names region "
-                                         f"{attrs[ATTR_REGION]} but region {rid} is open")
-            if rtype == R.OMP_COLLEXIT:
-                rows.append(Row([t, EventType.OMP_COLLEXIT, 0, rid, NO_ID, 0, 0, 0]))
-            elif rtype in (R.MPI_COLLEXIT, R.COLLEXIT):
-                root, cid, sent, recvd = struct.unpack_from(e + "IIII", body, p + 8 * metc)
-                cid = _mapped(ctx.comm_map, cid, "communicator", ctx, off, rtype)
-                if root != ELG_NO_ID:
-                    root = self.partner(ctx, root, cid, rank, off, rtype)
-                rows.append(Row([t, EventType.MPI_COLLEXIT, 0, rid, self.our_comm(cid, rank), root, sent, recvd]))
-            else:
-                rows.append(Row([t, EventType.EXIT, 0, rid, 0, 0, 0, 0]))
-            counters()
-        elif rtype == R.MPI_SEND:
-            dest, cid, tag, sent = struct.unpack_from(e + "IIII", body, p)
-            cid = _mapped(ctx.comm_map, cid, "communicator", ctx, off, rtype)
-            dest = self.partner(ctx, dest, cid, rank, off, rtype)
-            req = attrs.get(ATTR_REQUEST, 0)
-            rows.append(Row([t, EventType.MPI_SEND, 0, dest, self.our_comm(cid, rank), tag, sent, req]))
-        elif rtype == R.MPI_RECV:
-            src, cid, tag = struct.unpack_from(e + "III", body, p)
-            cid = _mapped(ctx.comm_map, cid, "communicator", ctx, off, rtype)
-            src = self.partner(ctx, src, cid, rank, off, rtype)
-            flags = 0
-            anyness = attrs.get(ATTR_ANYNESS, 0)
-            if anyness & 1:
-                flags |= RecvFlag.ANY_SOURCE
-            if anyness & 2:
-                flags |= RecvFlag.ANY_TAG
-            nbytes = attrs.get(ATTR_BYTES, -1)  # -1: filled from the matching send later
-            req = attrs.get(ATTR_REQUEST, 0)
-            rows.append(Row([t, EventType.MPI_RECV, int(flags), src, self.our_comm(cid, rank), tag, nbytes, req]))
-        elif rtype == R.MPI_SEND_COMPLETE:
-            (req,) = struct.unpack_from(e + "I", body, p)
-            rows.append(Row([t, EventType.MPI_SEND_COMPLETE, 0, 0, 0, 0, 0, req]))
-        elif rtype == R.MPI_RECV_REQUEST:
-            (req,) = struct.unpack_from(e + "I", body, p)
-            # EPIK does not record the posted source/tag of a receive request
-            rows.append(Row([t, EventType.MPI_RECV_REQUEST, 0, ANY, NO_ID, ANY, 0, req]))
-        elif rtype == R.MPI_CANCELLED:
-            (req,) = struct.unpack_from(e + "I", body, p)
-            rows.append(Row([t, EventType.MPI_REQUEST_CANCELLED, 0, 0, 0, 0, 0, req]))
-        elif rtype == R.MPI_REQUEST_TESTED:
-            pass  # an unsuccessful test changes nothing in the analysis
-        elif rtype in (R.OMP_FORK, R.OMP_JOIN):
-            rows.append(Row([t, EventType.OMP_FORK if rtype == R.OMP_FORK else EventType.OMP_JOIN,
-                              0, NO_ID, 0, 0, 0, 0]))
-        elif rtype in (R.OMP_ALOCK, R.OMP_RLOCK, R.ALOCK, R.RLOCK):
-            (lk,) = struct.unpack_from(e + "I", body, p)
-            acquire = rtype in (R.OMP_ALOCK, R.ALOCK)
-            gl = self.lock_id(rank, lk, stack)
-            rows.append(Row([t, EventType.OMP_ACQUIRE_LOCK if acquire else EventType.OMP_RELEASE_LOCK,
-                              0, gl, 0, 0, 0, 0]))
-        elif rtype in (R.LOG_OFF, R.ENTER_TRACING):
-            name = "PAUSING" if rtype == R.LOG_OFF else "TRACING"
-            rid = self.asm.region_id(name, file="EPIK")
-            stack.append(rid)
-            rows.append(Row([t, EventType.ENTER, 0, rid, NO_ID, NO_ID, NO_ID, 0]))
-            counters()
-        elif rtype in (R.LOG_ON, R.EXIT_TRACING):
-            rid = stack.pop() if stack else self.asm.region_id("TRACING", file="EPIK")
-            rows.append(Row([t, EventType.EXIT, 0, rid, 0, 0, 0, 0]))
-            counters()
-
-    def partner(self, ctx: _FileContext, x: int, cid: int, rank, off, rtype) -> int:
-        """Global rank of a partner id as stored in this file."""
-        if ctx.merged:
-            return self.location_rank(x)
-        if self.version < 1008:
-            return x  # before 1.8 per-rank traces stored global ranks
-        ranks = self.comm_ranks(cid, rank)
-        if ranks is None:
-            self.warn(f"comm-{cid}", f"{ctx.f.path}: communicator {cid} is not defined; its ranks are taken "
-                                     f"as global ranks (first at byte offset {off})")
-            return x
-        if x >= len(ranks):
-            raise bad_record(ctx.f, off, rtype, f"rank {x} is outside communicator {cid} of size {len(ranks)}")
-        return ranks[x]
-
-    def lock_id(self, rank: int, lk: int, stack: list[int]) -> int:
+    def lock_id(self, rank: int, lk: int, top_region: int) -> int:
+        """Our lock id of EPILOG lock lk of a process, defined at its first use (kind from the region
+        open around it: a critical construct, or a nestable-lock API call)."""
         key = (rank, lk)
-        if key not in self._locks:
-            gl = len(self._locks)
-            self._locks[key] = gl
+        if key not in self.locks:
+            gl = len(self.locks)
+            self.locks[key] = gl
             kind, name = LockKind.OMP_LOCK, f"lock {lk}"
-            if stack:
-                top = self.asm.regions[stack[-1]]
+            top = self.asm.regions.get(top_region)
+            if top is not None:
                 if top.role == Role.OMP_CRITICAL:
                     kind, name = LockKind.OMP_CRITICAL, top.name
                 elif top.role == Role.OMP_LOCK_API and "nest" in top.name.lower():
                     kind = LockKind.OMP_NEST_LOCK
             self.asm.locks[gl] = (int(kind), f"{name} (rank {rank})" if kind != LockKind.OMP_CRITICAL else name)
-        return self._locks[key]
+        return self.locks[key]
 
-    # -- whole-trace resolution ------------------------------------------------
+    def file_clock(self, ctx: FileContext):
+        if not ctx.offsets:
+            return None
+        corr = clock_correction(ctx.offsets)
+        if corr is None:
+            self.warn(f"one-offset-{ctx.rank}", f"{ctx.f.path}: only one clock-offset measurement; not applied")
+        return corr
+
+    # -- events of one file -------------------------------------------------
+    def read_events(self, ctx: FileContext, start: int) -> None:
+        """Decode the events of one file (numba kernel, two passes) into ``self.columns``."""
+        tables = FileTables(self, ctx)
+        ctx.events_read = decode_file(self, ctx, start, tables)
+
     def finish(self) -> TraceAssembly:
-        a, d = self.asm, self.defs
-        # our locations: dense ids ordered by (rank, thread)
-        lids = sorted(self.rows, key=lambda lid: (self.location_rank(lid), d.locations.get(lid, (0, 0, 0, lid))[3]))
-        ours = {lid: i for i, lid in enumerate(lids)}
-        for lid, i in ours.items():
-            _m, _n, pid, tid = d.locations.get(lid, (0, 0, lid, 0))
-            name = d.threads.get((pid, tid), "") or f"rank {pid} thread {tid}"
-            a.locations[i] = ForeignLocation(pid, tid, name)
-            a.process_names.setdefault(pid, f"rank {pid}")
-        # locations defined but without events still belong to the system tree
-        for lid, (_m, _n, pid, tid) in sorted(d.locations.items(), key=lambda kv: (kv[1][2], kv[1][3])):
-            if lid not in ours:
-                i = len(ours)
-                ours[lid] = i
-                a.locations[i] = ForeignLocation(pid, tid, d.threads.get((pid, tid), "") or f"rank {pid} thread {tid}")
-                self.rows.setdefault(lid, [])
-        rank_thread = {lid: (d.locations.get(lid, (0, 0, lid, 0))[2], d.locations.get(lid, (0, 0, lid, 0))[3])
-                       for lid in self.rows}
-        rs = EventRows(self.rows, rank_thread, a)
-        rs.resolve_teams()
-        rs.resolve_lock_orders()
-        rs.resolve_receive_bytes()
-        t_min = min((r[0][0] for r in self.rows.values() if r), default=0.0)
-        a.attributes["epilog.version"] = f"{self.version // 1000}.{self.version % 1000}"
-        a.attributes["epilog.time_origin_seconds"] = repr(t_min)
-        for lid, ev in rs.arrays(t_min, TICKS_PER_SECOND).items():
-            a.events[ours[lid]] = ev
-        return a
+        return finish_assembly(self)
+
 
 # --------------------------------------------------------------------------
 # Entry points
@@ -448,7 +261,7 @@ def read_merged(path: str) -> TraceAssembly:
     """A single EPILOG file: a merged trace (global location ids) or a one-process trace."""
     f = EpilogFile.open(str(path))
     defs, first = read_definitions(f)
-    imp = _Importer(str(path), defs, f.version)
+    imp = EpilogImporter(str(path), defs, f.version)
     default = next(iter(defs.locations)) if len(defs.locations) == 1 else None
     if not defs.locations:
         raise EpilogFormatError(f"{path}: no LOCATION definitions before the first event (byte offset {first})")
@@ -459,7 +272,7 @@ def read_merged(path: str) -> TraceAssembly:
         else:
             imp.warn("merged-offsets", f"{path}: OFFSET records in a multi-process file cannot be attributed "
                                        f"to a process; ignored")
-    ctx = _FileContext(f, merged=True, rank=None, default_location=default, offsets=offsets)
+    ctx = FileContext(f, merged=True, rank=None, default_location=default, offsets=offsets)
     imp.read_events(ctx, first)
     if defs.num_events and ctx.events_read < defs.num_events:  # 0 is the dummy of a file never patched
         imp.warn("truncated", f"{path}: truncated: {ctx.events_read} of the {defs.num_events} event records "
@@ -501,7 +314,7 @@ def read_archive(path: str) -> TraceAssembly:
         rank = int(name)
         f = EpilogFile.open(os.path.join(elg_dir, name))
         if imp is None:
-            imp = _Importer(path, defs, f.version)
+            imp = EpilogImporter(path, defs, f.version)
             if not os.path.isfile(map_path):
                 imp.warn("nomap", f"{path}: no epik.map; local ids are taken as global ids")
         sec = defs.sections.get(rank)
@@ -512,7 +325,7 @@ def read_archive(path: str) -> TraceAssembly:
             own = sorted((t, lid) for lid, (_m, _n, p, t) in defs.locations.items() if p == rank)
             default = own[0][1] if own else None
         _, first = read_definitions(f)
-        ctx = _FileContext(
+        ctx = FileContext(
             f, merged=False, rank=rank, default_location=default, loc_map=loc_map,
             region_map=sec.idmaps.get(R.REGION) if sec else None,
             comm_map=sec.idmaps.get(R.MPI_COMM) if sec else None,

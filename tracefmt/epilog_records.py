@@ -89,8 +89,23 @@ class R:
     OMP_RLOCK = 109
     OMP_COLLEXIT = 110
     ENTER_CS = 111
+    MPI_PUT_1TS = 112
+    MPI_PUT_1TE = 113
+    MPI_GET_1TS = 114
+    MPI_GET_1TE = 115
+    MPI_GET_1TO = 116
     MPI_WINEXIT = 117
     MPI_WINCOLLEXIT = 118
+    MPI_WIN_LOCK = 119
+    MPI_WIN_UNLOCK = 120
+    MPI_PUT_1TE_REMOTE = 121
+    MPI_GET_1TS_REMOTE = 122
+    PUT_1TS = 123
+    PUT_1TE = 124
+    GET_1TS = 125
+    GET_1TE = 126
+    PUT_1TE_REMOTE = 127
+    GET_1TS_REMOTE = 128
     COLLEXIT = 129
     ALOCK = 130
     RLOCK = 131
@@ -103,6 +118,9 @@ class R:
     ENTER_TRACING = 203
     EXIT_TRACING = 204
 
+
+#: record code -> its name in elg_defs.h (for messages and notes)
+RECORD_NAMES = {v: k for k, v in vars(R).items() if k.isupper()}
 
 # attribute types of ATTR_UI1 / ATTR_UI4
 ATTR_ANYNESS = 1
@@ -285,6 +303,10 @@ class SparseIdMap:
     def __len__(self) -> int:
         return self._len
 
+    def keys(self) -> list[int]:
+        """The local ids listed (the others below the largest map to themselves)."""
+        return sorted(self._map)
+
     def __getitem__(self, local: int) -> int:
         local = int(local)
         if not 0 <= local < self._len:
@@ -299,6 +321,8 @@ class MapSection:
     rank: int
     idmaps: dict[int, np.ndarray | SparseIdMap] = field(default_factory=dict)  # def-record code -> local->global
     offsets: list[tuple[float, float]] = field(default_factory=list)
+    event_types: tuple[int, ...] = ()  # EVENT_TYPES / EVENT_COUNTS: the rank's event statistics
+    event_counts: tuple[int, ...] = ()
 
 
 @dataclass
@@ -319,6 +343,12 @@ class EpilogDefinitions:
     offsets: list[tuple[float, float]] = field(default_factory=list)
     sections: dict[int, MapSection] = field(default_factory=dict)
     num_events: int | None = None
+    callpaths: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # cpid -> (rid, parent, order)
+    topologies: dict[int, tuple] = field(default_factory=dict)  # topid -> (cid, dims, periodic, name, dim names)
+    coords: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)  # (topid, lid) -> coordinates
+    windows: dict[int, int] = field(default_factory=dict)  # RMA window -> comm
+    comm_dist: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)  # cid -> (root, lcid, lrank, size)
+    map_offsets: dict[int, int] = field(default_factory=dict)  # rank -> byte offset of its epik.map section
     # raw (name id, file id, descr id) are resolved to strings lazily; these keep the ids
     _region_ids: dict[int, tuple[int, int, int, int, int, int]] = field(default_factory=dict)
 
@@ -377,7 +407,7 @@ def parse_definition(stream: RecordStream, off: int, rtype: int, body: bytes, d:
             rid, rnid, fid, beg, end, rdid, rt = struct.unpack_from(e + "IIIIIIB", body)
             d._region_ids[rid] = (rnid, fid, beg, end, rdid, rt)
         elif rtype == R.METRIC:
-            metid, metnid, metdid, dtype, mode = struct.unpack_from(e + "IIIBB", body)
+            metid, metnid, metdid, dtype, mode = struct.unpack_from(e + "IIIBB", body)  # + interval (unused)
             d.metrics.append((metid, metnid, metdid, dtype, mode))
         elif rtype == R.MPI_COMM:
             if f.version >= 1003:
@@ -396,8 +426,13 @@ def parse_definition(stream: RecordStream, off: int, rtype: int, body: bytes, d:
             d.comm_bits[cid] = (mode, ranks)
         elif rtype == R.MPI_GROUP:
             gid, mode, grpc = struct.unpack_from(e + "IBI", body)
-            vals = _collect_u4(stream, body[9:], grpc, R.MPI_GROUP_CNT, f, off, rtype, f"group {gid}")
-            d.groups[gid] = (mode, tuple(int(v) for v in vals))
+            if mode & GROUP_WORLD:  # WORLD: the identity over grpc ranks, no list written (nor read by EPIK)
+                if grpc > 1 << 24:
+                    raise bad_record(f, off, rtype, f"group {gid}: WORLD of {grpc} ranks")
+                d.groups[gid] = (mode, tuple(range(grpc)))
+            else:
+                vals = _collect_u4(stream, body[9:], grpc, R.MPI_GROUP_CNT, f, off, rtype, f"group {gid}")
+                d.groups[gid] = (mode, tuple(int(v) for v in vals))
         elif rtype == R.MPI_COMM_REF:
             cid, gid = struct.unpack_from(e + "II", body)
             d.comm_refs[cid] = gid
@@ -423,10 +458,42 @@ def parse_definition(stream: RecordStream, off: int, rtype: int, body: bytes, d:
             if section is None:
                 raise bad_record(f, off, rtype, "id map outside a MAP_SECTION")
             section.idmaps[etype] = table
+        elif rtype == R.CALL_PATH:
+            cpid, rid, ppid, order = struct.unpack_from(e + "IIIQ", body)
+            d.callpaths[cpid] = (rid, ppid, order)
+        elif rtype == R.CART_TOPOLOGY:
+            topid, cid, ndims = struct.unpack_from(e + "IIB", body)
+            dims = struct.unpack_from(e + f"{ndims}I", body, 9)
+            periodic = tuple(bool(x) for x in body[9 + 4 * ndims : 9 + 5 * ndims])
+            if len(periodic) != ndims:
+                raise struct.error
+            name, dim_names = ELG_NO_ID, (ELG_NO_ID,) * ndims
+            if f.version >= 1009:  # a name and dimension names since EPILOG 1.9
+                name, *dim_names = struct.unpack_from(e + f"I{ndims}I", body, 9 + 5 * ndims)
+            d.topologies[topid] = (cid, tuple(dims), periodic, name, tuple(dim_names))
+        elif rtype == R.CART_COORDS:
+            topid, lid, ndims = struct.unpack_from(e + "IIB", body)
+            d.coords[(topid, lid)] = struct.unpack_from(e + f"{ndims}I", body, 9)
+        elif rtype == R.MPI_WIN:
+            wid, cid = struct.unpack_from(e + "II", body)
+            d.windows[wid] = cid
+        elif rtype == R.MPI_COMM_DIST:
+            cid, root, lcid, lrank, size = struct.unpack_from(e + "IIIII", body)
+            d.comm_dist[cid] = (root, lcid, lrank, size)
+        elif rtype == R.MAP_OFFSET:
+            rank, moff = struct.unpack_from(e + "II", body)
+            d.map_offsets[rank] = moff
+        elif rtype in (R.EVENT_TYPES, R.EVENT_COUNTS):
+            (ntypes,) = struct.unpack_from(e + "I", body)
+            vals = struct.unpack_from(e + (f"{ntypes}B" if rtype == R.EVENT_TYPES else f"{ntypes}I"), body, 4)
+            if section is not None:
+                if rtype == R.EVENT_TYPES:
+                    section.event_types = vals
+                else:
+                    section.event_counts = vals
         elif rtype in (R.MPI_COMM_CNT, R.MPI_GROUP_CNT, R.IDMAP_CNT):
             raise bad_record(f, off, rtype, "continuation record without the record it continues")
-        # LAST_DEF, topologies, windows, call paths, statistics, MAP_OFFSET and
-        # distributed comms carry nothing the analysis needs
+        # LAST_DEF marks the end of a merged trace's definitions; nothing to keep
     except struct.error:
         raise bad_record(f, off, rtype, f"body of {len(body)} bytes is too short for this record type") from None
     return section

@@ -175,3 +175,137 @@ def epik_hybrid(dirpath, compress=True, rank1_big_endian=True):
     r1.exit(0, 4.0)  # 6.0
     r1.save(os.path.join(dirpath, "ELG", "00001"), compress=compress)
     return dirpath
+
+
+# ---------------------------------------------------------------------------- Blue Gene/Q-like archive
+BGQ_MAIN, BGQ_PAR, BGQ_IBAR, BGQ_SEND, BGQ_RECV, BGQ_BARRIER = range(6)
+BGQ_METRICS = ("PAPI_TOT_CYC", "PAPI_FP_OPS")
+
+
+def bgq_arrival(tid: int) -> float:
+    """Time thread tid of every rank enters the implicit barrier of the parallel region."""
+    return 1.5 + 0.005 * (tid % 8)
+
+
+def bgq_expected(ranks: int, threads: int, iterations: int = 1) -> dict[str, float]:
+    """Wait states of ``epik_bgq``, by hand from the times below (seconds, summed over locations):
+
+    * implicit barrier: thread tid waits from its arrival until the last one, 1.5 + 0.005 x 7 (tid % 8
+      takes every value for threads >= 8), i.e. 0.005 x (7 - tid % 8);
+    * Late Sender: odd rank r posts MPI_Recv at 3.0, its partner r - 1 enters MPI_Send at 3.2: 0.2 s;
+    * barrier: rank r enters MPI_Barrier at 4.0 + 0.01 r; everyone waits for rank ranks - 1.
+    """
+    last = max(bgq_arrival(t) for t in range(threads))
+    ibar = ranks * sum(last - bgq_arrival(t) for t in range(threads))
+    return {
+        "omp_ibarrier_wait": iterations * ibar,
+        "mpi_latesender": iterations * 0.2 * (ranks // 2),
+        "mpi_barrier_wait": iterations * sum(0.01 * (ranks - 1 - r) for r in range(ranks)),
+    }
+
+
+def _world_group(w: ElgWriter, gid: int, size: int) -> None:
+    """MPI_GROUP with mode WORLD as EPIK 1.4 writes it: the size, no rank list."""
+    w.rec(27, "IBI", gid, 1, size)
+
+
+def epik_bgq(dirpath, ranks: int = 32, threads: int = 64, big_endian: bool = True, compress: bool = True,
+             iterations: int = 1):
+    """An EPIK archive shaped like a Scalasca 1.4 Blue Gene/Q run: ``ranks`` x ``threads`` locations,
+    big-endian, gzip'ed thread-merged per-rank traces with local ids, a WORLD group without rank list,
+    two metrics whose values every ENTER/EXIT carries, CALL_PATH definitions, a 2-D Cartesian topology,
+    MAP_OFFSETs, per-rank event statistics and no clock offsets (the machine has a global clock).
+
+    Each iteration (period 10 s) of every rank: a parallel region of all threads with an implicit
+    barrier (arrival ``bgq_arrival(tid)``, release at 2.0), a message from each even rank to the next
+    odd one (Late Sender 0.2 s) and an MPI_Barrier (rank r enters at 4.0 + 0.01 r, all leave at 4.5);
+    ``bgq_expected`` gives the wait states.  Rank 1 numbers its regions in reverse (its id map says so).
+    """
+    import struct
+
+    os.makedirs(os.path.join(dirpath, "ELG"), exist_ok=True)
+    n_regions = 6
+    local_region = [list(range(n_regions)) if r != 1 else list(reversed(range(n_regions))) for r in range(ranks)]
+    # ---- epik.esd
+    w = ElgWriter(big_endian=big_endian, lids=False)
+    S = Strings(w)
+    for r in range(ranks):
+        w.map_offset(r, 0)  # a seek hint into epik.map; readers that read the map in order ignore it
+    w.machine(0, ranks // 2 or 1, S("Blue Gene/Q"))
+    for n in range(max(1, ranks // 2)):
+        w.node(n, 0, 64, S(f"R00-M0-N{n:02d}-J00"), clock_rate=1.6e9)
+    for r in range(ranks):
+        w.process(r, S(f"rank {r}"))
+    for r in range(ranks):
+        for t in range(threads):
+            w.thread(t, r, S(f"thread {t}"))
+            w.location(r * threads + t, 0, r // 2, r, t)
+    w.file(0, S("MPI"))
+    w.file(1, S("bgq.c"))
+    w.file(2, S("EPIK"))
+    w.region(BGQ_MAIN, S("main"), 1, 10, 90, S("USR"), FUNCTION)
+    w.region(BGQ_PAR, S("!$omp parallel @bgq.c:20"), 1, 20, 40, S("OMP"), OMP_PARALLEL)
+    w.region(BGQ_IBAR, S("!$omp ibarrier @bgq.c:40"), 1, 40, 40, S("OMP"), OMP_IBARRIER)
+    w.region(BGQ_SEND, S("MPI_Send"), 0, NO_ID, NO_ID, S("MPI"), FUNCTION)
+    w.region(BGQ_RECV, S("MPI_Recv"), 0, NO_ID, NO_ID, S("MPI"), FUNCTION)
+    w.region(BGQ_BARRIER, S("MPI_Barrier"), 0, NO_ID, NO_ID, S("MPI"), COLL_BARRIER)
+    for i, name in enumerate(BGQ_METRICS):
+        w.metric(i, S(name), S("PAPI counter"))
+    for cpid, (rid, parent) in enumerate([(BGQ_MAIN, NO_ID), (BGQ_PAR, 0), (BGQ_IBAR, 1), (BGQ_SEND, 0),
+                                          (BGQ_RECV, 0), (BGQ_BARRIER, 0)]):
+        order = struct.unpack("<Q", struct.pack("<d", float(cpid)))[0]  # bits of the first visit time
+        w.rec(20, "IIIQ", cpid, rid, parent, order)
+    _world_group(w, 0, ranks)
+    w.mpi_comm_ref(0, 0)
+    rows, cols = 4, max(1, ranks // 4)
+    w.rec(16, "IIB2I2BI2I", 0, 0, 2, rows, cols, 1, 0, S("torus"), S("x"), S("y"))
+    for r in range(ranks):
+        w.rec(17, "IIB2I", 0, r * threads, 2, r % rows, r // rows)
+    w.save(os.path.join(dirpath, "epik.esd"))
+
+    # ---- epik.map
+    m = ElgWriter(big_endian=big_endian, lids=False)
+    for r in range(ranks):
+        m.map_section(r)
+        m.idmap(7, [r * threads + t for t in range(threads)])
+        m.idmap(9, local_region[r])
+        m.idmap(11, [0])
+        m.rec(21, "I3B", 3, 101, 102, 110)
+        m.rec(22, "I3I", 3, 0, 0, 0)
+    m.save(os.path.join(dirpath, "epik.map"))
+
+    # ---- ELG/NNNNN: thread-merged, local location ids 0..threads-1, metric values on ENTER/EXIT
+    for r in range(ranks):
+        ev = ElgWriter(big_endian=big_endian, lids=True)
+        reg = {g: local_region[r].index(g) for g in range(n_regions)}
+
+        def metv(t):
+            return (int(t * 1.6e9), int(t * 1e6))
+
+        for it in range(iterations):
+            base = 10.0 * it
+            if it == 0:
+                ev.enter(0, 0.0, reg[BGQ_MAIN], metv=metv(0.0))
+            ev.omp_fork(0, base + 1.0)
+            for t in range(threads):
+                ev.enter(t, base + 1.0, reg[BGQ_PAR], metv=metv(base + 1.0))
+            for t in sorted(range(threads), key=bgq_arrival):
+                ev.enter(t, base + bgq_arrival(t), reg[BGQ_IBAR], metv=metv(base + bgq_arrival(t)))
+            for t in range(threads):
+                ev.omp_collexit(t, base + 2.0, metv=metv(base + 2.0))
+            for t in range(threads):
+                ev.omp_collexit(t, base + 2.1, metv=metv(base + 2.1))
+            ev.omp_join(0, base + 2.1)
+            if r % 2 == 0 and r + 1 < ranks:
+                ev.enter(0, base + 3.2, reg[BGQ_SEND], metv=metv(base + 3.2))
+                ev.send(0, base + 3.2, r + 1, 0, 9, 1024)
+                ev.exit(0, base + 3.3, metv=metv(base + 3.3))
+            elif r % 2 == 1:
+                ev.enter(0, base + 3.0, reg[BGQ_RECV], metv=metv(base + 3.0))
+                ev.recv(0, base + 3.3, r - 1, 0, 9)
+                ev.exit(0, base + 3.3, metv=metv(base + 3.3))
+            ev.enter(0, base + 4.0 + 0.01 * r, reg[BGQ_BARRIER], metv=metv(base + 4.0 + 0.01 * r))
+            ev.mpi_collexit(0, base + 4.5, NO_ID, 0, 0, 0, metv=metv(base + 4.5))
+        ev.exit(0, 10.0 * iterations, metv=metv(10.0 * iterations))
+        ev.save(os.path.join(dirpath, "ELG", f"{r:05d}"), compress=compress)
+    return dirpath

@@ -24,6 +24,7 @@ from epilog_samples import epik_hybrid, merged_mpi
 from tracefmt.cli import main as trace_main
 from tracefmt.detect import open_any
 from tracefmt.epilog_records import GZIP_FLOOR, EpilogFile, SparseIdMap
+import tracefmt.epilog  # noqa: F401  (the reader and its kernels load before memory is measured)
 
 
 def _one_line_exit_2(argv, capsys, *words):
