@@ -7,7 +7,8 @@ walks only those locations, and reduces them to what the patterns need: its
 piece of the call tree, per-(call path, location) visits and times, and the
 rows of the compound-event tables (send-side and receive-side message rows,
 collective members, team/barrier members, lock acquisitions).  One
-``gather`` brings the pieces to rank 0, which merges them exactly as the
+gather (``exchange.gather_bytes``: in pieces of at most 1 GiB, so shares over MPI's 2 GiB
+message limit pass) brings the pieces to rank 0, which merges them exactly as the
 serial replay does (same call-tree ids, same row order), computes the
 patterns and writes the cube.  Results are therefore identical to a serial
 run; the event data -- the part that grows with the trace -- never leaves
@@ -27,6 +28,7 @@ import pickle
 from tracefmt.errors import TraceFormatError
 
 from .engine import ReplayError, Share, assemble, check_tables, partition, region_arrays, walk_share
+from .exchange import gather_bytes
 
 __all__ = ["replay_mpi", "world"]
 
@@ -74,8 +76,8 @@ def replay_mpi(trace, comm, tables=None, progress=None, salvage: bool = False):
             mine.error = _portable_error(mine.error)
     except Exception as exc:  # anything else must still reach the gather, or rank 0 waits forever
         mine = Share(tree=None, error=_portable_error(exc))
-    # pickle once here so a failure to serialise is reported like any other
-    pieces = comm.gather(pickle.dumps(mine, protocol=pickle.HIGHEST_PROTOCOL), root=0)
+    # pickle once here so a failure to serialise is reported like any other; sent in pieces (exchange.py)
+    pieces = gather_bytes(comm, pickle.dumps(mine, protocol=pickle.HIGHEST_PROTOCOL), root=0)
     if comm.rank != 0:
         return None
     got = [pickle.loads(p) for p in pieces]
