@@ -13,7 +13,8 @@
  * (xt_own_output: the output, or `<output>.<rank>.elg` / `<output>.<pid>.elg`).  A trace written at
  * the end replaces it (the writer writes a temporary file and renames it over the spool); a merge at
  * MPI_Finalize unlinks it first (xt_spool_detach) and keeps reading it through the descriptor.  Where
- * the path cannot be created, the spool is an unlinked temporary file in $TMPDIR, as before.
+ * the path cannot be created, or is no regular file (-o /dev/null, a link), the spool is an unlinked temporary
+ * file in $TMPDIR, as before.
  *
  * Appends are serialised by one lock; they happen at buffer-full time only. */
 #define _GNU_SOURCE
@@ -225,7 +226,7 @@ static int open_spool(void)
 {
     char path[4200];
     xt_own_output(path, sizeof path);
-    {
+    if (xt_path_replaceable(path)) {
         char tmp[4300];
         /* write the header under a temporary name first: a crash in between leaves no half file */
         snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
@@ -243,7 +244,7 @@ static int open_spool(void)
             }
         }
     }
-    if (spool_fd < 0) { /* the output's directory is not writable: an unlinked file in $TMPDIR */
+    if (spool_fd < 0) { /* no spool at the output's path: an unlinked file in $TMPDIR */
         char path[1100];
         snprintf(path, sizeof path, "%s/expert-spool-XXXXXX", xt_cfg.tmpdir);
         spool_fd = mkostemp(path, O_CLOEXEC);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "xt.h"
@@ -385,6 +386,15 @@ void xt_elg_block_header(unsigned char h[ELG_BLOCK_HEADER_SIZE], uint16_t kind, 
     memcpy(h + 28, &hcrc, 4);
 }
 
+/* a trace may be written under a temporary name and renamed to `path`: nothing is there, or a regular file
+ * (renaming over a device such as /dev/null, or over a symbolic link, would replace it) */
+int xt_path_replaceable(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) return errno == ENOENT;
+    return S_ISREG(st.st_mode);
+}
+
 void xt_elg_file_header(unsigned char hdr[ELG_FILE_HEADER_SIZE], int finished)
 {
     crc_init();
@@ -659,8 +669,9 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
        earlier trace there, stays whole until the new trace is */
     out_t o = {0};
     char tmp[4300];
+    int via_tmp = xt_path_replaceable(path); /* a device (-o /dev/null) or a link is written through, as it is */
     snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
-    o.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    o.fd = open(via_tmp ? tmp : path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     o.wb = xt_mem_alloc(OUT_BUFFER);
     if (o.fd < 0 || !o.wb) {
         xt_warn("cannot write the trace %s: %s (choose a writable path with -o or EXPERT_TRACE_FILE)", path,
@@ -721,9 +732,11 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
         if (pwrite(o.fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr) o.err = errno ? errno : EIO;
     }
     if (close(o.fd) != 0 && !o.err) o.err = errno;
-    if (!o.err && rename(tmp, path) != 0) o.err = errno;
-    if (o.err) unlink(tmp);
-    else xt_spool_replaced(path);
+    if (via_tmp) {
+        if (!o.err && rename(tmp, path) != 0) o.err = errno;
+        if (o.err) unlink(tmp);
+        else xt_spool_replaced(path);
+    }
     xt_mem_free(o.wb);
     if (o.err) xt_warn("writing the trace %s failed: %s", path, strerror(o.err));
     else if (xt_cfg.verbose)

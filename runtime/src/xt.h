@@ -355,6 +355,7 @@ XT_HIDDEN void xt_elg_block_header(unsigned char h[ELG_BLOCK_HEADER_SIZE], uint1
                                    const void *payload, uint64_t len, uint32_t count);
 XT_HIDDEN void xt_command_line(char *out, size_t n);
 XT_HIDDEN void xt_crc_init(void); /* at start-up: pick the CRC-32 implementation */
+XT_HIDDEN int xt_path_replaceable(const char *path); /* absent or a regular file: may be renamed over */
 /* the spool file (spool.c): a full buffer's events go there as one EVENTS block, after the definitions
  * made since the last block, so that the file is a readable unfinished trace at every moment; returns
  * 1 if they were written.  xt_spool_read reads a thread's spooled events back.  A trace written to the

@@ -91,6 +91,17 @@ def test_openmp_program(omp_program, tmp_path, how):
             assert exits[-2:] == ["dying", "crash"]
 
 
+def test_output_through_a_symbolic_link(omp_program, tmp_path):
+    """A trace is written under a temporary name and renamed over its path, but never over a link (or a device
+    such as /dev/null): that is written through, and the spool goes to $TMPDIR."""
+    (tmp_path / "c.elg").symlink_to("real.elg")
+    run([str(EXPERT_RUN), "-o", "c.elg", str(omp_program), "segv", str(STEPS)], cwd=tmp_path, env=ENV, check=False)
+    assert (tmp_path / "c.elg").is_symlink() and sorted(f.name for f in tmp_path.iterdir()) == ["c.elg", "real.elg"]
+    with tracefmt.open(str(tmp_path / "real.elg")) as trace:
+        assert trace.defs.attributes["complete"] == HANDLED
+        check_piece(trace, 0, "handler")
+
+
 @pytest.fixture(scope="module", params=["ompi", "mpich"])
 def mpi_program(request, tmp_path_factory, runtime_built):
     mpi = request.param
