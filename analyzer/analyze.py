@@ -19,6 +19,7 @@ from tracefmt.plausible import definition_warnings
 from patterns.api import Pattern, PatternError, Severity, check_subset_rule
 
 from .cube import Cube, LocationInfo, MetricInfo, RegionInfo, region_strings
+from .cube.dimensions import ABSENT_LOCATION_ATTR
 
 __all__ = ["analyze", "compute_patterns", "build_cube", "collective_mismatches", "counter_cube_metrics",
            "metric_status", "required_tables", "select_patterns", "damage_note", "NOT_MEASURED_ATTR",
@@ -299,6 +300,8 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
         ctx = replay_mpi(trace, comm, tables=tables, progress=progress, salvage=salvage)
         if ctx is None:  # not rank 0: its share went to rank 0
             return None
+    gone = getattr(trace, "absent_locations", None) or {}  # location id -> why its events are missing
+    absent_locs = {i: gone[l] for i, l in enumerate(trace.location_ids.tolist()) if l in gone}  # by cube index
     else:
         ctx = replay(trace, tables=tables, jobs=jobs, progress=progress, salvage=salvage)
     ctx.problems.extend(definition_warnings(trace.defs, ids=False))  # dense_view words the ids itself
@@ -327,3 +330,5 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
     cube.context = ctx
     cube.problems.extend(ctx.problems)
     return cube
+    for i, why in absent_locs.items():  # measured nothing: n/a in the reports, not 0
+        cube.attrs[ABSENT_LOCATION_ATTR + cube.locations[i].key] = why

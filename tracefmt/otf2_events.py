@@ -94,12 +94,14 @@ class _Location:
         self.columns = new_columns(0)
         self.counts = np.zeros(256, np.int64)
         self.locks: list[tuple[int, int, int]] = []  # (lock id, first time, stack-top region)
+        self.absent = ""  # why the location has no events at all (its file missing or unreadable)
 
     def run(self) -> "_Location":
         try:
             self._run()
         except Otf2Error as exc:
             self.problems.append(f"{exc}; location {self._name()} has no events")
+            self.absent = str(exc)
         return self
 
     def _name(self) -> str:
@@ -183,7 +185,8 @@ class _Location:
 
 def decode_events(defs, jobs: int | None = None) -> dict[int, dict[str, np.ndarray]]:
     """Decode every location of `defs` (an otf2_native._Definitions): {our location id: its columns}; problems,
-    notes and locks go into ``defs.asm``."""
+    notes and locks go into ``defs.asm``, {our location id: why} of locations without any events (their file
+    missing or unreadable) into ``defs.absent``."""
     a = defs.asm
     work = [_Location(defs, i, ref) for i, ref in enumerate(defs.order)]
     jobs = jobs or min(len(work), os.cpu_count() or 1, 8)
@@ -209,6 +212,7 @@ def decode_events(defs, jobs: int | None = None) -> dict[int, dict[str, np.ndarr
             defs.skipped[name] += int(counts[t])
     for what, n in sorted(defs.skipped.items()):
         a.notes.append(f"{defs.anchor.path}: {n} {what} record(s) skipped (not analysed)")
+    defs.absent = {w.i: w.absent for w in done if w.absent}
     events = [w.columns for w in done]
     _resolve_teams(defs, events)
     out = {}

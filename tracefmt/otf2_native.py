@@ -88,9 +88,10 @@ def _compose(gkeys: np.ndarray, gvals: np.ndarray, mapping) -> tuple:
     return _lookup_arrays(np.concatenate([gkeys[keep], local]), np.concatenate([gvals[keep], mapped]))
 
 
-def decode(path: str | os.PathLike, jobs: int | None = None) -> tuple[TraceAssembly, dict]:
+def decode(path: str | os.PathLike, jobs: int | None = None) -> tuple[TraceAssembly, dict, dict]:
     """(the archive's definitions, problems and notes as a TraceAssembly without events, {our location id: its
-    event columns}), decoded natively (locations on `jobs` threads; default: the cores)."""
+    event columns}, {our location id: why it has no events} of the locations whose file is missing or
+    unreadable), decoded natively (locations on `jobs` threads; default: the cores)."""
     anchor_path = find_anchor(os.fspath(path))
     if not os.path.isfile(anchor_path):
         raise Otf2Error("no such OTF2 anchor file", path=anchor_path)
@@ -102,13 +103,13 @@ def decode(path: str | os.PathLike, jobs: int | None = None) -> tuple[TraceAssem
 
     imp = _Definitions(anchor, gdefs)
     columns = decode_events(imp, jobs)
-    return imp.asm, columns
+    return imp.asm, columns, imp.absent
 
 
 def read(path: str | os.PathLike, jobs: int | None = None) -> TraceAssembly:
     """An OTF2 archive as a TraceAssembly (events as ``layout.EVENT_DTYPE`` records, as the ``otf2``-package
     reader gives them: what the tests compare)."""
-    asm, columns = decode(path, jobs)
+    asm, columns, _absent = decode(path, jobs)
     for loc, cols in columns.items():
         ev = np.zeros(len(cols["type"]), EVENT_DTYPE)
         ev["time"] = cols["ticks"]
@@ -123,9 +124,9 @@ def open_otf2(path: str | os.PathLike, jobs: int | None = None):
     no copy into our format)."""
     from .otf2_trace import Otf2Trace
 
-    asm, columns = decode(path, jobs)
+    asm, columns, absent = decode(path, jobs)
     try:
-        return Otf2Trace(asm, columns)
+        return Otf2Trace(asm, columns, absent)
     except (ValueError, OverflowError, struct.error) as exc:  # definitions our format cannot hold
         raise Otf2Error(f"cannot convert the definitions: {exc}", path=asm.source) from None
 

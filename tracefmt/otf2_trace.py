@@ -29,10 +29,12 @@ class Otf2Trace:
     ``columns[loc]`` maps every name of ``column_memory.COLUMNS`` to one
     location's array; ``time`` must hold ``ticks`` in seconds of the
     location's clock as this trace's definitions give it (recomputed here
-    where they differ from what the decoder assumed).
+    where they differ from what the decoder assumed).  ``absent_locations``:
+    {location id: why} of the locations whose events are missing altogether
+    (their file missing or unreadable; the analysis marks them in the cube).
     """
 
-    def __init__(self, asm, columns: dict[int, dict[str, np.ndarray]]):
+    def __init__(self, asm, columns: dict[int, dict[str, np.ndarray]], absent: dict[int, str] | None = None):
         self._defs_trace = open_native(to_bytes(asm.definitions(), {}, creator=asm.creator))
         self.defs = self._defs_trace.defs
         self.header = self._defs_trace.header
@@ -41,6 +43,7 @@ class Otf2Trace:
         self.verify = True
         self.problems = list(asm.problems) + self._defs_trace.problems
         self.notes = list(asm.notes) + self._defs_trace.notes
+        self.absent_locations = dict(absent or {})
         self._columns = {}
         for lid in self.location_ids.tolist():
             cols = columns.get(lid)

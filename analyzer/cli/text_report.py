@@ -15,6 +15,7 @@ import sys
 import numpy as np
 
 from analyzer.analyze import ABSENT_ATTR, NOT_MEASURED_ATTR, SALVAGED_ATTR, TRACE_ATTR
+from analyzer.cube.dimensions import absent_locations
 
 __all__ = ["report", "hidden_properties"]
 
@@ -95,6 +96,12 @@ def report(cube, top: int = 5, out=None, show_all: bool = False) -> None:
     absent, not_measured = hidden_properties(cube)
     if SALVAGED_ATTR in cube.attrs:
         _salvaged(cube, w)
+    gone = absent_locations(cube.attrs)
+    if gone:  # nothing was measured there: every value of theirs is n/a, not the 0 the cube holds
+        w(f"ABSENT: {len(gone)} location{'s' if len(gone) != 1 else ''} without events (values n/a):\n")
+        for key, why in gone.items():
+            w(f"  - {key}: {why}\n")
+        w("\n")
     if TRACE_ATTR + "openmp_runtime" in cube.attrs:  # a GCC program on libomp is not its libgomp runs
         w(f"OpenMP runtime: {cube.attrs[TRACE_ATTR + 'openmp_runtime']}\n\n")
     w("Performance properties (severity, % of total time)\n")
@@ -171,5 +178,7 @@ def _worst(cube, top, total_time, skip, w) -> None:
         per_l = own[name].sum(axis=0)
         locs = [int(l) for l in np.argsort(-per_l, kind="stable")[:top] if per_l[l] > _TINY]
         if locs:
+            gone = absent_locations(cube.attrs)
             w("    own share by location: "
-              + ", ".join(f"{cube.locations[l].key} {per_l[l]:.6f} s" for l in locs) + "\n")
+              + ", ".join(f"{cube.locations[l].key} {per_l[l]:.6f} s" for l in locs)
+              + "".join(f", {key} n/a" for key in gone) + "\n")

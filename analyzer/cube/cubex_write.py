@@ -36,6 +36,7 @@ import numpy as np
 
 from tracefmt.names import escape_bytes
 
+from .dimensions import absent_locations
 from .model import Cube, CubeError, MetricInfo
 from .tar import DATA_MAGIC, INDEX_MAGIC, INDEX_SPARSE, TAR_BLOCK, write_tar
 
@@ -239,6 +240,7 @@ def _system_xml(cube: Cube) -> str:
     machines: dict[str, dict[str, dict[int, list[int]]]] = {}
     for i, loc in enumerate(cube.locations):
         machines.setdefault(loc.machine, {}).setdefault(loc.node, {}).setdefault(loc.rank, []).append(i)
+    gone = absent_locations(cube.attrs)  # marked in their names too, for viewers that show no attributes
     out = ["  <system>\n"]
     stn_id = 0
     group_id = 0
@@ -272,7 +274,7 @@ def _system_xml(cube: Cube) -> str:
                     loc = cube.locations[i]
                     out.append(
                         f'{ind3}  <location Id="{i}">\n'
-                        f"{ind3}    <name>{_esc(loc.thread_name)}</name>\n"
+                        f"{ind3}    <name>{_esc(loc.thread_name + (' (absent)' if loc.key in gone else ''))}</name>\n"
                         f"{ind3}    <rank>{int(loc.thread)}</rank>\n"
                         f"{ind3}    <type>thread</type>\n"
                         f"{ind3}  </location>\n"

@@ -25,6 +25,18 @@ class CubeFormatError(CubeError):
     """A cube file cannot be read; the message names the file, member and offset."""
 
 
+#: cube attribute per location whose events the trace does not hold (an OTF2 location file missing or
+#: unreadable): ``ABSENT_LOCATION_ATTR + "rank R thread T"`` = why.  Its values in the cube are 0 because
+#: nothing was measured there: reports show them as n/a
+ABSENT_LOCATION_ATTR = "expert-analyze::absent-location::"
+
+
+def absent_locations(attrs: dict[str, str]) -> dict[str, str]:
+    """``{"rank R thread T": why}`` of the locations a cube's attributes mark absent (ABSENT_LOCATION_ATTR)."""
+    n = len(ABSENT_LOCATION_ATTR)
+    return {k[n:]: v for k, v in attrs.items() if k.startswith(ABSENT_LOCATION_ATTR)}
+
+
 # --------------------------------------------------------------------------
 # Dimension records
 # --------------------------------------------------------------------------

@@ -25,6 +25,10 @@ identical analyses give byte-identical files.
 from __future__ import annotations
 
 import json
+
+``absent_locations`` (``{"rank R thread T": why}``) is there only when locations of the trace
+have no events at all (an OTF2 location file missing): their values were not measured (n/a),
+though ``per_location`` leaves them out like zeros.
 from pathlib import Path
 
 from .model import Cube, CubeFormatError
@@ -32,6 +36,7 @@ from .model import Cube, CubeFormatError
 FORMAT = "expert-analyze-summary"
 VERSION = 1
 
+from .dimensions import absent_locations
 
 def _num(v: float, integer: bool):
     if integer:
@@ -78,6 +83,9 @@ def write_json(cube: Cube, path) -> None:
 #: integers with more digits than this are read as floats (and one beyond float's range is refused)
 _INT_DIGITS = 18
 
+    gone = absent_locations(cube.attrs)
+    if gone:  # locations whose events the trace lacks: nothing measured there, n/a (not the 0 omitted above)
+        doc["absent_locations"] = gone
 
 def _int(text: str):
     return int(text) if len(text.lstrip("-")) <= _INT_DIGITS else float(text)

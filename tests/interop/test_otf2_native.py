@@ -173,6 +173,42 @@ def test_missing_location_file_named_rest_read(tmp_path):
     assert len(trace.location_ids) == 4
 
 
+def test_missing_location_marked_absent_in_the_results(tmp_path):
+    """Issue 13 item 1: the cube, the JSON summary and the text report say which location is absent."""
+    import io
+    import tarfile
+
+    import analyzer
+    from analyzer.cli.text_report import report
+    from analyzer.cube import cubex_bytes
+    from analyzer.cube.json_summary import to_json_dict
+    from analyzer.cube.dimensions import ABSENT_LOCATION_ATTR
+
+    anchor = otf2_bytes.write_archive(tmp_path / "a", iterations=4)
+    missing = anchor.parent / "traces" / f"{1 << 32}.evt"  # rank 0's worker thread
+    missing.unlink()
+    trace = open_any(anchor)
+    assert list(trace.absent_locations) == [1] and "event file missing" in trace.absent_locations[1]
+    cube = analyzer.analyze(trace, salvage=True)
+    why = cube.attrs[ABSENT_LOCATION_ATTR + "rank 0 thread 1"]
+    assert str(missing) in why and "event file missing" in why
+    assert [k for k in cube.attrs if k.startswith(ABSENT_LOCATION_ATTR)] == [ABSENT_LOCATION_ATTR + "rank 0 thread 1"]
+    assert to_json_dict(cube)["absent_locations"] == {"rank 0 thread 1": why}
+    out = io.StringIO()
+    report(cube, out=out)
+    text = out.getvalue()
+    assert "ABSENT: 1 location without events (values n/a):" in text and f"  - rank 0 thread 1: {why}" in text
+    assert "rank 0 thread 1 n/a" in text  # beside the per-location shares of the worst properties
+    with tarfile.open(fileobj=io.BytesIO(cubex_bytes(cube))) as tar:
+        anchor_xml = tar.extractfile("anchor.xml").read().decode()
+    assert anchor_xml.count("(absent)</name>") == 1 and "OMP thread 1 (absent)</name>" in anchor_xml
+    assert f'key="{ABSENT_LOCATION_ATTR}rank 0 thread 1"' in anchor_xml
+    # an archive with every file present marks nothing
+    whole = analyzer.analyze(open_any(otf2_bytes.write_archive(tmp_path / "b", iterations=4)))
+    assert not any(k.startswith(ABSENT_LOCATION_ATTR) for k in whole.attrs)
+    assert "absent_locations" not in to_json_dict(whole)
+
+
 @pytest.mark.parametrize("cut", [0.5, 0.97])
 def test_damaged_location_keeps_what_precedes_the_damage(tmp_path, cut):
     anchor = otf2_bytes.write_archive(tmp_path / "a", iterations=6)
