@@ -288,6 +288,8 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
         why = "; ".join(getattr(trace, "problems", []) or []) or "no location has events"
         raise tracefmt.TraceFormatError(f"nothing to analyze: {why}", path=source)
     lost = list(getattr(trace, "problems", []) or [])  # what the reader lost (before the ids are made dense)
+    gone = getattr(trace, "absent_locations", None) or {}  # location id -> why its events are missing
+    absent_locs = {i: gone[l] for i, l in enumerate(trace.location_ids.tolist()) if l in gone}  # by cube index
     if hasattr(trace, "defs"):  # tables sized by the ids that occur, not by the largest id (tracefmt.dense)
         trace = dense_view(trace)
     from .replay import replay  # numba kernels: imported only when a trace is analyzed
@@ -300,8 +302,6 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
         ctx = replay_mpi(trace, comm, tables=tables, progress=progress, salvage=salvage)
         if ctx is None:  # not rank 0: its share went to rank 0
             return None
-    gone = getattr(trace, "absent_locations", None) or {}  # location id -> why its events are missing
-    absent_locs = {i: gone[l] for i, l in enumerate(trace.location_ids.tolist()) if l in gone}  # by cube index
     else:
         ctx = replay(trace, tables=tables, jobs=jobs, progress=progress, salvage=salvage)
     ctx.problems.extend(definition_warnings(trace.defs, ids=False))  # dense_view words the ids itself
@@ -327,8 +327,8 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
     for par in dict.fromkeys(absent.values()):
         attrs[ABSENT_ATTR + par] = " ".join(n for n, p in absent.items() if p == par)
     cube = build_cube(ctx, pats, attrs, not_measured)
+    for i, why in absent_locs.items():  # measured nothing: n/a in the reports, not 0
+        cube.attrs[ABSENT_LOCATION_ATTR + cube.locations[i].key] = why
     cube.context = ctx
     cube.problems.extend(ctx.problems)
     return cube
-    for i, why in absent_locs.items():  # measured nothing: n/a in the reports, not 0
-        cube.attrs[ABSENT_LOCATION_ATTR + cube.locations[i].key] = why

@@ -9,6 +9,11 @@ A threshold names a metric (unique name) and a limit:
   the baselines, needs two or more of them).  Several parts allow the most
   lenient of them, e.g. ``time=5%,2sd``; give the option twice to require both.
 * ``--max-value METRIC=QUANTITY`` fails when the new total exceeds QUANTITY.
+* ``--max-decrease METRIC=SPEC`` and ``--min-value METRIC=QUANTITY``: the same for
+  values that must not fall, such as the POP efficiencies (``parallel_efficiency``,
+  ``load_balance``, ``communication_efficiency``, ``serialisation_efficiency``,
+  ``transfer_efficiency``: ratios of the run from the result's ``efficiencies``,
+  ``analyzer.ci.efficiency``); totals only, not per call path.
 * ``--abs-floor QUANTITY`` or ``--abs-floor METRIC=QUANTITY``: an increase
   not larger than this never fails (noise floor); a bare QUANTITY applies to
   every metric whose unit it fits (time to time metrics, bytes to byte metrics).
@@ -29,7 +34,8 @@ import numpy as np
 
 from analyzer.cube.compare import Change, MetricSummary, Summary, format_loc
 
-from .compare import ResultError, format_delta, format_value, is_time_unit, load_result
+from .compare import ResultError, format_delta, format_value, is_time_unit
+from .efficiency import load_with_efficiencies
 
 # --------------------------------------------------------------------------
 # Quantities and thresholds
@@ -81,29 +87,39 @@ def fits(q: Quantity, unit: str) -> bool:
 
 @dataclass
 class Threshold:
-    kind: str  # "increase" or "value"
+    kind: str  # "increase", "value", "decrease" (a value that must not fall) or "min"
     metric: str
     parts: list[Quantity]
     text: str  # as given, for messages
 
     @property
     def option(self) -> str:
-        return f"--max-{self.kind} {self.text}"
+        return f"{OPTIONS[self.kind]} {self.text}"
+
+    @property
+    def falling(self) -> bool:
+        """A limit on a value that must not fall (``--max-decrease``, ``--min-value``)."""
+        return self.kind in ("decrease", "min")
+
+
+#: the expert-check option of each threshold kind
+OPTIONS = {"increase": "--max-increase", "value": "--max-value", "decrease": "--max-decrease", "min": "--min-value"}
 
 
 def parse_threshold(kind: str, text: str) -> Threshold:
+    opt = OPTIONS[kind]
     if "=" not in text:
-        raise ResultError(f"--max-{kind} {text!r}: expected METRIC=LIMIT, e.g. mpi_latesender=10%")
+        raise ResultError(f"{opt} {text!r}: expected METRIC=LIMIT, e.g. mpi_latesender=10%")
     metric, spec = text.split("=", 1)
     metric = metric.strip()
     if not metric:
-        raise ResultError(f"--max-{kind} {text!r}: no metric name before '='")
+        raise ResultError(f"{opt} {text!r}: no metric name before '='")
     parts = [parse_quantity(p) for p in spec.split(",") if p.strip()]
     if not parts:
-        raise ResultError(f"--max-{kind} {text!r}: no limit after '='")
-    if kind == "value":
+        raise ResultError(f"{opt} {text!r}: no limit after '='")
+    if kind in ("value", "min"):
         if len(parts) != 1 or parts[0].kind in ("percent", "sd"):
-            raise ResultError(f"--max-value {text!r}: the limit must be one absolute amount such as 0.5s")
+            raise ResultError(f"{opt} {text!r}: the limit must be one absolute amount such as 0.5s or 0.8")
     return Threshold(kind, metric, parts, text)
 
 
@@ -225,6 +241,8 @@ def _metric(r: Summary, name: str, why: str) -> MetricSummary:
 
 def _evaluate(th: Threshold, scope: str, new_v: float, base_vs: list[float], unit: str, floor: float) -> Outcome:
     where = "" if scope == "total" else f" (call path {scope})"
+    if th.falling:
+        return _evaluate_falling(th, new_v, base_vs, unit, floor)
     if th.kind == "value":
         limit = th.parts[0].value
         if not fits(th.parts[0], unit):
@@ -251,28 +269,57 @@ def _evaluate(th: Threshold, scope: str, new_v: float, base_vs: list[float], uni
     return Outcome(th, scope, passed, new_v, mean, sd, limit, unit, msg)
 
 
+def _evaluate_falling(th: Threshold, new_v: float, base_vs: list[float], unit: str, floor: float) -> Outcome:
+    """``--min-value`` and ``--max-decrease``: the mirror image of ``--max-value`` and ``--max-increase``."""
+    if th.kind == "min":
+        limit = th.parts[0].value
+        if not fits(th.parts[0], unit):
+            raise ResultError(f"{th.option}: {th.parts[0].text} is a {th.parts[0].kind} amount "
+                              f"but metric {th.metric!r} is in {unit!r}")
+        mean, sd = _stats(base_vs) if base_vs else (None, None)
+        passed = new_v >= limit
+        msg = (f"{th.metric} = {format_value(new_v, unit)}, "
+               f"{'within' if passed else 'below'} the minimum {format_value(limit, unit)}")
+        return Outcome(th, "total", passed, new_v, mean, sd, limit, unit, msg)
+    mean, sd = _stats(base_vs)
+    limit = mean - _allowance(th, mean, sd, unit, "")
+    decrease = mean - new_v
+    passed = new_v >= limit or decrease <= floor
+    rel = f" ({-decrease / abs(mean) * 100:+.1f}%)" if mean != 0 else ""
+    spread = f" ± {format_value(sd, unit)}" if sd is not None else ""
+    msg = (f"{th.metric} = {format_value(new_v, unit)}, baseline {format_value(mean, unit)}{spread}: "
+           f"change {format_delta(-decrease, unit)}{rel}, allowed down to {format_value(limit, unit)}")
+    if not passed:
+        msg = "REGRESSION " + msg
+    elif new_v < limit:
+        msg += f" (decrease below the floor {format_value(floor, unit)})"
+    return Outcome(th, "total", passed, new_v, mean, sd, limit, unit, msg)
+
+
 def check(new, baselines, thresholds: list[Threshold], floors=(), per_callpath: bool = False,
           top: int = 3) -> CheckReport:
     """Evaluate every threshold; raises ResultError for unusable input (missing metric, wrong unit)."""
-    new_r = load_result(new)
-    bases = [load_result(b) for b in baselines]
-    needs_baseline = any(t.kind == "increase" for t in thresholds)
-    if needs_baseline and not bases:
-        raise ResultError("--max-increase needs at least one --baseline")
+    new_r = load_with_efficiencies(new)
+    bases = [load_with_efficiencies(b) for b in baselines]
+    relative = [t for t in thresholds if t.kind in ("increase", "decrease")]
+    if relative and not bases:
+        raise ResultError(f"{OPTIONS[relative[0].kind]} needs at least one --baseline")
     floors = list(floors)
     outcomes, warnings = [], []
     for th in thresholds:
         m = _metric(new_r, th.metric, th.option)
-        bms = [_metric(b, th.metric, th.option) for b in bases] if (bases and th.kind == "increase") else [
+        against = bases and th.kind in ("increase", "decrease")
+        bms = [_metric(b, th.metric, th.option) for b in bases] if against else [
             b.metrics[th.metric] for b in bases if th.metric in b.metrics]
         floor = _floor_for(th.metric, m.unit, floors)
-        cps = _contributors(m.per_callpath, [b.per_callpath for b in bms], str, top, floor) if bms else []
-        locs = _contributors(m.per_location, [b.per_location for b in bms], format_loc, top, floor) if bms else []
+        grew = bms and not th.falling  # the culprits of an increase: where it grew most
+        cps = _contributors(m.per_callpath, [b.per_callpath for b in bms], str, top, floor) if grew else []
+        locs = _contributors(m.per_location, [b.per_location for b in bms], format_loc, top, floor) if grew else []
         o = _evaluate(th, "total", float(m.total), [float(b.total) for b in bms], m.unit, floor)
         o.callpaths, o.locations = cps, locs
         outcomes.append(o)
         warnings.extend(_bare_number_warnings(th, o, m.unit))
-        if per_callpath:
+        if per_callpath and not th.falling:
             paths = list(m.per_callpath) + [p for b in bms for p in b.per_callpath if p not in m.per_callpath]
             for p in dict.fromkeys(paths):
                 oc = _evaluate(th, p, float(m.per_callpath.get(p, 0.0)),

@@ -152,6 +152,12 @@ def _check_arguments(ap: argparse.ArgumentParser) -> None:
                     "comma-separated parts allow the most lenient")
     ap.add_argument("--max-value", action="append", default=[], metavar="METRIC=AMOUNT",
                     help="upper bound on the metric's total in the new run")
+    ap.add_argument("--max-decrease", action="append", default=[], metavar="METRIC=LIMIT",
+                    help="like --max-increase, for values that must not fall, such as the POP efficiencies "
+                    "(parallel_efficiency, load_balance, communication_efficiency, serialisation_efficiency, "
+                    "transfer_efficiency)")
+    ap.add_argument("--min-value", action="append", default=[], metavar="METRIC=AMOUNT",
+                    help="lower bound on the new run's total, e.g. parallel_efficiency=0.8")
     ap.add_argument("--abs-floor", action="append", default=[], metavar="[METRIC=]AMOUNT",
                     help="increases not larger than this never fail (e.g. 1ms)")
     ap.add_argument("--per-callpath", action="store_true",
@@ -168,9 +174,11 @@ def _check(a) -> int:
     baselines = [b for group in a.baseline for b in group]
     thresholds = [chk.parse_threshold("increase", t) for t in a.max_increase]
     thresholds += [chk.parse_threshold("value", t) for t in a.max_value]
+    thresholds += [chk.parse_threshold("decrease", t) for t in a.max_decrease]
+    thresholds += [chk.parse_threshold("min", t) for t in a.min_value]
     floors = [chk.parse_floor(f) for f in a.abs_floor]
     if not thresholds:
-        raise UsageError("no thresholds given (use --max-increase and/or --max-value)")
+        raise UsageError("no thresholds given (use --max-increase, --max-value, --max-decrease or --min-value)")
     rep = chk.check(a.new, baselines, thresholds, floors, per_callpath=a.per_callpath)
     for w in rep.warnings:
         print(f"expert-check: warning: {w}", file=sys.stderr)

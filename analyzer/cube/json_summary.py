@@ -20,23 +20,23 @@ path, exclusive along the call tree.  Zero entries are left out of
 integers, others with Python's shortest round-trip float ``repr``.  Key order
 follows the cube (metric tree order, location order, call-tree order), so two
 identical analyses give byte-identical files.
+
+``absent_locations`` (``{"rank R thread T": why}``) is there only when locations of the trace
+have no events at all (an OTF2 location file missing): their values were not measured (n/a),
+though ``per_location`` leaves them out like zeros.
 """
 
 from __future__ import annotations
 
 import json
-
-``absent_locations`` (``{"rank R thread T": why}``) is there only when locations of the trace
-have no events at all (an OTF2 location file missing): their values were not measured (n/a),
-though ``per_location`` leaves them out like zeros.
 from pathlib import Path
 
+from .dimensions import absent_locations
 from .model import Cube, CubeFormatError
 
 FORMAT = "expert-analyze-summary"
 VERSION = 1
 
-from .dimensions import absent_locations
 
 def _num(v: float, integer: bool):
     if integer:
@@ -64,6 +64,9 @@ def to_json_dict(cube: Cube) -> dict:
             "per_callpath": per_path,
         }
     doc = {"format": FORMAT, "version": VERSION, "metrics": metrics}
+    gone = absent_locations(cube.attrs)
+    if gone:  # locations whose events the trace lacks: nothing measured there, n/a (not the 0 omitted above)
+        doc["absent_locations"] = gone
     if cube.not_measured:  # properties the trace could not measure: named, never written as 0
         doc["not_measured"] = {
             name: {"display_name": m.display_name, "parent": m.parent, "unit": m.unit, "reason": why}
@@ -83,9 +86,6 @@ def write_json(cube: Cube, path) -> None:
 #: integers with more digits than this are read as floats (and one beyond float's range is refused)
 _INT_DIGITS = 18
 
-    gone = absent_locations(cube.attrs)
-    if gone:  # locations whose events the trace lacks: nothing measured there, n/a (not the 0 omitted above)
-        doc["absent_locations"] = gone
 
 def _int(text: str):
     return int(text) if len(text.lstrip("-")) <= _INT_DIGITS else float(text)
