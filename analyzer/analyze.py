@@ -22,8 +22,8 @@ from .cube import Cube, LocationInfo, MetricInfo, RegionInfo, region_strings
 from .cube.dimensions import ABSENT_LOCATION_ATTR
 
 __all__ = ["analyze", "compute_patterns", "build_cube", "collective_mismatches", "counter_cube_metrics",
-           "metric_status", "required_tables", "select_patterns", "damage_note", "NOT_MEASURED_ATTR",
-           "ABSENT_ATTR", "SALVAGED_ATTR", "TRACE_ATTR"]
+           "efficiency_attrs", "metric_status", "required_tables", "select_patterns", "damage_note",
+           "NOT_MEASURED_ATTR", "ABSENT_ATTR", "SALVAGED_ATTR", "TRACE_ATTR"]
 
 #: cube attribute per property left out as not measured: ``NOT_MEASURED_ATTR + name`` = the reason
 NOT_MEASURED_ATTR = "expert-analyze::not-measured::"
@@ -256,6 +256,18 @@ def collective_mismatches(ctx) -> list[str]:
             f"{' and '.join(ops)} on {where}); their wait states are computed as if the calls matched"]
 
 
+def efficiency_attrs(cube: Cube) -> dict[str, str]:
+    """The run's POP efficiencies as cube attributes (``EFFICIENCY_ATTR + name``), computed from the cube's
+    ``pop_*`` totals as ``expert-analyze`` prints them; none unless every ``pop_*`` metric is in the cube."""
+    from patterns.pop import NAMES, efficiencies
+
+    from .cube.json_summary import EFFICIENCY_ATTR
+
+    if not all(n in cube.metric_names for n in NAMES):
+        return {}
+    return {EFFICIENCY_ATTR + k: repr(float(v)) for k, v in efficiencies({n: cube.total(n) for n in NAMES}).items()}
+
+
 def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, jobs: int = 1,
             comm=None, plugin_files=(), salvage: bool = False) -> Cube | None:
     """Analyze a trace (path of any supported format, or an opened ``tracefmt.Trace``) and return the
@@ -329,6 +341,7 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
     cube = build_cube(ctx, pats, attrs, not_measured)
     for i, why in absent_locs.items():  # measured nothing: n/a in the reports, not 0
         cube.attrs[ABSENT_LOCATION_ATTR + cube.locations[i].key] = why
+    cube.attrs.update(efficiency_attrs(cube))
     cube.context = ctx
     cube.problems.extend(ctx.problems)
     return cube

@@ -9,10 +9,15 @@ Schema (``docs/cube.md`` has the full description)::
             "total": <value over the whole run>,
             "per_location": {"rank R thread T": value, ...},
             "per_callpath": {"main/foo/MPI_Recv": value, ...}}, ...},
-     "not_measured": {"<unique name>": {"display_name": "...", "parent": ..., "unit": ..., "reason": "..."}}}
+     "not_measured": {"<unique name>": {"display_name": "...", "parent": ..., "unit": ..., "reason": "..."}},
+     "efficiencies": {"parallel_efficiency": 0.6, "load_balance": 0.75, "communication_efficiency": 0.8,
+                      "serialisation_efficiency": 1.0, "transfer_efficiency": 0.8}}
 
 ``not_measured`` is there only when the analysis left properties out because the trace cannot
-measure them (``cube.not_measured``); they have no entry in ``metrics``.
+measure them (``cube.not_measured``); they have no entry in ``metrics``.  ``efficiencies`` (the
+POP efficiencies of the run, ratios in [0, 1]; ``patterns.pop``) is there only when the analysis
+computed the ``pop_*`` metrics; it comes from the cube attributes ``EFFICIENCY_ATTR + name``
+that ``analyzer.analyze`` sets, so a summary of a stored ``.cubex`` has it too.
 
 Values are inclusive along the metric tree (as in the cube) and, per call
 path, exclusive along the call tree.  Zero entries are left out of
@@ -36,6 +41,20 @@ from .model import Cube, CubeFormatError
 
 FORMAT = "expert-analyze-summary"
 VERSION = 1
+#: cube attribute of a POP efficiency of the run: ``EFFICIENCY_ATTR + name`` = the ratio (``repr`` of a float)
+EFFICIENCY_ATTR = "expert-analyze::efficiency::"
+
+
+def efficiencies(cube: Cube) -> dict[str, float]:
+    """The POP efficiencies recorded in the cube's attributes, by name (empty when none were computed)."""
+    out = {}
+    for key, text in cube.attrs.items():
+        if key.startswith(EFFICIENCY_ATTR):
+            try:
+                out[key[len(EFFICIENCY_ATTR):]] = float(text)
+            except ValueError:
+                raise CubeFormatError(f"cube attribute {key!r}: {text!r} is not a number") from None
+    return out
 
 
 def _num(v: float, integer: bool):
@@ -72,6 +91,9 @@ def to_json_dict(cube: Cube) -> dict:
             name: {"display_name": m.display_name, "parent": m.parent, "unit": m.unit, "reason": why}
             for name, (m, why) in cube.not_measured.items()
         }
+    eff = efficiencies(cube)
+    if eff:
+        doc["efficiencies"] = {name: _num(v, False) for name, v in eff.items()}
     return doc
 
 
