@@ -672,6 +672,10 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
     int via_tmp = xt_path_replaceable(path); /* a device (-o /dev/null) or a link is written through, as it is */
     snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
     o.fd = open(via_tmp ? tmp : path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (o.fd < 0 && via_tmp) { /* a directory we may not create files in, holding a file we may write */
+        via_tmp = 0;
+        o.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    }
     o.wb = xt_mem_alloc(OUT_BUFFER);
     if (o.fd < 0 || !o.wb) {
         xt_warn("cannot write the trace %s: %s (choose a writable path with -o or EXPERT_TRACE_FILE)", path,
