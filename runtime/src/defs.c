@@ -63,8 +63,21 @@ uint32_t xt_region_define_range(const char *name, const char *file, uint32_t lin
 }
 
 uint32_t xt_region_count(void) { return n_regions; }
-void xt_defs_lock(void) { pthread_mutex_lock(&def_lock); }
-void xt_defs_unlock(void) { pthread_mutex_unlock(&def_lock); }
+/* On the crash path the thread that died may hold the lock: wait a little, then go on without it. */
+int xt_defs_lock(void)
+{
+    if (!xt_sigsafe_active()) return pthread_mutex_lock(&def_lock) == 0;
+    for (int i = 0; i < 2000; i++) {
+        if (pthread_mutex_trylock(&def_lock) == 0) return 1;
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    return 0;
+}
+void xt_defs_unlock(int locked)
+{
+    if (locked) pthread_mutex_unlock(&def_lock);
+}
 const xt_region *xt_region_at(uint32_t i) { return &regions[i]; }
 
 /* Lock-free lookup of address-keyed regions: open addressing, keys published with release stores. */

@@ -119,7 +119,7 @@ static void definitions_since_last(dbuf *b)
         if (xt_openmp_runtime(omp, sizeof omp)) attribute(b, "openmp_runtime", omp);
         done_system = 1;
     }
-    xt_defs_lock();
+    int defs_locked = xt_defs_lock();
     uint32_t nr = xt_region_count();
     for (uint32_t i = done_regions; i < nr; i++) {
         const xt_region *r = xt_region_at(i);
@@ -150,7 +150,7 @@ static void definitions_since_last(dbuf *b)
         record(b, ELG_DEF_COMM, cb, 16);
     }
     done_comms = nc;
-    xt_defs_unlock();
+    xt_defs_unlock(defs_locked);
     uint32_t nl = xt_lock_count();
     for (uint32_t i = done_locks; i < nl; i++) {
         uint8_t kind;

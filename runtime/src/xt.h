@@ -420,9 +420,10 @@ XT_HIDDEN void xt_mem_free(void *p);
 XT_HIDDEN char *xt_mem_strdup(const char *s);
 XT_HIDDEN void xt_sigsafe_message(const char *a, long number, const char *b);
 XT_HIDDEN int xt_sigsafe_active(void); /* xt_sigsafe_enter() ran: this is the crash path */
-/* definitions are read while other threads may add some (the spool): hold their lock (defs.c) */
-XT_HIDDEN void xt_defs_lock(void);
-XT_HIDDEN void xt_defs_unlock(void);
+/* definitions are read while other threads may add some (the spool): hold their lock (defs.c); on the crash
+ * path it may not be had (returns 0): pass what it returned to xt_defs_unlock */
+XT_HIDDEN int xt_defs_lock(void);
+XT_HIDDEN void xt_defs_unlock(int locked);
 #define XT_CHUNK_EVENTS (1u << 18)    /* events per EVENTS block and per transfer message (10 MiB) */
 
 #endif
