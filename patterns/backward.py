@@ -183,7 +183,8 @@ def _p2p(ctx, M, P, loc_rank):
     mrows = np.flatnonzero(multi & ok)
     if len(mrows):
         lsm = np.asarray(ls["message"], np.int64)
-        mrows = mrows[~pairs_in(M["send_loc"][mrows], M["sendc_enter"][mrows], M["recv_loc"][lsm], M["recv_enter"][lsm])]
+        ls_call = pairs_in(M["send_loc"][mrows], M["sendc_enter"][mrows], M["recv_loc"][lsm], M["recv_enter"][lsm])
+        mrows = mrows[~ls_call]
         # per completing call the largest idle (ties: the last send, as the backward replay meets it first)
         o = mrows[np.lexsort((-M["send_pos"][mrows], -idle[mrows], M["sendc_enter"][mrows], M["send_loc"][mrows]))]
         first = np.ones(len(o), bool)
@@ -505,7 +506,8 @@ def _build(ctx) -> BackwardInputs:
     del sp
     grp = np.empty((len(grp_rank), 2), np.int64)
     grp[:, 0], grp[:, 1] = grp_rank, grp_sp
-    h = np.stack([h_kind, h_type, h_a, h_b, h_n], axis=1).astype(np.int64) if len(h_kind) else np.zeros((0, 5), np.int64)
+    h = np.zeros((len(h_kind), 5), np.int64)
+    h[:, 0], h[:, 1], h[:, 2], h[:, 3], h[:, 4] = h_kind, h_type, h_a, h_b, h_n
     return BackwardInputs(
         n_cnodes=ctx.n_cnodes, n_locations=L, loc_rank=loc_rank, n_ranks=n_ranks,
         seg_off=seg_off, seg_cut=seg_cut, seg_cnode=np.asarray(S["cnode"], np.int64),
