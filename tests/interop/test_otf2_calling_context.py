@@ -60,3 +60,41 @@ def test_undefined_calling_context_named(tmp_path):
     assert len(lines) == 1 and "undefined calling context 77" in lines[0], a.problems
     assert len(a.events[0]) == 3  # main, foo, bar before the damage
     assert lines[0] in open_any(anchor).problems
+
+
+def test_calling_context_cycle_cut_and_named(tmp_path, monkeypatch):
+    """A parent chain that loops (damage) is cut at the node the walk comes back to, with one line."""
+    ccs = dict(otf2_bytes.CALLING_CONTEXTS)
+    ccs[10] = (0, 14)  # main's parent: main/baz/bar, which descends from main
+    monkeypatch.setattr(otf2_bytes, "CALLING_CONTEXTS", ccs)
+    anchor = otf2_bytes.write_calling_context_archive(tmp_path / "cc")
+    a = otf2_native.read(anchor)
+    assert a.problems == [f"{anchor.parent / 'traces'}.def: calling context 10 is its own ancestor; cut there"]
+    assert len(a.events[0]) == len(EXPECTED)  # main became a root again: the same walk
+
+
+def test_fuzzed_calling_context_archives_give_only_trace_format_errors(tmp_path):
+    import random
+    import shutil
+
+    from tracefmt.errors import TraceFormatError
+
+    base = otf2_bytes.write_calling_context_archive(tmp_path / "base").parent
+    rng = random.Random(66)
+    outcomes = {"read": 0, "error": 0}
+    for k in range(90):
+        work = tmp_path / f"m{k}"
+        shutil.copytree(base, work)
+        victim = work / ("traces/0.evt", "traces.def", "traces/0.def")[k % 3]
+        data = bytearray(victim.read_bytes())
+        i = rng.randrange(len(data))
+        data[i] = rng.choice([0, 1, 2, 3, 0x7F, 0xFE, 0xFF, data[i] ^ 1 << rng.randrange(8)])
+        victim.write_bytes(bytes(data))
+        try:
+            otf2_native.open_otf2(work)
+            outcomes["read"] += 1
+        except TraceFormatError as exc:
+            assert str(exc).startswith(str(work)), exc
+            outcomes["error"] += 1
+        shutil.rmtree(work)
+    assert outcomes["read"] and outcomes["error"]
