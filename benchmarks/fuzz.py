@@ -12,6 +12,9 @@ under ``--keep``.  Exit status 1 if there is a finding.
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,7 +38,12 @@ def main(argv: list[str]) -> int:
                     help="wall time of the whole campaign: each kind stops after its share (default: none)")
     ap.add_argument("--nice", type=int, default=10, help="niceness of the worker processes (default 10)")
     ap.add_argument("--keep", default=None, help="folder for the mutants of findings (default: a temporary one)")
+    ap.add_argument("--cube-memory", action="store_true",
+                    help="instead: peak RSS of expert-report/diff/check on a sane .cubex and hostile ones of its size")
+    ap.add_argument("--cube-bytes", type=int, default=1 << 20, help="size of those .cubex files (default 1 MiB)")
     args = ap.parse_args(argv)
+    if args.cube_memory:
+        return cube_memory(args.cube_bytes, args.timeout * 15)
     kinds = [k for k in args.kinds.split(",") if k]
     unknown = [k for k in kinds if k not in fuzzing.KINDS]
     if unknown:
@@ -72,6 +80,56 @@ def main(argv: list[str]) -> int:
         print(f"FINDING {kind} {command}: {outcome}: {mutant}: {last}")
     print(f"mutants of findings kept under {keep}" if findings else "no findings")
     return 1 if findings else 0
+
+
+def _peak(argv: list[str], timeout: float) -> tuple[int, float, int]:
+    """(exit status, seconds, peak RSS in MiB) of a command."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = t0 + timeout
+    while True:
+        pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            p.returncode = os.waitstatus_to_exitcode(status)
+            return p.returncode, time.monotonic() - t0, usage.ru_maxrss >> 10
+        if time.monotonic() > deadline:
+            p.kill()
+            pid, status, usage = os.wait4(p.pid, 0)
+            p.returncode = -9
+            return -9, time.monotonic() - t0, usage.ru_maxrss >> 10
+        time.sleep(0.05)
+
+
+def cube_memory(target: int, timeout: float) -> int:
+    """The result tools on hostile_cubes' files: a sane .cubex and hostile ones of its size."""
+    kinds = ("sane", "many_sparse", "zeros", "compressed")  # hostile_cubes.KINDS
+    work = Path(tempfile.mkdtemp(prefix="expert-cube-memory-"))
+    # built in a process of their own: a child's peak RSS counts the parent's pages at fork (Linux)
+    script = ("import sys; from pathlib import Path; from hostile_cubes import hostile_cubex; "
+              "[print(k, hostile_cubex(Path(sys.argv[1]) / f'{k}.cubex', k, int(sys.argv[2]))) for k in sys.argv[3:]]")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HELPERS.parents[1]), str(HELPERS)]))
+    made = subprocess.run([sys.executable, "-c", script, str(work), str(target), *kinds], env=env, check=True,
+                          capture_output=True, text=True).stdout.split()
+    sizes = dict(zip(made[::2], made[1::2]))
+    bindir = Path(sys.executable).parent
+    tool = {t: str(bindir / t) if (bindir / t).exists() else t for t in ("expert-report", "expert-diff", "expert-check")}
+    print(f"result tools on .cubex files of about {target >> 10} kB: exit status, seconds, peak RSS (MiB)")
+    print("| file | bytes | expert-report | expert-diff sane FILE | expert-check FILE --baseline sane |")
+    print("|---|---|---|---|---|")
+    try:
+        sane = work / "sane.cubex"
+        for kind in kinds:
+            path, size = work / f"{kind}.cubex", sizes[kind]
+            cells = []
+            for argv in ([tool["expert-report"], str(path), "-o", str(work / "r.html")],
+                         [tool["expert-diff"], str(sane), str(path)],
+                         [tool["expert-check"], str(path), "--baseline", str(sane), "--max-increase", "time=10%"]):
+                rc, secs, peak = _peak(argv, timeout)
+                cells.append(f"{rc}, {secs:.1f} s, {peak} MiB" if rc != -9 else f"killed after {secs:.0f} s")
+            print(f"| {kind} | {size} | " + " | ".join(cells) + " |")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
 
 
 if __name__ == "__main__":

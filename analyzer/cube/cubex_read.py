@@ -297,7 +297,7 @@ def _read_metric(raw, idx: TarMember, dat: TarMember, dtype: str, n_c: int, n_l:
         )
     if have > need:
         problems.append(f"{dwhere}: {have - need} values more than the index lists; ignored (as cubelib does)")
-    data = np.frombuffer(payload, np_dtype, need).astype(np.float64).reshape(rows.size, n_l)
+    data = np.frombuffer(payload, np_dtype, need).astype(np.float64, copy=False).reshape(rows.size, n_l)
     return rows, data
 
 
