@@ -376,6 +376,7 @@ def _build(ctx) -> BackwardInputs:
     if parts:
         sp = {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in cols}
         src = np.concatenate([np.full(len(p["loc"]), i) for i, p in enumerate(parts)])
+        del parts, p2p, coll  # a copy of every point: not kept beside the sorted one
     else:
         sp = {k: np.zeros(0, np.float64 if k in ("wait", "total", "compl", "time") else np.int64) for k in cols}
         src = np.zeros(0, np.int64)
