@@ -23,6 +23,7 @@ typedef struct {
     int region;         /* non-blocking collective: the posting call's region index */
     int root;           /* comm-local root or MPI_PROC_NULL */
     uint64_t sent, recvd;
+    uint64_t added;     /* when the entry was made: a completion call looks only at older ones */
 } req_t;
 static req_t *reqs;
 static size_t n_reqs, cap_reqs;
@@ -36,12 +37,14 @@ static uint64_t req_key(MPI_Request r)
 
 static void request_add(const req_t *q)
 {
+    uint64_t now = xt_now();
     pthread_mutex_lock(&req_lock);
     if (n_reqs == cap_reqs) {
         cap_reqs = cap_reqs ? cap_reqs * 2 : 64;
         reqs = realloc(reqs, cap_reqs * sizeof *reqs);
     }
-    reqs[n_reqs++] = *q;
+    reqs[n_reqs] = *q;
+    reqs[n_reqs++].added = now;
     pthread_mutex_unlock(&req_lock);
 }
 
@@ -71,21 +74,23 @@ void xt_request_coll(MPI_Request r, int region, MPI_Comm comm, int root, uint64_
     request_add(&q);
 }
 
-/* Look up a request.  take: a completion (non-persistent entries leave the table, persistent ones
- * become inactive); otherwise only copy it out. */
-static int request_find(MPI_Request r, req_t *out, int take)
+/* Take the request a completion call that began at `since` completed: non-persistent entries leave
+ * the table, persistent ones become inactive.  Only entries made before `since` count: with several
+ * threads (MPI_THREAD_MULTIPLE) the MPI library may free the handle inside this call and hand the same
+ * value to another thread's new request before this call returns. */
+static int request_take(MPI_Request r, uint64_t since, req_t *out)
 {
     uint64_t k = req_key(r);
-    int found = 0;
+    size_t best = n_reqs;
     pthread_mutex_lock(&req_lock);
-    for (size_t i = n_reqs; i-- > 0;) { /* live requests are few; newest first */
-        if (reqs[i].key == k) {
-            *out = reqs[i];
-            found = 1;
-            if (take && reqs[i].persistent) reqs[i].id = 0;
-            else if (take) reqs[i] = reqs[--n_reqs];
-            break;
-        }
+    for (size_t i = 0; i < n_reqs; i++) /* live requests are few: the newest entry made before `since` */
+        if (reqs[i].key == k && reqs[i].added <= since && (best == n_reqs || reqs[i].added >= reqs[best].added))
+            best = i;
+    int found = best < n_reqs;
+    if (found) {
+        *out = reqs[best];
+        if (reqs[best].persistent) reqs[best].id = 0;
+        else reqs[best] = reqs[--n_reqs];
     }
     pthread_mutex_unlock(&req_lock);
     return found && out->id != 0;
@@ -138,7 +143,7 @@ void xt_complete_set(xt_thread *t, uint64_t t0, uint64_t now, const MPI_Request 
     }
     for (int k = 0; k < count; k++) {
         MPI_Request r = handles[which ? which[k] : k];
-        if (r != MPI_REQUEST_NULL && request_find(r, &found[n_found], 1)) slot[n_found++] = k;
+        if (r != MPI_REQUEST_NULL && request_take(r, t0, &found[n_found])) slot[n_found++] = k;
     }
     /* collectives first, in posting order (request ids grow with posting), so times never go back */
     for (int i = 1; i < n_found; i++)

@@ -2,7 +2,9 @@
  *
  * Rank 0's thread t sends ITER messages to rank 1 with tag t; rank 1's thread t receives them with tag t.
  * Rank 0's thread 1 works DELAY_MS longer than thread 0 before each send, so rank 1's thread 1 waits
- * about ITER * DELAY_MS in MPI_Recv (Late Sender) and thread 0 hardly at all.  A second phase does the
+ * about ITER * (5 + DELAY_MS) ms in MPI_Recv (Late Sender) and thread 0 about ITER * 5 ms.  The "work"
+ * sleeps, so the four threads do not compete for the cores of a small machine and the waits stay as
+ * designed under load.  A second phase does the
  * same with MPI_Irecv + MPI_Wait on rank 1 (the wait then sits in MPI_Wait), so request tracking is
  * exercised from two threads at once.  Needs 2 ranks and OMP_NUM_THREADS=2.
  */
@@ -13,15 +15,13 @@
 #include <time.h>
 
 #define ITER 5
-#define DELAY_MS 40
+#define DELAY_MS 60
 
-static void busy_ms(double ms)
+static void work_ms(long ms)
 {
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
-    do {
-        clock_gettime(CLOCK_MONOTONIC, &b);
-    } while ((b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6 < ms);
+    struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&d, &d) != 0) {
+    }
 }
 
 int main(int argc, char **argv)
@@ -41,7 +41,7 @@ int main(int argc, char **argv)
         double buf[16] = {0};
         for (int i = 0; i < ITER; i++) {
             if (rank == 0) {
-                busy_ms(5 + (tag == 1 ? DELAY_MS : 0));
+                work_ms(5 + (tag == 1 ? DELAY_MS : 0));
                 MPI_Send(buf, 16, MPI_DOUBLE, 1, tag, MPI_COMM_WORLD);
             } else {
                 MPI_Recv(buf, 16, MPI_DOUBLE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -54,7 +54,7 @@ int main(int argc, char **argv)
         double buf[16] = {0};
         for (int i = 0; i < ITER; i++) {
             if (rank == 0) {
-                busy_ms(5 + (tag == 3 ? DELAY_MS : 0));
+                work_ms(5 + (tag == 3 ? DELAY_MS : 0));
                 MPI_Send(buf, 16, MPI_DOUBLE, 1, tag, MPI_COMM_WORLD);
             } else {
                 MPI_Request req;
