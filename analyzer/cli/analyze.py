@@ -20,6 +20,7 @@ import os
 import sys
 
 from tracefmt.names import TerminalWriter, printable
+from tracefmt.merge import missing_trace_note
 
 from .pop_table import pop_table
 from .text_report import report
@@ -172,8 +173,8 @@ def main(argv=None) -> int:
     # every rank opens the trace; all must succeed before any enters the collective replay
     trace, err = None, None
     try:
-        if not os.path.exists(args.trace):
-            raise FileNotFoundError(f"{args.trace}: no such file")
+        if not os.path.exists(args.trace):  # a crashed run may have left per-process pieces: say how to merge
+            raise FileNotFoundError(f"{args.trace}: no such file{missing_trace_note(args.trace)}")
         trace = open_any(args.trace)
         if trace.problems and not args.salvage:  # as expert-trace check: one line, exit 2
             err = f"{args.trace}: {damage_note(list(trace.problems))}"
