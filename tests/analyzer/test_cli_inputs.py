@@ -134,7 +134,7 @@ def test_missing_trace_with_per_process_pieces_names_the_merge(tmp_path, capsys)
     # a crashed MPI run leaves x.<rank>.elg instead of x.elg: the error says how to make one trace of them
     from random_hybrid_traces import random_builder
 
-    random_builder(3, n_ranks=1, n_threads=1, steps=3).write(tmp_path / "x.0.elg")
+    random_builder(3, n_ranks=2, n_threads=1, steps=3).write(tmp_path / "x.0.elg")
     assert main([str(tmp_path / "x.elg"), "-q"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no such file" in err[0] and f"expert-trace merge {tmp_path / 'x.elg'}" in err[0]
