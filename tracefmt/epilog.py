@@ -304,6 +304,13 @@ def read_archive(path: str) -> TraceAssembly:
         mf = EpilogFile.open(map_path)
         mdefs, _ = read_definitions(mf, stop_at_events=False)
         defs.sections = mdefs.sections
+        moved = sorted(r for r, at in defs.map_offsets.items() if r in mdefs.sections and
+                       mdefs.sections[r].offset != at)
+        if moved:  # PEARL seeks by MAP_OFFSET and would fail there; we read the sections in order
+            r = moved[0]
+            defs.map_offset_problem = (f"{esd}: MAP_OFFSET of rank {r} says byte {defs.map_offsets[r]} of epik.map, "
+                                       f"its section is at byte {mdefs.sections[r].offset} "
+                                       f"({len(moved)} rank(s) so); sections read in order")
     else:
         defs.sections = {}
     rank_files = sorted(n for n in os.listdir(elg_dir) if n.isdigit())
@@ -317,6 +324,8 @@ def read_archive(path: str) -> TraceAssembly:
             imp = EpilogImporter(path, defs, f.version)
             if not os.path.isfile(map_path):
                 imp.warn("nomap", f"{path}: no epik.map; local ids are taken as global ids")
+            if defs.map_offset_problem:  # nothing is lost: a note, not damage
+                imp.warn("map-offset", defs.map_offset_problem, note=True)
         sec = defs.sections.get(rank)
         loc_map = sec.idmaps.get(R.LOCATION) if sec else None
         if loc_map is not None and len(loc_map):

@@ -93,6 +93,12 @@ def _u8(data, p, big):
         | (b3 << np.uint64(24)) | (b2 << np.uint64(16)) | (b1 << np.uint64(8)) | b0
 
 
+@njit(cache=True, nogil=True)
+def _f8(data, p, big):
+    """The double at p (its bits read as _u8 reads an integer); LLVM inlines it."""
+    return np.uint64(_u8(data, p, big)).view(np.float64)
+
+
 @njit(cache=True, nogil=True, inline="always")
 def lookup(keys, vals, x):
     """vals[i] where keys[i] == x (keys sorted), -1 if x is not a key; keys 0..n-1 are looked up directly."""
@@ -130,8 +136,6 @@ def walk_events(data, start, big, metc_in, fill, action, fixed, has_metrics,
     # pending attributes per location; slot n_loc holds those written without a location id
     pend = np.zeros(n_loc + 1, np.int64)
     pend_val = np.zeros((n_loc + 1, 5), np.int64)
-    scratch = np.zeros(1, np.uint64)
-    as_double = scratch.view(np.float64)
     events = 0
     p = start
     while p < n:
@@ -228,8 +232,7 @@ def walk_events(data, start, big, metc_in, fill, action, fixed, has_metrics,
             rows[loc] += nrow
             p = end
             continue
-        scratch[0] = _u8(data, q, big)
-        t = as_double[0]
+        t = _f8(data, q, big)
         if correct:
             t = t + o0 + slope * (t - t0)
         if not (-TIME_LIMIT <= t <= TIME_LIMIT):

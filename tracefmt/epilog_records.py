@@ -319,6 +319,7 @@ class MapSection:
     """One rank's part of ``epik.map``."""
 
     rank: int
+    offset: int = -1  # byte offset of its MAP_SECTION record in epik.map
     idmaps: dict[int, np.ndarray | SparseIdMap] = field(default_factory=dict)  # def-record code -> local->global
     offsets: list[tuple[float, float]] = field(default_factory=list)
     event_types: tuple[int, ...] = ()  # EVENT_TYPES / EVENT_COUNTS: the rank's event statistics
@@ -349,6 +350,7 @@ class EpilogDefinitions:
     windows: dict[int, int] = field(default_factory=dict)  # RMA window -> comm
     comm_dist: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)  # cid -> (root, lcid, lrank, size)
     map_offsets: dict[int, int] = field(default_factory=dict)  # rank -> byte offset of its epik.map section
+    map_offset_problem: str = ""  # set by the archive reader when they miss the sections (a note)
     # raw (name id, file id, descr id) are resolved to strings lazily; these keep the ids
     _region_ids: dict[int, tuple[int, int, int, int, int, int]] = field(default_factory=dict)
 
@@ -446,7 +448,7 @@ def parse_definition(stream: RecordStream, off: int, rtype: int, body: bytes, d:
             d.callsites[csid] = (fid, lno, erid, lrid)
         elif rtype == R.MAP_SECTION:
             (rank,) = struct.unpack_from(e + "I", body)
-            section = d.sections.setdefault(rank, MapSection(rank))
+            section = d.sections.setdefault(rank, MapSection(rank, off))
         elif rtype == R.IDMAP:
             etype, mode, count = struct.unpack_from(e + "BBI", body)
             n_vals = count if mode == 0 else 2 * count

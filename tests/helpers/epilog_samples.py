@@ -214,7 +214,8 @@ def epik_bgq(dirpath, ranks: int = 32, threads: int = 64, big_endian: bool = Tru
     """An EPIK archive shaped like a Scalasca 1.4 Blue Gene/Q run: ``ranks`` x ``threads`` locations,
     big-endian, gzip'ed thread-merged per-rank traces with local ids, a WORLD group without rank list,
     two metrics whose values every ENTER/EXIT carries, CALL_PATH definitions, a 2-D Cartesian topology,
-    MAP_OFFSETs, per-rank event statistics and no clock offsets (the machine has a global clock).
+    MAP_OFFSETs to each rank's section of epik.map, per-rank event statistics and no clock offsets (the
+    machine has a global clock).
 
     Each iteration (period 10 s) of every rank: a parallel region of all threads with an implicit
     barrier (arrival ``bgq_arrival(tid)``, release at 2.0), a message from each even rank to the next
@@ -226,11 +227,24 @@ def epik_bgq(dirpath, ranks: int = 32, threads: int = 64, big_endian: bool = Tru
     os.makedirs(os.path.join(dirpath, "ELG"), exist_ok=True)
     n_regions = 6
     local_region = [list(range(n_regions)) if r != 1 else list(reversed(range(n_regions))) for r in range(ranks)]
+    # ---- epik.map
+    m = ElgWriter(big_endian=big_endian, lids=False)
+    map_at = []
+    for r in range(ranks):
+        map_at.append(len(m.buf))  # where the rank's section starts: epik.esd's MAP_OFFSET says so
+        m.map_section(r)
+        m.idmap(7, [r * threads + t for t in range(threads)])
+        m.idmap(9, local_region[r])
+        m.idmap(11, [0])
+        m.rec(21, "I3B", 3, 101, 102, 110)
+        m.rec(22, "I3I", 3, 0, 0, 0)
+    m.save(os.path.join(dirpath, "epik.map"))
+
     # ---- epik.esd
     w = ElgWriter(big_endian=big_endian, lids=False)
     S = Strings(w)
     for r in range(ranks):
-        w.map_offset(r, 0)  # a seek hint into epik.map; readers that read the map in order ignore it
+        w.map_offset(r, map_at[r])  # PEARL seeks to a rank's section by it
     w.machine(0, ranks // 2 or 1, S("Blue Gene/Q"))
     for n in range(max(1, ranks // 2)):
         w.node(n, 0, 64, S(f"R00-M0-N{n:02d}-J00"), clock_rate=1.6e9)
@@ -262,17 +276,6 @@ def epik_bgq(dirpath, ranks: int = 32, threads: int = 64, big_endian: bool = Tru
     for r in range(ranks):
         w.rec(17, "IIB2I", 0, r * threads, 2, r % rows, r // rows)
     w.save(os.path.join(dirpath, "epik.esd"))
-
-    # ---- epik.map
-    m = ElgWriter(big_endian=big_endian, lids=False)
-    for r in range(ranks):
-        m.map_section(r)
-        m.idmap(7, [r * threads + t for t in range(threads)])
-        m.idmap(9, local_region[r])
-        m.idmap(11, [0])
-        m.rec(21, "I3B", 3, 101, 102, 110)
-        m.rec(22, "I3I", 3, 0, 0, 0)
-    m.save(os.path.join(dirpath, "epik.map"))
 
     # ---- ELG/NNNNN: thread-merged, local location ids 0..threads-1, metric values on ENTER/EXIT
     for r in range(ranks):

@@ -5,6 +5,7 @@ read, and analysed end to end by ``expert-analyze`` with wait states known by ha
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,7 @@ from tracefmt.detect import open_any
 from tracefmt.layout import EventType as E
 
 RANKS, THREADS = 32, 64
+DATA = Path(__file__).resolve().parents[1] / "data" / "epilog_bgq"
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +83,19 @@ def test_little_and_big_endian_archives_give_identical_events_and_analysis(tmp_p
         assert ca.total(name) == cb.total(name), name
     for metric, value in bgq_expected(4, 8, iterations=2).items():
         assert ca.total(metric) == pytest.approx(value, rel=1e-9), metric
+
+
+@pytest.mark.parametrize("shape", ["4x4", "8x6"])
+def test_same_wait_states_per_location_as_scalasca_reading_the_same_archive(tmp_path, shape):
+    """Scalasca 2.6's own EPILOG reader and SCOUT on the generated archive (values recorded by
+    tests/data/epilog_bgq/record.py): every location's wait states, visits, syncs, bytes agree.  Our
+    `time` also holds the idle time of worker threads outside parallel regions (omp_idle_threads, the
+    Scalasca 1.x tree); SCOUT 2.6 leaves it out, so its `time` is our `execution`."""
+    doc = json.loads((DATA / f"scout_{shape}.json").read_text())
+    ranks, threads = (int(x) for x in shape.split("x"))
+    cube = analyze(open_any(epik_bgq(str(tmp_path / "q"), ranks, threads)))
+    ours = [[int(L.rank), int(L.thread)] for L in cube.locations]
+    order = [ours.index(loc) for loc in doc["locations"]]
+    for metric, theirs in doc["metrics"].items():
+        mine = cube.per_location("execution" if metric == "time" else metric)[order]
+        np.testing.assert_allclose(mine, theirs, rtol=1e-9, atol=1e-9, err_msg=metric)

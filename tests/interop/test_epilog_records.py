@@ -172,11 +172,29 @@ def test_topology_of_epilog_1_8_has_no_names(tmp_path):
 def test_map_offsets_event_statistics_and_continued_id_maps(tmp_path):
     path = epik_bgq(str(tmp_path / "q"), 2, 70)  # 70 locations per rank: the id map needs a continuation
     d, _ = epilog.read_definitions(epilog.EpilogFile.open(os.path.join(path, "epik.esd")), stop_at_events=False)
-    assert d.map_offsets == {0: 0, 1: 0}
     m, _ = epilog.read_definitions(epilog.EpilogFile.open(os.path.join(path, "epik.map")), stop_at_events=False)
+    assert d.map_offsets == {0: 10, 1: m.sections[1].offset} and m.sections[1].offset > 10
     assert m.sections[1].idmaps[7].tolist() == list(range(70, 140))
     assert m.sections[1].event_types == (101, 102, 110) and m.sections[1].event_counts == (0, 0, 0)
-    assert len(epilog.read(path).locations) == 140
+    asm = epilog.read(path)
+    assert len(asm.locations) == 140 and not asm.problems
+
+
+def test_a_map_offset_that_misses_its_section_is_noted_and_the_map_read_in_order(tmp_path):
+    path = epik_bgq(str(tmp_path / "q"), 2, 2)
+    esd = os.path.join(path, "epik.esd")
+    w = ElgWriter(big_endian=True, lids=False)
+    w.map_offset(0, 10)
+    w.map_offset(1, 12)  # not where rank 1's MAP_SECTION is
+    with open(esd, "rb") as f:
+        data = f.read()
+    with open(esd, "wb") as f:  # the two real MAP_OFFSETs (2 x 10 bytes) replaced
+        f.write(bytes(w.buf) + data[30:])
+    asm = epilog.read(path)
+    assert not asm.problems  # Scalasca would fail to seek; we lose nothing
+    assert sum("MAP_OFFSET of rank 1 says byte 12 of epik.map" in n for n in asm.notes) == 1
+    assert sum(len(ev) for ev in asm.events.values()) == sum(len(ev) for ev in epilog.read(
+        epik_bgq(str(tmp_path / "r"), 2, 2)).events.values())
 
 
 # ---------------------------------------------------------------------------- events
