@@ -45,6 +45,8 @@ SCATTERV = ("const void *sendbuf, COUNTS sendcounts, DISPLS displs, MPI_Datatype
 ALLTOALLV = ("const void *sendbuf, COUNTS sendcounts, DISPLS sdispls, MPI_Datatype sendtype, void *recvbuf, "
              "COUNTS recvcounts, DISPLS rdispls, MPI_Datatype recvtype")
 FILE_IO = "MPI_FILE_IO"
+RMA = "MPI_RMA"
+ORIGIN = "const void *origin_addr, COUNT origin_count, MPI_Datatype origin_datatype"
 FREAD = "MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype, MPI_Status *status"
 FWRITE = "MPI_File fh, const void *buf, COUNT count, MPI_Datatype datatype, MPI_Status *status"
 FIREAD = "MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype, MPI_Request *request"
@@ -140,6 +142,37 @@ FUNCTIONS = [
     ("File_iwrite", FIWRITE, "io:WRITE|NONBLOCKING", FILE_IO),
     ("File_iread_at", AT + FIREAD.replace("MPI_File fh, ", ""), "io:READ|NONBLOCKING", FILE_IO),
     ("File_iwrite_at", AT + FIWRITE.replace("MPI_File fh, ", ""), "io:WRITE|NONBLOCKING", FILE_IO),
+    # MPI one-sided (RMA): recorded as calls (Scalasca's mpi_rma_* time categories), no RMA records yet
+    ("Win_create", "void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win", "plain",
+     RMA),
+    ("Win_allocate", "MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win",
+     "plain", RMA),
+    ("Win_free", "MPI_Win *win", "plain", RMA),
+    ("Win_fence", "int assert, MPI_Win win", "plain", RMA),
+    ("Win_post", "MPI_Group group, int assert, MPI_Win win", "plain", RMA),
+    ("Win_start", "MPI_Group group, int assert, MPI_Win win", "plain", RMA),
+    ("Win_complete", "MPI_Win win", "plain", RMA),
+    ("Win_wait", "MPI_Win win", "plain", RMA),
+    ("Win_test", "MPI_Win win, int *flag", "plain", RMA),
+    ("Win_lock", "int lock_type, int rank, int assert, MPI_Win win", "plain", RMA),
+    ("Win_unlock", "int rank, MPI_Win win", "plain", RMA),
+    ("Win_lock_all", "int assert, MPI_Win win", "plain", RMA),
+    ("Win_unlock_all", "MPI_Win win", "plain", RMA),
+    ("Win_flush", "int rank, MPI_Win win", "plain", RMA),
+    ("Win_flush_all", "MPI_Win win", "plain", RMA),
+    ("Win_flush_local", "int rank, MPI_Win win", "plain", RMA),
+    ("Win_flush_local_all", "MPI_Win win", "plain", RMA),
+    ("Win_sync", "MPI_Win win", "plain", RMA),
+    ("Put", ORIGIN + ", int target_rank, MPI_Aint target_disp, COUNT target_count, MPI_Datatype target_datatype, "
+     "MPI_Win win", "plain", RMA),
+    ("Get", ORIGIN.replace("const void", "void") + ", int target_rank, MPI_Aint target_disp, COUNT target_count, "
+     "MPI_Datatype target_datatype, MPI_Win win", "plain", RMA),
+    ("Accumulate", ORIGIN + ", int target_rank, MPI_Aint target_disp, COUNT target_count, "
+     "MPI_Datatype target_datatype, MPI_Op op, MPI_Win win", "plain", RMA),
+    ("Fetch_and_op", "const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank, "
+     "MPI_Aint target_disp, MPI_Op op, MPI_Win win", "plain", RMA),
+    ("Compare_and_swap", "const void *origin_addr, const void *compare_addr, void *result_addr, "
+     "MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win", "plain", RMA),
     # groups (communicator creation is hand-written)
     ("Comm_group", "MPI_Comm comm, MPI_Group *group", "plain", OTHER),
     ("Group_incl", "MPI_Group group, int n, const int ranks[], MPI_Group *newgroup", "plain", OTHER),
