@@ -257,11 +257,14 @@ def is_epik_archive(path: str) -> bool:
                                     or os.path.isfile(os.path.join(path, "epik.elg")))
 
 
-def read_merged(path: str) -> TraceAssembly:
-    """A single EPILOG file: a merged trace (global location ids) or a one-process trace."""
+def read_merged(path: str, importer=None) -> TraceAssembly:
+    """A single EPILOG file: a merged trace (global location ids) or a one-process trace.
+
+    ``importer``: the EpilogImporter class to use (the tests pass their slow reference)."""
+    importer = importer or EpilogImporter
     f = EpilogFile.open(str(path))
     defs, first = read_definitions(f)
-    imp = EpilogImporter(str(path), defs, f.version)
+    imp = importer(str(path), defs, f.version)
     default = next(iter(defs.locations)) if len(defs.locations) == 1 else None
     if not defs.locations:
         raise EpilogFormatError(f"{path}: no LOCATION definitions before the first event (byte offset {first})")
@@ -280,18 +283,19 @@ def read_merged(path: str) -> TraceAssembly:
     return imp.finish()
 
 
-def read_archive(path: str) -> TraceAssembly:
+def read_archive(path: str, importer=None) -> TraceAssembly:
     """An EPIK experiment archive: ``epik.esd`` + ``epik.map`` + ``ELG/NNNNN``."""
+    importer = importer or EpilogImporter
     path = str(path)
     esd = os.path.join(path, "epik.esd")
     elg_dir = os.path.join(path, "ELG")
     if not os.path.isfile(esd):
         if os.path.isfile(os.path.join(path, "epik.elg")):
-            return read_merged(os.path.join(path, "epik.elg"))
+            return read_merged(os.path.join(path, "epik.elg"), importer)
         raise EpilogFormatError(f"{path}: not an EPIK archive (no epik.esd)")
     if not os.path.isdir(elg_dir):
         if os.path.isfile(os.path.join(path, "epik.elg")):
-            return read_merged(os.path.join(path, "epik.elg"))
+            return read_merged(os.path.join(path, "epik.elg"), importer)
         sion = [n for n in os.listdir(path) if n.endswith(".sion")]
         if sion:
             raise EpilogFormatError(f"{path}: traces are in SIONlib containers ({sion[0]}), which are not "
@@ -321,7 +325,7 @@ def read_archive(path: str) -> TraceAssembly:
         rank = int(name)
         f = EpilogFile.open(os.path.join(elg_dir, name))
         if imp is None:
-            imp = EpilogImporter(path, defs, f.version)
+            imp = importer(path, defs, f.version)
             if not os.path.isfile(map_path):
                 imp.warn("nomap", f"{path}: no epik.map; local ids are taken as global ids")
             if defs.map_offset_problem:  # nothing is lost: a note, not damage
@@ -345,12 +349,12 @@ def read_archive(path: str) -> TraceAssembly:
     return imp.finish()
 
 
-def read(path: str | os.PathLike) -> TraceAssembly:
+def read(path: str | os.PathLike, importer=None) -> TraceAssembly:
     """An EPILOG trace (merged file) or EPIK archive (directory) as a TraceAssembly."""
     path = os.fspath(path)
     if os.path.isdir(path):
-        return read_archive(path)
-    return read_merged(path)
+        return read_archive(path, importer)
+    return read_merged(path, importer)
 
 
 def open_epilog(path: str | os.PathLike):

@@ -10,7 +10,6 @@ lock naming) and decodes events with ``struct``, into per-event rows that
 
 from __future__ import annotations
 
-import os
 import struct
 from collections import defaultdict
 
@@ -218,13 +217,7 @@ class ReferenceImporter(epilog.EpilogImporter):
 
 def read(path):
     """The reference reading of an EPILOG file or EPIK archive (a TraceAssembly)."""
-    path = os.fspath(path)
-    saved = epilog.EpilogImporter
-    epilog.EpilogImporter = ReferenceImporter  # the entry points build the importer by this name
-    try:
-        return epilog.read(path)
-    finally:
-        epilog.EpilogImporter = saved
+    return epilog.read(path, importer=ReferenceImporter)
 
 
 __all__ = ["ReferenceImporter", "read", "EpilogFile", "read_definitions"]
