@@ -334,3 +334,13 @@ def test_recv_request_keeps_any_source_and_tag(tmp_path):
     w.recv_request(0, 0.0, 3)
     ev = same_as_reference(w.save(tmp_path / "rr.elg")).events[0]
     assert (ev[0]["a"], ev[0]["b"], ev[0]["c"], ev[0]["e"]) == (ANY, OUR_NO_ID, ANY, 3)
+
+
+def test_warm_up_reads_its_tiny_trace_through_every_kernel():
+    asm = epilog.warm_up()
+    master, worker = asm.events[0], asm.events[1]
+    fork = master[master["type"] == E.OMP_FORK][0]
+    assert (fork["a"], fork["c"]) == (0, 2)  # number_forks + thread_teams: one team of two threads
+    assert kinds(worker) == ["ENTER", "OMP_ACQUIRE_LOCK", "OMP_RELEASE_LOCK", "OMP_COLLEXIT"]
+    assert worker["d"][1] == worker["d"][2] == 1  # release_orders: the release gets its acquisition's order
+    assert worker["b"][3] == 0 and (worker["c"][0], worker["d"][0]) == (0, 1)
