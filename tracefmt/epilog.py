@@ -147,9 +147,14 @@ class EpilogImporter:
         ranks = sorted(set(self.loc_rank.tolist()))
         # our comms: EPILOG >= 1.8 defines groups + comm refs, older files bit vectors
         for gid, (mode, ranks_of) in d.groups.items():
+            known = sorted(d.processes) or ranks
             if mode & GROUP_WORLD and not ranks_of:  # WORLD with no size given: every process
-                ranks_of = tuple(sorted(d.processes) or ranks)
-            a.groups[gid] = ranks_of
+                ranks_of = tuple(known)
+            elif mode & GROUP_WORLD and len(ranks_of) > len(known):
+                self.warn(f"world-{gid}", f"MPI_GROUP {gid} (WORLD) says {len(ranks_of)} ranks, the definitions "
+                                          f"have {len(known)} processes; taken as those")
+                ranks_of = tuple(known)
+            a.groups[gid] = tuple(ranks_of)
         next_gid = max(a.groups, default=-1) + 1
         for cid, gid in d.comm_refs.items():
             mode = d.groups.get(gid, (0, ()))[0]

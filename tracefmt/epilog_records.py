@@ -338,7 +338,7 @@ class EpilogDefinitions:
     regions: dict[int, tuple[str, int, int, int, str, int]] = field(default_factory=dict)
     metrics: list[tuple[int, str, str, int, int]] = field(default_factory=list)
     comm_bits: dict[int, tuple[int, tuple[int, ...]]] = field(default_factory=dict)  # cid -> (mode, ranks)
-    groups: dict[int, tuple[int, tuple[int, ...]]] = field(default_factory=dict)  # gid -> (mode, ranks)
+    groups: dict[int, tuple[int, tuple[int, ...] | range]] = field(default_factory=dict)  # gid -> (mode, ranks)
     comm_refs: dict[int, int] = field(default_factory=dict)  # cid -> gid
     callsites: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)
     offsets: list[tuple[float, float]] = field(default_factory=list)
@@ -431,7 +431,7 @@ def parse_definition(stream: RecordStream, off: int, rtype: int, body: bytes, d:
             if mode & GROUP_WORLD:  # WORLD: the identity over grpc ranks, no list written (nor read by EPIK)
                 if grpc > 1 << 24:
                     raise bad_record(f, off, rtype, f"group {gid}: WORLD of {grpc} ranks")
-                d.groups[gid] = (mode, tuple(range(grpc)))
+                d.groups[gid] = (mode, range(grpc))  # lazy: the importer checks the size first
             else:
                 vals = _collect_u4(stream, body[9:], grpc, R.MPI_GROUP_CNT, f, off, rtype, f"group {gid}")
                 d.groups[gid] = (mode, tuple(int(v) for v in vals))

@@ -130,6 +130,20 @@ def test_world_group_carries_its_size_and_no_rank_list(tmp_path):
     assert self_comms[int(send["b"])] == (0,) and send["a"] == 0
 
 
+def test_a_world_group_larger_than_the_run_is_damage_not_an_allocation(tmp_path):
+    w = ElgWriter(lids=True)
+    single(w, ranks=2)
+    w.rec(27, "IBI", 0, 1, 10_000_000)  # WORLD of 10^7 ranks in a 2-process trace
+    w.mpi_comm_ref(0, 0)
+    w.last_def()
+    w.enter(0, 0.0, 0)
+    w.exit(0, 1.0)
+    asm = epilog.read(w.save(tmp_path / "w.elg"))
+    assert asm.groups[asm.comms[0][0]] == (0, 1)
+    assert asm.problems == ["MPI_GROUP 0 (WORLD) says 10000000 ranks, the definitions have 2 processes; "
+                            "taken as those"]
+
+
 def test_call_paths_topologies_windows_and_distributed_comms_are_read(tmp_path):
     w = ElgWriter(lids=False)
     S = single(w)
