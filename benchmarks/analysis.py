@@ -12,12 +12,15 @@ loaded, allocator warm), peak RSS (of the first call), peak RSS over trace
 size.
 
     python -m benchmarks analysis [--sizes 1e6,1e7] [--ranks 4] [--threads 4] [--dir bench-out]
-                                  [--jobs 1,2] [--mpi 2,3] [--phases]
+                                  [--jobs 1,2] [--mpi 2,3] [--phases] [--repeat 3]
+                                  [--without MODULES] [--cost-of patterns.critical_path,patterns.delay,...]
 
 ``--jobs``: the -j values to measure (threads in one process); ``--mpi``:
 analysis rank counts run under ``mpiexec`` (``analyze(comm=...)``, needs
 mpi4py and Open MPI); ``--phases``: also time read / replay / patterns /
 cube writing separately.  Peak RSS under MPI is the largest rank's.
+``--without``: pattern modules left out; ``--cost-of``: each row also without
+those modules, and their cost as ratios; ``--repeat``: best of N runs.
 10^8 events is opt-in (``--sizes 1e8``: about 4 GB of trace).
 """
 
@@ -36,6 +39,8 @@ PAR = "!$omp parallel @bench.c:40"
 LOOP = "!$omp for @bench.c:41"
 IBAR = "!$omp implicit barrier @bench.c:45"
 CRIT = "!$omp critical @bench.c:47"
+#: the pattern modules of Scalasca 2's root-cause analysis (``--cost-of``)
+SCALASCA2 = ("patterns.critical_path", "patterns.delay", "patterns.pop")
 BODY = "!$omp critical sblock @bench.c:47"
 
 
@@ -177,21 +182,32 @@ if os.environ.get("BENCH_MPI"):
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
 t1 = time.perf_counter()
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def hwm():
+    # this process's peak RSS in KiB: ru_maxrss would keep the parent's peak across the exec
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base = hwm()
 path, jobs, phases = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+without = set(filter(None, sys.argv[4].split(","))) if len(sys.argv) > 4 else set()
+pats = None
+if without:  # every built-in pattern but those of the modules named
+    pats = [p.name for p in select_patterns(None, plugins=False) if type(p).__module__ not in without]
 if comm is not None:
     comm.Barrier()
     t1 = time.perf_counter()
 r1 = resource.getrusage(resource.RUSAGE_SELF)
-cube = analyze(path, plugins=False, jobs=jobs, comm=comm)
+cube = analyze(path, patterns=pats, plugins=False, jobs=jobs, comm=comm)
 t2 = time.perf_counter()
 r2 = resource.getrusage(resource.RUSAGE_SELF)
-peak = r2.ru_maxrss
+peak = hwm()
 cpu = (r2.ru_utime + r2.ru_stime) - (r1.ru_utime + r1.ru_stime)
 again = None
 if comm is None:  # the same call once more: JIT loaded, allocator warm
     t3 = time.perf_counter()
-    analyze(path, plugins=False, jobs=jobs)
+    analyze(path, patterns=pats, plugins=False, jobs=jobs)
     again = time.perf_counter() - t3
 if comm is not None:
     peak = comm.gather(peak, root=0)
@@ -206,9 +222,10 @@ if phases:  # the same work again, split into its steps (warm page cache)
     for loc in trace.location_ids:
         trace.events(int(loc))
     b = time.perf_counter()
-    ctx = replay(trace, jobs=jobs)
+    from analyzer.analyze import required_tables
+    ctx = replay(trace, tables=required_tables(select_patterns(pats, plugins=False)), jobs=jobs)
     c = time.perf_counter()
-    pats = select_patterns(None, plugins=False)
+    pats = select_patterns(pats, plugins=False)
     compute_patterns(ctx, pats)
     d = time.perf_counter()
     write_cubex(build_cube(ctx, pats), path + ".bench.cubex")
@@ -219,14 +236,15 @@ print(json.dumps(out))
 """
 
 
-def _measure(path: str, jobs: int = 1, ranks: int = 0, phases: bool = False) -> dict:
+def _measure(path: str, jobs: int = 1, ranks: int = 0, phases: bool = False, without: str = "") -> dict:
     """Run one analysis in a fresh interpreter (``ranks`` > 0: under mpiexec); its timings and peak RSS.
+    ``without``: comma-separated pattern modules left out of the analysis.
 
     One numba/BLAS thread per process, so ``jobs`` and ``ranks`` are the only parallelism.
     """
     env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
                MKL_NUM_THREADS="1")
-    cmd = [sys.executable, "-c", _MEASURE, path, str(jobs), "1" if phases else "0"]
+    cmd = [sys.executable, "-c", _MEASURE, path, str(jobs), "1" if phases else "0", without]
     if ranks:
         import shutil
 
@@ -254,6 +272,12 @@ def main(argv=None) -> int:
     ap.add_argument("--phases", action="store_true", help="also time read / replay / patterns / write "
                     "separately (serial runs)")
     ap.add_argument("--dir", default="bench-out", help="where the generated traces are kept")
+    ap.add_argument("--without", default="", help="comma-separated pattern modules left out of every "
+                    "analysis (e.g. patterns.delay)")
+    ap.add_argument("--cost-of", default="", metavar="MODULES", help="comma-separated pattern modules whose cost "
+                    "to measure: every row also without them, and a table of the ratios (e.g. "
+                    + ",".join(SCALASCA2) + ")")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per row; the one with the least CPU time is shown")
     args = ap.parse_args(argv)
     os.makedirs(args.dir, exist_ok=True)
     # warm the JIT cache first so compile time is not measured
@@ -262,6 +286,9 @@ def main(argv=None) -> int:
     warm()
     modes = [("serial" if int(j) == 1 else f"-j {int(j)}", int(j), 0) for j in args.jobs.split(",") if j]
     modes += [(f"mpi K={int(k)}", 1, int(k)) for k in args.mpi.split(",") if k]
+    variants = [("", args.without)]
+    if args.cost_of:
+        variants.append((" -cost", ",".join(filter(None, [args.without, args.cost_of]))))
     rows = []
     for s in args.sizes.split(","):
         n = int(float(s))
@@ -272,9 +299,15 @@ def main(argv=None) -> int:
             print(f"[bench] generated {path} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
         size = os.path.getsize(path)
         for label, jobs, ranks in modes:
-            m = _measure(path, jobs, ranks, phases=args.phases and ranks == 0)
-            rows.append((label, m, size))
-    print(f"Analysis benchmark: {args.ranks} ranks x {args.threads} threads, all built-in patterns")
+            for suffix, without in variants:
+                runs = [_measure(path, jobs, ranks, phases=args.phases and ranks == 0, without=without)
+                        for _ in range(max(1, args.repeat))]
+                rows.append((label + suffix, min(runs, key=lambda m: m["cpu_s"]), size))
+    what = f"all built-in patterns but those of {args.without}" if args.without else "all built-in patterns"
+    best = f", best of {args.repeat} by CPU time" if args.repeat > 1 else ""
+    print(f"Analysis benchmark: {args.ranks} ranks x {args.threads} threads, {what}{best}")
+    if args.cost_of:
+        print(f"(rows ending in -cost: also without {args.cost_of})")
     print(f"{'mode':>10} {'events':>12} {'trace MB':>9} {'analyze s':>10} {'Mevents/s':>10} {'cpu s':>7} "
           f"{'again s':>8} {'Mev/s again':>11} {'peak RSS MB':>12} {'base RSS MB':>12} {'peak/trace':>10} "
           f"{'import s':>9}")
@@ -292,6 +325,18 @@ def main(argv=None) -> int:
         for label, m in ph:
             print(f"{label:>10} {m['events']:>12,d} {m['read_s']:>8.2f} {m['replay_s']:>9.2f} "
                   f"{m['patterns_s']:>11.2f} {m['write_s']:>13.2f}")
+    if args.cost_of:
+        print(f"\nCost of {args.cost_of}: with them / without them")
+        print(f"{'mode':>10} {'events':>12} {'cpu s':>14} {'cpu ratio':>10} {'peak RSS MB':>14} {'RSS ratio':>10}")
+        by = {(label, m["events"]): m for label, m, _ in rows}
+        for label, m, _ in rows:
+            o = by.get((label + " -cost", m["events"]))
+            if o is None:
+                continue
+            print(f"{label:>10} {m['events']:>12,d} {m['cpu_s']:>6.2f} / {o['cpu_s']:<5.2f} "
+                  f"{m['cpu_s'] / o['cpu_s']:>10.2f} "
+                  f"{m['peak_kib'] * 1024 / 1e6:>6.0f} / {o['peak_kib'] * 1024 / 1e6:<5.0f} "
+                  f"{m['peak_kib'] / o['peak_kib']:>10.2f}")
     return 0
 
 
