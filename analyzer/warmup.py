@@ -27,6 +27,9 @@ def warm() -> float:
     analyze(_counter_trace(), plugins=False)  # the hardware-counter kernel
     profile_trace(hybrid)  # expert-profile's kernel
     _read_as_otf2(hybrid)  # the native OTF2 reader's kernels
+    from tracefmt.epilog import warm_up as warm_epilog
+
+    warm_epilog()  # the EPILOG / EPIK decoder's kernels
     return time.perf_counter() - t0
 
 
@@ -49,9 +52,9 @@ def _read_as_otf2(trace) -> None:
 
 def _hybrid_trace():
     """2 ranks x 2 threads with every kind of compound event the replay matches:
-    a message, collectives, an OpenMP team with both barrier kinds and a critical section."""
+    a message, collectives, an OpenMP team with both barrier kinds and a critical section, a file write."""
     import tracefmt
-    from tracefmt.layout import LockKind
+    from tracefmt.layout import FileIoFlag, LockKind
 
     b = tracefmt.TraceBuilder(creator="expert-analyze warmup")
     loc = {(r, t): b.location(rank=r, thread=t) for r in range(2) for t in range(2)}
@@ -76,6 +79,8 @@ def _hybrid_trace():
         b.join(m, 0.44, 1, 2)
         b.collective(m, 0.5 + 0.1 * r, 0.7, "MPI_Barrier")
         b.collective(m, 0.7, 0.8, "MPI_Bcast", root=0, sent=8 if r == 0 else 0, recvd=8)
+        b.enter(m, 0.8, "MPI_File_write_all"); b.file_io(m, 0.85, 64, FileIoFlag.WRITE | FileIoFlag.COLLECTIVE)  # noqa: E702
+        b.exit(m, 0.9, "MPI_File_write_all")
         b.exit(m, 1.0, "main")
     return b.build()
 
