@@ -68,3 +68,15 @@ def group_min(inst, values, n_inst):
     out = np.full(n_inst, np.inf)
     np.minimum.at(out, inst, values)
     return out
+
+
+def by_keys(major: np.ndarray, minor: np.ndarray, tie: np.ndarray) -> np.ndarray:
+    """``np.lexsort((tie, minor, major))`` for non-negative integer keys, as one stable sort of a combined key
+    where that fits in 62 bits (one pass instead of three)."""
+    major, minor, tie = (np.asarray(k, np.int64) for k in (major, minor, tie))
+    if len(major) == 0 or min(major.min(), minor.min(), tie.min()) < 0:
+        return np.lexsort((tie, minor, major))
+    n_minor, n_tie = int(minor.max()) + 1, int(tie.max()) + 1
+    if (int(major.max()) + 1) * n_minor * n_tie >= 1 << 62:
+        return np.lexsort((tie, minor, major))
+    return np.argsort((major * n_minor + minor) * n_tie + tie, kind="stable")

@@ -37,7 +37,7 @@ import numpy as np
 
 from tracefmt.layout import Role
 
-from .array_ops import csr, group_max, group_min, local_ranks, lookup, operation_in, pairs_in
+from .array_ops import by_keys, csr, group_max, group_min, local_ranks, lookup, operation_in, pairs_in
 from .instances import cached, late_sender_instances, mpi_operations
 from .tables import Table
 
@@ -380,7 +380,7 @@ def _build(ctx) -> BackwardInputs:
     else:
         sp = {k: np.zeros(0, np.float64 if k in ("wait", "total", "compl", "time") else np.int64) for k in cols}
         src = np.zeros(0, np.int64)
-    o = np.lexsort((src, sp["cut"], sp["loc"]))
+    o = by_keys(sp["loc"], sp["cut"], src)
     loc_o, cut_o = sp["loc"][o], sp["cut"][o]
     dup = np.zeros(len(o), bool)  # a cut registered twice keeps its first meaning (Scalasca's map insert)
     dup[1:] = (loc_o[1:] == loc_o[:-1]) & (cut_o[1:] == cut_o[:-1])
@@ -561,5 +561,7 @@ def time_profile(ctx) -> np.ndarray:
     """Σ of the time maps per (call path, location): the time the backward replay works with."""
     S = ctx.table("time_segments")
     out = np.zeros((ctx.n_cnodes, ctx.n_locations))
-    np.add.at(out, (np.asarray(S["cnode"], np.int64), np.asarray(S["loc"], np.int64)), S["time"])
+    C, L = out.shape
+    out += np.bincount(np.asarray(S["cnode"], np.int64) * L + np.asarray(S["loc"], np.int64),
+                       weights=np.asarray(S["time"], np.float64), minlength=C * L).reshape(C, L)
     return out

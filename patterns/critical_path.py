@@ -45,10 +45,9 @@ def critical_path_profile(ctx) -> dict[str, np.ndarray]:
 
 
 def _waits(inp, C: int, L: int) -> np.ndarray:
-    w = np.zeros((C, L))
-    keep = inp.sp_wait > 0
-    np.add.at(w, (inp.sp_cnode[keep], inp.sp_loc[keep]), inp.sp_wait[keep])
-    return w
+    keep = inp.sp_wait > 0  # np.bincount adds in the order of np.add.at: the same sums, faster
+    return np.bincount(inp.sp_cnode[keep] * L + inp.sp_loc[keep], weights=inp.sp_wait[keep],
+                       minlength=C * L).reshape(C, L)
 
 
 def _share(num: np.ndarray, den: np.ndarray) -> np.ndarray:

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from patterns.array_ops import local_ranks, operation_in, pairs_in
+from patterns.array_ops import by_keys, local_ranks, operation_in, pairs_in
 
 
 def test_pairs_in_matches_a_set_of_tuples():
@@ -32,3 +32,11 @@ def test_operation_in_reads_the_region_table():
     ops = ["", "send", "waitall", "recv"]
     regions = np.array([1, 2, 3, 0, -1, 7, 2])
     assert operation_in(ops, regions, ("send", "waitall")).tolist() == [True, True, False, False, False, False, True]
+
+
+def test_by_keys_is_lexsort():
+    rng = np.random.default_rng(5)
+    a, b, c = rng.integers(0, 5, 500), rng.integers(0, 40, 500), rng.integers(0, 3, 500)
+    assert by_keys(a, b, c).tolist() == np.lexsort((c, b, a)).tolist()
+    huge = b.astype(np.int64) << 58  # too wide for one key: lexsort itself
+    assert by_keys(a, huge, c).tolist() == np.lexsort((c, huge, a)).tolist()
