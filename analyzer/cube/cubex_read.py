@@ -25,17 +25,9 @@ import numpy as np
 from tracefmt.inflate import InflateError, gzip_cap, inflate
 
 from .model import Cube, CubeFormatError, LocationInfo, MetricInfo, RegionInfo
-from .stored_rows import (  # noqa: F401  (DENSE_BYTES_*, check_dense_size: the HDF5 reader's limit, kept here)
-    DENSE_BYTES_FLOOR,
-    DENSE_BYTES_RATIO,
-    ONE_METRIC_FLOOR,
-    ONE_METRIC_RATIO,
-    HeldBudget,
-    RowValues,
-    StoredRows,
-    check_dense_size,
-    check_one_dense_metric,
-)
+# DENSE_BYTES_* and check_dense_size stay importable from here: the HDF5 reader's limit
+from .stored_rows import DENSE_BYTES_FLOOR, DENSE_BYTES_RATIO, ONE_METRIC_FLOOR, ONE_METRIC_RATIO  # noqa: F401
+from .stored_rows import HeldBudget, RowValues, StoredRows, check_dense_size, check_one_dense_metric
 from .tar import DATA_MAGIC, INDEX_DENSE, INDEX_MAGIC, INDEX_NONE, INDEX_SPARSE, ZDATA_MAGIC, TarMember, scan_tar
 
 
@@ -104,7 +96,7 @@ def read_cubex(path) -> Cube:
             continue
         check_one_dense_metric(path, n_c, n_l, len(raw), ONE_METRIC_RATIO, ONE_METRIC_FLOOR)
         rows, data = _read_metric(raw, idx, dat, parsed.dtypes[m.name], n_c, n_l, f"{path}: metric {m.name!r}",
-                                  problems)
+                                  problems, held)
         positions = parsed.inclusive_positions if parsed.inclusive[m.name] else parsed.exclusive_positions
         got = StoredRows.nonzero(positions[rows], data)
         del data
@@ -113,6 +105,8 @@ def read_cubex(path) -> Cube:
         if got is not None:
             held.take(got, m.name)
             stored[m.name] = got
+    # every caller's pass over the metrics builds each one dense: their work is bounded as HDF5's memory is
+    check_dense_size(path, n_c, n_l, len(stored), len(raw))
     return _cube_from_anchor(parsed, stored, problems)
 
 
@@ -159,6 +153,8 @@ def read_cube3(path) -> Cube:
         if held is not None:
             budget.take(held, name)
             stored[name] = held
+    # every caller's pass over the metrics builds each one dense: their work is bounded as HDF5's memory is
+    check_dense_size(path, n_c, n_l, len(stored), len(raw))
     return _cube_from_anchor(parsed, stored, problems)
 
 
@@ -246,7 +242,8 @@ def _parse_xml(data: bytes, where: str, problems: list[str]) -> ET.Element:
     raise CubeFormatError(first)
 
 
-def _read_metric(raw, idx: TarMember, dat: TarMember, dtype: str, n_c: int, n_l: int, where: str, problems):
+def _read_metric(raw, idx: TarMember, dat: TarMember, dtype: str, n_c: int, n_l: int, where: str, problems,
+                 held: HeldBudget):
     """(row positions, data [rows, n_l] float64) of one metric."""
     ib = bytes(raw[idx.offset : idx.offset + idx.size])
     iwhere = f"{where}: index member at byte {idx.offset}"
@@ -284,7 +281,12 @@ def _read_metric(raw, idx: TarMember, dat: TarMember, dtype: str, n_c: int, n_l:
     np_dtype = np.dtype(e + dtype)
     need = rows.size * n_l
     if db.startswith(ZDATA_MAGIC):
-        payload = _inflate(db, e, dwhere, need * np_dtype.itemsize + (1 << 20))  # what the index lists, no more
+        # what the index lists, and all compressed members together as much as a gzip'ed archive may inflate
+        if held.inflate_left <= 0:
+            raise CubeFormatError(f"{dwhere}: the compressed members before it inflate to more than a file of "
+                                  f"{held.file_bytes} bytes may hold (a decompression bomb?)")
+        payload = _inflate(db, e, dwhere, min(need * np_dtype.itemsize + (1 << 20), held.inflate_left))
+        held.inflate_left -= len(payload)
     elif db.startswith(DATA_MAGIC):
         payload = db[len(DATA_MAGIC) :]
     else:

@@ -6,8 +6,8 @@ and a hundred metrics: dense ``[cnodes x locations]`` arrays for every metric
 would cost gigabytes the file never held.  The readers therefore keep each
 metric as its nonzero rows (:class:`StoredRows`), and :class:`RowValues`, the
 cube's ``values`` mapping, builds a metric's dense array when it is asked for
-and does not keep it: the memory held is what the file holds, plus one dense
-metric while a caller works on it.  The dense array is read-only, because a
+and keeps only the last one built (callers ask for one metric several times in
+a row): the memory held is what the file holds, plus one dense metric.  The dense array is read-only, because a
 change to it would be lost; a caller that needs to change values assigns a new
 array (``cube.values[name] = arr``), which is then kept.
 """
@@ -71,20 +71,26 @@ class RowValues(CubeValues):
         self.names = frozenset(metric_names)
         self.stored = dict(stored)
         self.shape = shape
+        self._last: tuple = (None, None)  # the dense array built last: (metric name, array)
 
     def __missing__(self, name):
         held = self.stored.get(name)
         if held is None:
             return super().__missing__(name)
-        a = held.dense(self.shape)
-        a.flags.writeable = False
-        return a
+        if self._last[0] != name:  # callers ask for one metric several times in a row (total, per location...)
+            self._last = (None, None)  # the previous array goes before the next is built
+            a = held.dense(self.shape)
+            a.flags.writeable = False
+            self._last = (name, a)
+        return self._last[1]
 
     def __setitem__(self, name, value):
         self.stored.pop(name, None)
+        self._last = (None, None)
         super().__setitem__(name, value)
 
     def __delitem__(self, name):
+        self._last = (None, None)
         if self.stored.pop(name, None) is None:
             super().__delitem__(name)
         else:
@@ -152,7 +158,9 @@ ONE_METRIC_FLOOR = 16 << 20
 #: (only compressed data can hold more than the file; measured values deflate about 2 times)
 HELD_RATIO = 8
 HELD_FLOOR = 16 << 20
-#: HDF5 cubes hold every metric dense: DENSE_BYTES_RATIO times the file's size or DENSE_BYTES_FLOOR
+#: HDF5 cubes hold every metric dense: DENSE_BYTES_RATIO times the file's size or DENSE_BYTES_FLOOR; the same
+#: bound applies to the CUBE readers' metrics with data together, as work: a caller's pass over the metrics
+#: builds each dense in turn
 DENSE_BYTES_RATIO = 64
 DENSE_BYTES_FLOOR = 1 << 31
 
@@ -166,12 +174,19 @@ def check_dense_size(path, n_c: int, n_l: int, n_metrics: int, file_bytes: int) 
                               f"{file_bytes} bytes ({limit / 2**30:.1f} GiB)")
 
 
+INFLATE_RATIO = 64
+INFLATE_FLOOR = 64 << 20
+
+
 class HeldBudget:
-    """What the nonzero rows of all metrics may take (HELD_RATIO, HELD_FLOOR)."""
+    """What the nonzero rows of all metrics may take (HELD_RATIO, HELD_FLOOR), and what their compressed
+    members may inflate to (INFLATE_RATIO, INFLATE_FLOOR)."""
 
     def __init__(self, path, file_bytes: int):
         self.path, self.file_bytes = path, file_bytes
         self.left = max(HELD_FLOOR, HELD_RATIO * file_bytes)
+        #: what compressed data members may inflate to, all together (as a gzip'ed archive: 64 x + 64 MiB)
+        self.inflate_left = max(INFLATE_FLOOR, INFLATE_RATIO * file_bytes)
 
     def take(self, rows: StoredRows, metric: str) -> None:
         self.left -= rows.nbytes

@@ -71,3 +71,24 @@ def test_inclusive_rows_to_exclusive_match_the_dense_subtraction():
     np.subtract.at(expected, parent[kids], dense[kids])
     got = StoredRows(rows, data).minus_children(parent).dense(dense.shape)
     assert np.allclose(got, expected)
+
+
+def test_compressed_members_together_inflate_within_the_files_budget(tmp_path, monkeypatch):
+    import analyzer.cube.stored_rows as sr
+
+    path = tmp_path / "z.cubex"
+    hostile_cubex(path, "zeros", target_bytes=256 << 10, metric_bytes=4 << 20)  # 6 metrics of 4 MiB of zeros
+    monkeypatch.setattr(sr, "INFLATE_FLOOR", 10 << 20)
+    with pytest.raises(CubeFormatError, match="decompression bomb"):
+        read_cubex(path)
+
+
+def test_all_metrics_with_data_are_bounded_as_dense_work(tmp_path, monkeypatch):
+    """Each caller's pass over the metrics builds every one dense: metrics x cnodes x locations is bounded."""
+    import analyzer.cube.stored_rows as sr
+
+    path = tmp_path / "h.cubex"
+    hostile_cubex(path, "many_sparse", target_bytes=256 << 10, metric_bytes=4 << 20)
+    monkeypatch.setattr(sr, "DENSE_BYTES_FLOOR", 16 << 20)  # 6 metrics x 4 MiB pass it
+    with pytest.raises(CubeFormatError, match=r"x \d+ metrics need .* GiB as dense values"):
+        read_cubex(path)
