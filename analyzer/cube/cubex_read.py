@@ -127,7 +127,7 @@ def read_cube3(path) -> Cube:
     n_c, n_l = len(parsed.cnode_parent), len(parsed.locations)
     sev = root.find("severity")
     by_id = {el.get("id"): m for m, el in zip(parsed.metrics, parsed.metric_elements)}
-    rows: dict[str, dict[int, list[float]]] = {}
+    rows: dict[str, dict[int, np.ndarray]] = {}  # nonzero rows only, as float64 (a "0 " is 2 bytes of text)
     for matrix in sev.findall("matrix") if sev is not None else []:
         m = by_id.get(matrix.get("metricId"))
         if m is None:
@@ -139,12 +139,14 @@ def read_cube3(path) -> Cube:
             if not 0 <= c < n_c:
                 raise CubeFormatError(f"{where}: <matrix metricId={matrix.get('metricId')}> row for unknown cnode {c}")
             try:
-                nums = [float(x) for x in (row.text or "").split()]
+                nums = np.array((row.text or "").split(), np.float64)
             except ValueError as e:
                 raise CubeFormatError(f"{where}: metric {m.name!r} row cnodeId={c}: {e}") from None
             if len(nums) != n_l:
                 raise CubeFormatError(f"{where}: metric {m.name!r} row cnodeId={c} has {len(nums)} values, {n_l} threads")
-            got[c] = nums  # a repeated row replaces the earlier one
+            got.pop(c, None)  # a repeated row replaces the earlier one
+            if nums.any():
+                got[c] = nums
     stored = {}
     budget = HeldBudget(path, len(raw))
     for name, by_cnode in rows.items():
