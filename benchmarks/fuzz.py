@@ -79,6 +79,8 @@ def main(argv: list[str]) -> int:
     for kind, command, outcome, mutant, last in findings:
         print(f"FINDING {kind} {command}: {outcome}: {mutant}: {last}")
     print(f"mutants of findings kept under {keep}" if findings else "no findings")
+    if not findings and not args.keep:
+        shutil.rmtree(keep, ignore_errors=True)
     return 1 if findings else 0
 
 

@@ -326,8 +326,9 @@ def _alarm(signum, frame):
     raise FuzzTimeout()
 
 
-def worker(address_space_gib: float) -> None:
-    """Read jobs (JSON lines) on stdin, answer one JSON line each on the original stdout."""
+def worker(address_space_gib: float, capture: Path) -> None:
+    """Read jobs (JSON lines) on stdin, answer one JSON line each on the original stdout; the commands' output
+    goes to ``capture`` (the parent removes it: a worker is killed, not asked to stop)."""
     import warnings
 
     warnings.simplefilter("ignore")  # a command's warnings are output, not findings
@@ -336,14 +337,9 @@ def worker(address_space_gib: float) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     signal.signal(signal.SIGALRM, _alarm)
     out = os.fdopen(os.dup(1), "w", buffering=1)
-    capture = Path(tempfile.mkdtemp(prefix="fuzzw-")) / "out"
-    try:
-        for line in sys.stdin:
-            job = json.loads(line)
-            res = run_one(job["entry"], job["argv"], job["timeout"], capture)
-            out.write(json.dumps(res) + "\n")
-    finally:
-        shutil.rmtree(capture.parent, ignore_errors=True)
+    for line in sys.stdin:
+        job = json.loads(line)
+        out.write(json.dumps(run_one(job["entry"], job["argv"], job["timeout"], capture)) + "\n")
 
 
 class Worker:
@@ -357,8 +353,9 @@ class Worker:
     def _start(self):
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(HERE), env.get("PYTHONPATH", "")])
+        self.capture = Path(tempfile.mkdtemp(prefix="fuzzw-"))
         self.proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__)), "--worker", str(self.address_space_gib)],
+            [sys.executable, str(Path(__file__)), "--worker", str(self.address_space_gib), str(self.capture / "out")],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
             preexec_fn=(lambda: os.nice(self.nice)) if self.nice else None,
         )
@@ -388,6 +385,7 @@ class Worker:
             self.proc.stdin.close()
             self.proc.stdout.close()
             self.proc = None
+            shutil.rmtree(self.capture, ignore_errors=True)
 
 
 def run_one_in_worker(worker: Worker, what: str, timeout: float) -> dict:
@@ -449,4 +447,4 @@ def campaign(kind: str, mutants: int, work: Path, seed_number: int = 18, timeout
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--worker"]:
-    worker(float(sys.argv[2]))
+    worker(float(sys.argv[2]), Path(sys.argv[3]))
