@@ -13,9 +13,11 @@ writes the same timeline with them (``analyzer.timeline``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import sys
+import tempfile
 
 from .detect import open_any
 from .errors import TraceFormatError
@@ -36,13 +38,23 @@ def convert(src: str, dst: str, to: str, force: bool = False) -> list[str]:
             if to == "otf2":
                 from .otf2_out import write_otf2
 
-                notes += write_otf2(trace, dst, force=force)
+                with _library_messages() as said:  # the OTF2 C library prints its own error lines
+                    try:
+                        notes += write_otf2(trace, dst, force=force)
+                    except (OSError, TraceFormatError):
+                        raise
+                    except Exception as exc:
+                        raise _Unwritable(exc, said) from None
             else:
                 from .chrome import write_chrome
 
                 write_chrome(trace, dst)
         except (OSError, TraceFormatError):
             raise
+        except _Unwritable as exc:  # the OTF2 library refused: its own words, summarised in our one line
+            why = f"{type(exc.cause).__name__}: {exc.cause}" + (f" (OTF2: {exc.said[0]})" if exc.said else "")
+            raise TraceFormatError(f"cannot be written as {to}: {why}; `expert-trace check {src}` names what is "
+                                   f"inconsistent", path=src) from None
         except Exception as exc:  # an inconsistent trace (undefined region or comm, ...): our one line
             raise TraceFormatError(f"cannot be written as {to}: {type(exc).__name__}: {exc}; `expert-trace check "
                                    f"{src}` names what is inconsistent", path=src) from None
@@ -62,6 +74,39 @@ def convert(src: str, dst: str, to: str, force: bool = False) -> list[str]:
                     rec[f] = getattr(ev, f)
                 w.write_events(loc, rec)
     return notes
+
+
+class _Unwritable(Exception):
+    """The OTF2 writer failed; ``said``: the error lines the OTF2 library printed meanwhile."""
+
+    def __init__(self, cause: Exception, said: list[str]):
+        super().__init__(str(cause))
+        self.cause, self.said = cause, said
+
+
+@contextlib.contextmanager
+def _library_messages():
+    """Collect what C code prints on file descriptor 2 meanwhile (the OTF2 library's ``[OTF2] ... error:``
+    lines) instead of letting it reach the terminal; yields a list that then holds the error texts, and
+    passes anything else on to stderr afterwards."""
+    said: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield said
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            text = tmp.read().decode("utf-8", "replace")
+            for line in text.splitlines():
+                head, sep, rest = line.partition(" error: ")
+                if line.startswith("[OTF2]") and sep:
+                    said.append(rest.strip())
+                elif line.strip():
+                    print(line, file=sys.stderr)
 
 
 def _escape_names(defs) -> None:

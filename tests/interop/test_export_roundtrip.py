@@ -279,3 +279,22 @@ def test_cli_convert_takes_the_format_from_the_output_name(tmp_path, capsys):
     assert main(["convert", ep, str(tmp_path / "m.trace")]) == 2
     err = capsys.readouterr().err
     assert "cannot tell the target format from" in err and "--to" in err
+
+
+def test_otf2_library_error_is_summarised_in_our_one_line(tmp_path, capfd):
+    # time going backwards: the OTF2 library refuses the event and prints its own "[OTF2] ... error:" line;
+    # the user sees only ours, with the library's words in it
+    from tracefmt.cli import main as expert_trace
+
+    b = tracefmt.TraceBuilder()
+    loc = b.location(rank=0)
+    work = b.region("work")
+    b.enter(loc, 0.0, "main")
+    b.event(loc, 2.0, E.ENTER, a=work)
+    b.event(loc, 1.5, E.EXIT, a=work)
+    b.exit(loc, 4.0, "main")
+    b.write(tmp_path / "back.elg")
+    assert expert_trace(["convert", str(tmp_path / "back.elg"), str(tmp_path / "out"), "--to", "otf2"]) == 2
+    err = capfd.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "[OTF2]" not in err[0], err
+    assert "back.elg" in err[0] and "OTF2: " in err[0] and "timestamp is smaller" in err[0]
