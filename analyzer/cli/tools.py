@@ -243,14 +243,23 @@ def _profile_arguments(ap: argparse.ArgumentParser) -> None:
                     help="only these regions in the region profile (repeatable)")
     ap.add_argument("--charts", metavar="DIR", help="write overhead pies per process and radar charts as PNG here")
     ap.add_argument("--json", metavar="FILE", help="write the profile as JSON")
+    ap.add_argument("--salvage", action="store_true",
+                    help="profile what survives of a damaged or incomplete trace (as expert-analyze --salvage)")
 
 
 def _profile(a) -> int:
     """ompP-style profile of a trace: per region and thread execT, execC, bodyT, enterT, exitT and MPI columns;
     the overhead analysis per parallel region; optional PNG charts."""
+    from tracefmt import TraceFormatError
+    from tracefmt.detect import open_any
+
+    from analyzer.analyze import damage_note
     from analyzer.profile import ompp as prof
 
-    p = prof.profile_trace(a.trace, volume=a.volume)
+    trace = open_any(a.trace)
+    if trace.problems and not a.salvage:  # the same answer as expert-trace check and expert-analyze
+        raise TraceFormatError(damage_note(list(trace.problems)), path=a.trace)
+    p = prof.profile_trace(trace, volume=a.volume)
     print(prof.format_profile(p, regions=a.region or None))
     if a.json:
         _write(a.json, json.dumps(p.to_dict(), indent=1))

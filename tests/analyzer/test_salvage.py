@@ -119,3 +119,15 @@ def test_salvage_clamps_time_and_reports_it(tmp_path, capsys):
 def test_an_intact_trace_gets_no_salvage_attribute():
     cube = analyze(mpi_builder(5).build(), plugins=False, salvage=True)
     assert SALVAGED_ATTR not in cube.attrs and cube.context.problems == []
+
+
+def test_expert_profile_gives_the_same_answer_on_a_truncated_trace(truncated, tmp_path, capsys):
+    # refused in one line (exit 2) like expert-analyze and expert-trace check; with --salvage it profiles
+    from analyzer.cli.tools import profile_main
+
+    cut, problems = truncated
+    assert profile_main([str(cut)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{cut}: damaged or incomplete trace: {problems[0]}" in err[0] and "--salvage" in err[0]
+    assert profile_main([str(cut), "--salvage"]) == 0
+    assert capsys.readouterr().out.startswith("ompP-style profile of")
