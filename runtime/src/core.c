@@ -18,6 +18,17 @@ XT_HIDDEN void (*xt_omp_stop_hook)(void);
 
 static int initialised;
 
+/* length of the valid UTF-8 sequence at s (0: not one) */
+static int utf8_length(const unsigned char *s)
+{
+    int n = s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 && s[0] <= 0xDF ? 2 : 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80) return 0;
+    return n;
+}
+
+/* A warning line on stderr.  Names and paths in it are the program's bytes: control characters and
+ * bytes that are not UTF-8 go out as \xNN, so a name can neither drive the terminal nor garble it. */
 void xt_warn(const char *fmt, ...)
 {
     char msg[1024];
@@ -26,8 +37,20 @@ void xt_warn(const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     char line[1200];
-    int n = snprintf(line, sizeof line, "expert-run[%d]: %s\n", (int)getpid(), msg);
-    if (n > 0) (void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    int n = snprintf(line, sizeof line, "expert-run[%d]: ", (int)getpid());
+    const unsigned char *m = (const unsigned char *)msg;
+    for (size_t i = 0; m[i] && n < (int)sizeof line - 6;) {
+        int k = m[i] < 0x80 ? (m[i] >= 0x20 && m[i] != 0x7F) : utf8_length(m + i);
+        if (k > 0) {
+            memcpy(line + n, m + i, (size_t)k);
+            n += k, i += (size_t)k;
+        } else {
+            n += snprintf(line + n, 5, "\\x%02x", m[i]);
+            i++;
+        }
+    }
+    line[n++] = '\n';
+    (void)!write(2, line, (size_t)n);
 }
 
 /* ---------------------------------------------------------------- configuration */

@@ -203,3 +203,15 @@ def test_names_that_are_not_utf8(omp_program, tmp_path, how):
     summary = (tmp_path / "n.json").read_bytes()
     assert b"\xe9" not in an.stdout + an.stderr + summary
     assert b'caf\\\\xe9.dat"' in summary  # a call path ending in the JSON text of caf\xe9.dat
+
+
+def test_runtime_warnings_escape_what_is_not_printable(omp_program, tmp_path):
+    """The runtime's own warning lines carry the user's bytes (an environment value, a path) escaped: no
+    control character reaches the terminal and no byte that is not UTF-8."""
+    env = {**os.environ, **ENV, "EXPERT_BUFFER_SIZE": "1\x1b[31m\udce9"}  # ESC and a Latin-1 byte
+    p = subprocess.run([bytes(EXPERT_RUN), b"-o", b"w.elg", bytes(omp_program), b"exit", b"1"], cwd=tmp_path,
+                       env={k.encode(): v.encode("utf-8", "surrogateescape") for k, v in env.items()},
+                       capture_output=True, timeout=120)
+    line = next(ln for ln in p.stderr.splitlines() if b"EXPERT_BUFFER_SIZE" in ln)
+    assert line.endswith(b"ignoring EXPERT_BUFFER_SIZE=1\\x1b[31m\\xe9 (not a number)")
+    assert b"\x1b" not in p.stderr and b"\xe9" not in p.stderr
