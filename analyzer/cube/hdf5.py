@@ -27,6 +27,8 @@ import numpy as np
 
 from . import cubex_read  # the one rule on how much dense value memory a file may ask for
 from .model import Cube, CubeFormatError, LocationInfo, MetricInfo, RegionInfo
+from .stored_rows import (ONE_METRIC_FLOOR, ONE_METRIC_RATIO, HeldBudget, RowValues, StoredRows,
+                          check_one_dense_metric)
 
 FORMAT = "expert-analyze-cube"
 VERSION = 1
@@ -130,24 +132,41 @@ def read_hdf5(path) -> Cube:
             line = read(f["calltree/line"])
             files = [x.decode("utf-8") if isinstance(x, bytes) else str(x) for x in read(f["calltree/file"])]
             shape = (len(parent), len(records["locations"]))
-            cubex_read.check_dense_size(path, shape[0], shape[1], len(f["values"]), path.stat().st_size)
-            values = {}
+            size = path.stat().st_size
+            cubex_read.check_dense_size(path, shape[0], shape[1], len(f["values"]), size)
+            check_one_dense_metric(path, shape[0], shape[1], size, ONE_METRIC_RATIO, ONE_METRIC_FLOOR)
+            held = HeldBudget(path, size)  # the nonzero rows of all metrics: what the file can hold
+            stored = {}
             for name, g in f["values"].items():
-                vals = np.zeros(shape, np.float64)
-                vals[read(g["rows"])] = read(g["data"])
-                values[str(g.attrs.get("metric", name))] = vals
+                metric = str(g.attrs.get("metric", name))
+                if int(g["data"].size) * 8 > held.left:  # the writer stores nonzero rows only: no more than that
+                    raise CubeFormatError(f"{path}: /values/{name}/data declares {int(g['data'].size) * 8} bytes, more "
+                                          f"than a file of {size} bytes can hold (a decompression bomb?)")
+                rows = np.asarray(read(g["rows"]), np.int64)
+                data = np.asarray(read(g["data"]), np.float64)
+                if rows.ndim != 1 or data.shape != (len(rows), shape[1]) or (len(rows) and (
+                        rows.min() < 0 or rows.max() >= shape[0])):
+                    raise CubeFormatError(f"{path}: /values/{name}: rows {rows.shape} and data {data.shape} do not "
+                                          f"fit {shape[0]} call paths x {shape[1]} locations")
+                got = StoredRows.nonzero(rows, data)
+                if got is not None:
+                    held.take(got, metric)
+                    stored[metric] = got
             attrs = {k: str(v) for k, v in f["attrs"].attrs.items()}
         except KeyError as e:
             raise CubeFormatError(f"{path}: missing dataset or group: {e}") from None
-    return Cube(
+    cube = Cube(
         records["metrics"],
         records["regions"],
         parent,
         region,
         records["locations"],
-        values,
+        {},
         attrs,
         cnode_line=line,
         cnode_file=files,
         strict=False,
     )
+    # each metric held as its nonzero rows, made dense when asked for (stored_rows.py)
+    cube.values = RowValues(stored, [m.name for m in records["metrics"]], (cube.n_cnodes, cube.n_locations))
+    return cube

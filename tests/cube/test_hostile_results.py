@@ -265,3 +265,31 @@ def test_an_hdf5_dataset_declared_larger_than_the_file_can_justify_is_refused(tm
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert peak < 16 << 20
+
+
+def test_hdf5_values_are_held_as_their_rows_and_bounded_by_the_file(tmp_path):
+    # a compressed dataset of zeros declared at 256 MiB in a file of a few kB: refused before it is inflated;
+    # a sane file reads back each metric as its nonzero rows, dense only when asked for
+    import h5py  # a dependency of the package
+    from analyzer.cube import read_hdf5, write_hdf5
+
+    cube = small_cube()
+    p = tmp_path / "c.h5"
+    write_hdf5(cube, p)
+    back = read_hdf5(p)
+    for name in cube.values:
+        assert np.array_equal(np.asarray(back.values[name]), np.asarray(cube.values[name])), name
+    with h5py.File(p, "a") as f:
+        g = next(iter(f["values"].values()))
+        n_loc = g["data"].shape[1]
+        del g["rows"], g["data"]
+        g.create_dataset("rows", shape=(2**25 // n_loc,), dtype="i8", compression="gzip", chunks=True)
+        g.create_dataset("data", shape=(2**25 // n_loc, n_loc), dtype="f8", compression="gzip", chunks=True,
+                         fillvalue=0.0)
+    assert p.stat().st_size < 1 << 20
+    tracemalloc.start()
+    with pytest.raises(CubeFormatError, match="more than a file of .* bytes can hold"):
+        read_hdf5(p)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 16 << 20
