@@ -3,12 +3,19 @@
 Time maps are dicts {call path: seconds}; every quantity is recomputed from scratch where it is
 needed, and the replay is scheduled by scanning all locations again and again until every point
 has been visited.  Same inputs (``patterns.backward.BackwardInputs``), same semantics (Scalasca
-2.6, see the modules' docstrings); used by tests/patterns/test_backward_kernels.py.
+2.6, see the modules' docstrings); used by tests/patterns/test_critical_path.py and
+test_delay_kernels.py, which also take their random inputs and their comparison from the end of
+this module.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+
+from random_hybrid_traces import random_trace
+
+from analyzer.replay import replay
+from patterns.backward import REQUIRES, backward_inputs
 
 N_KINDS = 8
 WAIT = N_KINDS
@@ -309,3 +316,20 @@ class Delay:
             if not moved:
                 raise RuntimeError("the reference replay is stuck (inconsistent trace)")
         return dict(self.sev)
+
+
+# --------------------------------------------------------------------------
+# what the kernel tests compare on
+# --------------------------------------------------------------------------
+def random_inputs(seed: int):
+    """``(context, BackwardInputs)`` of a random hybrid trace whose shape varies with ``seed``."""
+    trace = random_trace(seed, n_ranks=3 + seed % 3, n_threads=1 + seed % 3, steps=18 + 2 * seed)
+    ctx = replay(trace, tables=REQUIRES)
+    return ctx, backward_inputs(ctx)
+
+
+def assert_close(a: dict, b: dict, tol: float = 1e-12) -> None:
+    """Two sparse results ({key: value}, a missing key is 0) agree to ``tol`` everywhere."""
+    keys = set(a) | set(b)
+    bad = {k: (a.get(k, 0.0), b.get(k, 0.0)) for k in keys if abs(a.get(k, 0.0) - b.get(k, 0.0)) > tol}
+    assert not bad, sorted(bad.items())[:5]

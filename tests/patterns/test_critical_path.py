@@ -11,33 +11,19 @@ from random_hybrid_traces import random_trace
 import backward_reference as ref
 import delay_traces as T
 from analyzer import analyze
-from analyzer.replay import replay
-from patterns.backward import REQUIRES, backward_inputs
 from patterns.kernels.backward import critical_path
 
 CP = "critical_path,performance_impact,critical_path_activities,critical_imbalance_impact,inter_partition_imbalance," \
      "intra_partition_imbalance,non_critical_path_activities"
 
 
-def _inputs(seed):
-    trace = random_trace(seed, n_ranks=3 + seed % 3, n_threads=1 + seed % 3, steps=18 + 2 * seed)
-    ctx = replay(trace, tables=REQUIRES)
-    return ctx, backward_inputs(ctx)
-
-
-def _close(a: dict, b: dict, tol=1e-12):
-    keys = set(a) | set(b)
-    bad = {k: (a.get(k, 0.0), b.get(k, 0.0)) for k in keys if abs(a.get(k, 0.0) - b.get(k, 0.0)) > tol}
-    assert not bad, sorted(bad.items())[:5]
-
-
 @pytest.mark.parametrize("seed", range(10))
 def test_critical_path_kernel_matches_reference(seed):
-    ctx, inp = _inputs(seed)
+    ctx, inp = ref.random_inputs(seed)
     sev = np.zeros((ctx.n_cnodes, ctx.n_locations))
     length = critical_path(inp, sev)
     mine = {(c, l): sev[c, l] for c, l in zip(*np.nonzero(sev))}
-    _close(mine, ref.critical_path(inp))
+    ref.assert_close(mine, ref.critical_path(inp))
     assert length == pytest.approx(sev.sum())
     assert length > 0
 

@@ -8,41 +8,27 @@ from random_hybrid_traces import random_trace
 
 import backward_reference as ref
 from analyzer import analyze
-from analyzer.replay import replay
-from patterns.backward import REQUIRES, backward_inputs
 from patterns.delay import PATTERNS
 from patterns.kernels.delay import delay_costs
 
 DELAY = [p.name for p in PATTERNS]
 
 
-def _inputs(seed):
-    trace = random_trace(seed, n_ranks=3 + seed % 3, n_threads=1 + seed % 3, steps=18 + 2 * seed)
-    ctx = replay(trace, tables=REQUIRES)
-    return ctx, backward_inputs(ctx)
-
-
-def _close(a: dict, b: dict, tol=1e-12):
-    keys = set(a) | set(b)
-    bad = {k: (a.get(k, 0.0), b.get(k, 0.0)) for k in keys if abs(a.get(k, 0.0) - b.get(k, 0.0)) > tol}
-    assert not bad, sorted(bad.items())[:5]
-
-
 @pytest.mark.parametrize("seed", range(10))
 def test_delay_kernel_matches_reference(seed):
-    _, inp = _inputs(seed)
+    _, inp = ref.random_inputs(seed)
     res, forced = delay_costs(inp)
     assert forced == 0
     mine = {(int(m), int(c), int(l)): float(res[m, c, l]) for m, c, l in zip(*np.nonzero(res))}
     expected = ref.Delay(inp).run()
-    _close({k: v for k, v in mine.items() if v}, {k: v for k, v in expected.items() if v})
+    ref.assert_close({k: v for k, v in mine.items() if v}, {k: v for k, v in expected.items() if v})
 
 
 def test_random_traces_exercise_the_delay_kinds():
     """Across the seeds, short-term and long-term costs of point-to-point, collective and OpenMP waits appear."""
     seen = set()
     for seed in range(10):
-        _, inp = _inputs(seed)
+        _, inp = ref.random_inputs(seed)
         res, _ = delay_costs(inp)
         seen |= {int(m) for m in np.flatnonzero((res > 0).any(axis=(1, 2)))}
     assert {0, 2, 3, 6, 7} <= seen  # latesender, barrier, n2n, ompbarrier, ompidle
