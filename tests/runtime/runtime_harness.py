@@ -23,6 +23,24 @@ MPI_ENV = {
 }
 
 
+#: the two MPIs the runtime supports: their compilers, and their launcher (the number of ranks follows)
+MPI_TOOLS = {
+    "ompi": {"cc": "mpicc.openmpi", "fc": "mpif90.openmpi", "run": ["mpirun.openmpi", "-np"]},
+    "mpich": {"cc": "mpicc.mpich", "fc": "mpif90.mpich", "run": ["mpiexec.mpich", "-n"]},
+}
+
+
+def trace_mpi_sample(directory, mpi: str, source: str, nranks: int, compiler: str = "cc", flags=()) -> Path:
+    """Build ``samples/runtime/<source>`` with ``mpi``'s compiler (``-g`` and ``flags``), run it on ``nranks``
+    ranks under expert-run in ``directory``, and return the trace's path (``<source stem>.elg``)."""
+    tools = MPI_TOOLS[mpi]
+    need(tools[compiler])
+    exe = Path(source).stem
+    run([tools[compiler], "-g", *flags, str(SAMPLES / source), "-o", exe], cwd=directory)
+    run(tools["run"] + [str(nranks), str(EXPERT_RUN), "-o", f"{exe}.elg", f"./{exe}"], cwd=directory, env=MPI_ENV)
+    return Path(directory) / f"{exe}.elg"
+
+
 def need(tool):
     if shutil.which(tool) is None:
         pytest.skip(f"{tool} is not installed (optional tool chain)")

@@ -23,7 +23,7 @@ from collections import Counter
 import pytest
 
 import tracefmt
-from runtime_harness import EXPERT_RUN, MPI_ENV, RUNTIME, SAMPLES, events, need, run
+from runtime_harness import EXPERT_RUN, MPI_ENV, MPI_TOOLS, RUNTIME, SAMPLES, events, need, run
 from tracefmt.layout import EventType as E
 from tracefmt.validate import validate
 
@@ -32,10 +32,6 @@ pytestmark = pytest.mark.runtime
 STEPS = 3000
 BUFFER_RECORDS = 64 * 1024 // 40  # EXPERT_BUFFER_SIZE=64k
 ENV = {"EXPERT_BUFFER_SIZE": "64k", "OMP_NUM_THREADS": "2"}
-MPIS = {
-    "ompi": {"cc": "mpicc.openmpi", "run": ["mpirun.openmpi", "-np", "2"]},
-    "mpich": {"cc": "mpicc.mpich", "run": ["mpiexec.mpich", "-n", "2"]},
-}
 # Open MPI sends SIGKILL this many seconds after SIGTERM (and mpirun waits the whole time): a survivor's
 # handler writes its trace in milliseconds
 OMPI_ENV = dict(MPI_ENV, OMPI_MCA_odls_base_sigkill_timeout="1")
@@ -105,9 +101,9 @@ def test_output_through_a_symbolic_link(omp_program, tmp_path):
 @pytest.fixture(scope="module", params=["ompi", "mpich"])
 def mpi_program(request, tmp_path_factory, runtime_built):
     mpi = request.param
-    need(MPIS[mpi]["cc"])
+    need(MPI_TOOLS[mpi]["cc"])
     d = tmp_path_factory.mktemp(f"crash_{mpi}")
-    run([MPIS[mpi]["cc"], "-fopenmp", "-DWITH_MPI", "-g", f"-I{RUNTIME / 'include'}",
+    run([MPI_TOOLS[mpi]["cc"], "-fopenmp", "-DWITH_MPI", "-g", f"-I{RUNTIME / 'include'}",
          str(SAMPLES / "crash_scenarios.c"), "-o", "crash"], cwd=d)
     return mpi, d / "crash"
 
@@ -118,8 +114,8 @@ def test_mpi_rank_dies(mpi_program, tmp_path, how):
     writes; MPICH's Hydra sends SIGKILL, so the survivor's spool file is what remains of it."""
     mpi, exe = mpi_program
     env = dict(OMPI_ENV if mpi == "ompi" else MPI_ENV, **ENV)
-    p = run(MPIS[mpi]["run"] + [str(EXPERT_RUN), "-o", "d.elg", str(exe), how, str(STEPS)], cwd=tmp_path, env=env,
-            check=False)
+    p = run(MPI_TOOLS[mpi]["run"] + ["2", str(EXPERT_RUN), "-o", "d.elg", str(exe), how, str(STEPS)], cwd=tmp_path,
+            env=env, check=False)
     assert p.returncode != 0
     assert sorted(f.name for f in tmp_path.iterdir()) == ["d.0.elg", "d.1.elg"]
     written = {0: "handler" if mpi == "ompi" else "spool", 1: "spool" if how == "kill" else "handler"}
@@ -163,7 +159,8 @@ def test_a_finished_mpi_run_leaves_one_trace(mpi_program, tmp_path):
     for rank in (0, 1):
         (tmp_path / f"d.{rank}.elg").write_bytes(b"left by an earlier run")
     env = dict(OMPI_ENV if mpi == "ompi" else MPI_ENV, OMP_NUM_THREADS="2")
-    run(MPIS[mpi]["run"] + [str(EXPERT_RUN), "-o", "d.elg", str(exe), "live", str(STEPS)], cwd=tmp_path, env=env)
+    run(MPI_TOOLS[mpi]["run"] + ["2", str(EXPERT_RUN), "-o", "d.elg", str(exe), "live", str(STEPS)], cwd=tmp_path,
+        env=env)
     assert sorted(f.name for f in tmp_path.iterdir()) == ["d.elg"]
     with tracefmt.open(str(tmp_path / "d.elg")) as trace:
         assert trace.complete and [str(x) for x in validate(trace)] == []

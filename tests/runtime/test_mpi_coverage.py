@@ -10,25 +10,16 @@ from collections import Counter
 import pytest
 
 import tracefmt
-from runtime_harness import EXPERT_RUN, MPI_ENV, SAMPLES, assert_valid, events, need, run
+from runtime_harness import EXPERT_RUN, MPI_ENV, SAMPLES, assert_valid, events, need, run, trace_mpi_sample
 from tracefmt.layout import NO_ID, EventType, SendFlag
 
 pytestmark = pytest.mark.runtime
 
-MPIS = {
-    "ompi": {"cc": "mpicc.openmpi", "fc": "mpif90.openmpi", "run": ["mpirun.openmpi", "-np"]},
-    "mpich": {"cc": "mpicc.mpich", "fc": "mpif90.mpich", "run": ["mpiexec.mpich", "-n"]},
-}
 E = EventType
 
 
 def trace_program(tmp_path, mpi, compiler, source, nranks, extra=()):
-    tools = MPIS[mpi]
-    need(tools[compiler])
-    exe = source.split(".")[0]
-    run([tools[compiler], "-g", *extra, str(SAMPLES / source), "-o", exe], cwd=tmp_path)
-    run(tools["run"] + [str(nranks), str(EXPERT_RUN), "-o", f"{exe}.elg", f"./{exe}"], cwd=tmp_path, env=MPI_ENV)
-    trace = tracefmt.open(str(tmp_path / f"{exe}.elg"))
+    trace = tracefmt.open(str(trace_mpi_sample(tmp_path, mpi, source, nranks, compiler, extra)))
     assert_valid(trace)
     return trace
 

@@ -9,28 +9,21 @@ import pytest
 
 import analyzer
 import tracefmt
-from runtime_harness import EXPERT_RUN, MPI_ENV, SAMPLES, assert_valid, need, run
+from runtime_harness import MPI_TOOLS, assert_valid, trace_mpi_sample
 from tracefmt.layout import EventType, FileIoFlag
 
 pytestmark = pytest.mark.runtime
 
-MPIS = {
-    "ompi": {"cc": "mpicc.openmpi", "run": ["mpirun.openmpi", "-np", "2"]},
-    "mpich": {"cc": "mpicc.mpich", "run": ["mpiexec.mpich", "-n", "2"]},
-}
 R, W, C, NB = FileIoFlag.READ, FileIoFlag.WRITE, FileIoFlag.COLLECTIVE, FileIoFlag.NONBLOCKING
 
 
-@pytest.fixture(scope="module", params=sorted(MPIS))
+@pytest.fixture(scope="module", params=sorted(MPI_TOOLS))
 def traced(request, runtime_built, tmp_path_factory):
-    tools = MPIS[request.param]
-    need(tools["cc"])
     d = tmp_path_factory.mktemp(f"mpi_io_{request.param}")
-    run([tools["cc"], "-g", str(SAMPLES / "mpi_io.c"), "-o", "io"], cwd=d)
-    run(tools["run"] + [str(EXPERT_RUN), "-o", "io.elg", "./io"], cwd=d, env=MPI_ENV)
-    trace = tracefmt.open(str(d / "io.elg"))
+    path = trace_mpi_sample(d, request.param, "mpi_io.c", 2)
+    trace = tracefmt.open(str(path))
     assert_valid(trace)
-    return trace, analyzer.analyze(str(d / "io.elg"))
+    return trace, analyzer.analyze(str(path))
 
 
 def test_each_transfer_recorded_inside_its_call(traced):
@@ -64,7 +57,7 @@ def test_operations_and_bytes_per_rank(traced, metric, per_rank):
 def test_file_time_split(traced):
     _, cube = traced
     io = float(np.asarray(cube.values["mpi_io"]).sum())
-    parts = float(np.asarray(cube.values["mpi_io_individual"]).sum() + np.asarray(cube.values["mpi_io_collective"]).sum())
+    parts = sum(float(np.asarray(cube.values[m]).sum()) for m in ("mpi_io_individual", "mpi_io_collective"))
     assert io > 0 and parts == pytest.approx(io, rel=1e-12)
     coll = np.asarray(cube.values["mpi_io_collective"])[cube.find_cnodes(f"{cube.callpaths[0]}/MPI_File_open")]
     assert float(coll.sum()) > 0

@@ -13,28 +13,21 @@ import pytest
 
 import analyzer
 import tracefmt
-from runtime_harness import EXPERT_RUN, MPI_ENV, SAMPLES, assert_valid, events, need, run
+from runtime_harness import MPI_TOOLS, assert_valid, events, trace_mpi_sample
 from tracefmt.layout import EventType, Role
 
 pytestmark = pytest.mark.runtime
 
-MPIS = {
-    "ompi": {"cc": "mpicc.openmpi", "run": ["mpirun.openmpi", "-np", "3"]},
-    "mpich": {"cc": "mpicc.mpich", "run": ["mpiexec.mpich", "-n", "3"]},
-}
 LATE = 0.100
 
 
-@pytest.fixture(scope="module", params=sorted(MPIS))
+@pytest.fixture(scope="module", params=sorted(MPI_TOOLS))
 def traced(request, runtime_built, tmp_path_factory):
-    tools = MPIS[request.param]
-    need(tools["cc"])
     d = tmp_path_factory.mktemp(f"mpi_rma_{request.param}")
-    run([tools["cc"], "-g", str(SAMPLES / "mpi_rma.c"), "-o", "rma"], cwd=d)
-    run(tools["run"] + [str(EXPERT_RUN), "-o", "rma.elg", "./rma"], cwd=d, env=MPI_ENV)
-    trace = tracefmt.open(str(d / "rma.elg"))
+    path = trace_mpi_sample(d, request.param, "mpi_rma.c", 3)
+    trace = tracefmt.open(str(path))
     assert_valid(trace)
-    return trace, analyzer.analyze(str(d / "rma.elg"))
+    return trace, analyzer.analyze(str(path))
 
 
 def test_every_one_sided_call_recorded_with_its_role(traced):

@@ -13,29 +13,22 @@ import pytest
 
 import analyzer
 import tracefmt
-from runtime_harness import EXPERT_RUN, MPI_ENV, SAMPLES, assert_valid, need, run
+from runtime_harness import MPI_TOOLS, assert_valid, trace_mpi_sample
 from samples.demo import matching_cnodes
 from tracefmt.layout import EventType
 
 pytestmark = pytest.mark.runtime
 
-MPIS = {
-    "ompi": {"cc": "mpicc.openmpi", "run": ["mpirun.openmpi", "-np", "2"]},
-    "mpich": {"cc": "mpicc.mpich", "run": ["mpiexec.mpich", "-n", "2"]},
-}
 ITER, DELAY, BASE = 5, 0.060, 0.005  # the sample's ITER, DELAY_MS and the 5 ms of work before every send
 
 
-@pytest.fixture(scope="module", params=sorted(MPIS))
+@pytest.fixture(scope="module", params=sorted(MPI_TOOLS))
 def analyzed(request, runtime_built, tmp_path_factory):
-    tools = MPIS[request.param]
-    need(tools["cc"])
     d = tmp_path_factory.mktemp(f"thread_multiple_{request.param}")
-    run([tools["cc"], "-g", "-fopenmp", str(SAMPLES / "mpi_thread_multiple.c"), "-o", "tm"], cwd=d)
-    run(tools["run"] + [str(EXPERT_RUN), "-o", "tm.elg", "./tm"], cwd=d, env=MPI_ENV)
-    trace = tracefmt.open(str(d / "tm.elg"))
+    path = trace_mpi_sample(d, request.param, "mpi_thread_multiple.c", 2, flags=("-fopenmp",))
+    trace = tracefmt.open(str(path))
     assert_valid(trace)
-    return trace, analyzer.analyze(str(d / "tm.elg"))
+    return trace, analyzer.analyze(str(path))
 
 
 def late_sender(cube, suffix, rank, thread):
