@@ -14,7 +14,7 @@ CHUNK = 1 << 30
 _TAG = 0x4558  # "EX": the only point-to-point messages of the analysis
 
 
-def gather_bytes(comm, payload: bytes, root: int = 0, chunk: int = CHUNK) -> list[bytearray] | None:
+def gather_bytes(comm, payload: bytes, root: int = 0, chunk: int = CHUNK) -> list[bytes | bytearray] | None:
     """Every rank's ``payload`` on ``root`` (index = rank), None on the other ranks.  Collective."""
     from mpi4py import MPI
 
@@ -27,7 +27,7 @@ def gather_bytes(comm, payload: bytes, root: int = 0, chunk: int = CHUNK) -> lis
     out = []
     for rank, size in enumerate(sizes):
         if rank == root:
-            out.append(bytearray(payload))
+            out.append(payload)  # its own share as it is: no copy of what may be the largest piece
             continue
         buf = bytearray(size)
         view = memoryview(buf)
