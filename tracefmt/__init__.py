@@ -19,6 +19,7 @@ from .definitions import (
     Offset,
     Process,
     Region,
+    Window,
 )
 from .errors import TraceFormatError
 from .reader import Events, Header, Trace, open
@@ -44,6 +45,7 @@ __all__ = [
     "TraceBuilder",
     "TraceFormatError",
     "TraceWriter",
+    "Window",
     "classify",
     "conventions",
     "layout",

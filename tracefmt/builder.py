@@ -31,8 +31,10 @@ from .definitions import (
     Offset,
     Process,
     Region,
+    Window,
 )
-from .layout import ANY, NO_ID, EventType, LockKind, MetricDtype, MetricMode, Paradigm, Role, TaskSwitch
+from .layout import (ANY, NO_ID, RMA_GROUP_SYNCS, EventType, LockKind, MetricDtype, MetricMode, Paradigm, Role,
+                     RmaAtomic, RmaSync, TaskSwitch)
 from .writer import TraceWriter
 
 TICKS_PER_SECOND = 1e9
@@ -155,6 +157,24 @@ class TraceBuilder:
             self.defs.locks[lid] = Lock(lid, LockKind(kind), name)
             self._by_name[key] = lid
         return self._by_name[key]
+
+    def group(self, ranks) -> int:
+        """Id of a GROUP definition over these global ranks (in this order); one per distinct list."""
+        ranks = tuple(int(r) for r in ranks)
+        if len(set(ranks)) != len(ranks) or any(r < 0 for r in ranks):
+            raise BuilderError(f"group ranks must be distinct and >= 0: {ranks}")
+        key = ("group", ranks)
+        if key not in self._by_name:
+            gid = len(self.defs.groups)
+            self.defs.groups[gid] = ranks
+            self._by_name[key] = gid
+        return self._by_name[key]
+
+    def window(self, comm=None, name: str = "") -> int:
+        """A new MPI RMA window (2.3) over communicator ``comm`` (None: MPI_COMM_WORLD); returns its id."""
+        wid = len(self.defs.windows)
+        self.defs.windows[wid] = Window(wid, self._comm_id(comm), name)
+        return wid
 
     def metric(
         self, name: str, unit: str = "", dtype: MetricDtype = MetricDtype.UINT64, mode=MetricMode.ACCUMULATED
@@ -409,6 +429,50 @@ class TraceBuilder:
         """MPI_FILE_IO (2.2): a file read or write of ``nbytes`` inside the MPI_File_* call open on ``loc``;
         ``flags``: :class:`~tracefmt.layout.FileIoFlag` (READ or WRITE, COLLECTIVE, NONBLOCKING)."""
         self.event(loc, t, EventType.MPI_FILE_IO, flags=int(flags), d=int(nbytes))
+
+    def _window_id(self, window) -> int:
+        if window not in self.defs.windows:
+            raise BuilderError(f"unknown window {window}; create it with b.window(comm)")
+        return int(window)
+
+    def rma_put(self, loc, t, window, target: int, nbytes: int, flags=0) -> None:
+        """MPI_RMA_PUT (2.3): ``nbytes`` put into ``target``'s part of ``window``, inside the MPI_Put open on ``loc``
+        (flags: :class:`~tracefmt.layout.RmaFlag`)."""
+        self.event(loc, t, EventType.MPI_RMA_PUT, flags=int(flags), a=self._window_id(window), b=int(target),
+                   d=int(nbytes))
+
+    def rma_get(self, loc, t, window, target: int, nbytes: int, flags=0) -> None:
+        """MPI_RMA_GET (2.3): ``nbytes`` read from ``target``'s part of ``window``."""
+        self.event(loc, t, EventType.MPI_RMA_GET, flags=int(flags), a=self._window_id(window), b=int(target),
+                   d=int(nbytes))
+
+    def rma_atomic(self, loc, t, window, target: int, op=RmaAtomic.ACCUMULATE, sent: int = 0, recvd: int = 0,
+                   flags=0) -> None:
+        """MPI_RMA_ATOMIC (2.3): an accumulating operation (:class:`~tracefmt.layout.RmaAtomic`) on ``target``."""
+        self.event(loc, t, EventType.MPI_RMA_ATOMIC, flags=int(flags), a=self._window_id(window), b=int(target),
+                   c=int(RmaAtomic(op)), d=int(sent), e=int(recvd))
+
+    def rma_sync(self, loc, t, window, kind, target: int | None = None, group=None, flags=0) -> None:
+        """MPI_RMA_SYNC (2.3) of ``kind`` (:class:`~tracefmt.layout.RmaSync`) inside the MPI_Win_* call open on
+        ``loc``: ``group`` (a list of global ranks) for POST, START, COMPLETE, WAIT and TEST, ``target`` for
+        LOCK, UNLOCK and FLUSH (None: MPI_Win_flush_all); flags: :class:`~tracefmt.layout.RmaSyncFlag`."""
+        kind = RmaSync(kind)
+        if kind in RMA_GROUP_SYNCS:
+            if group is None:
+                raise BuilderError(f"MPI_RMA_SYNC {kind.name} needs the group of ranks it names")
+            b = self.group(group)
+        elif kind in (RmaSync.LOCK, RmaSync.UNLOCK) and target is None:
+            raise BuilderError(f"MPI_RMA_SYNC {kind.name} needs its target rank")
+        else:
+            b = _id(target)
+        self.event(loc, t, EventType.MPI_RMA_SYNC, flags=int(flags), a=self._window_id(window), b=b, c=int(kind))
+
+    def rma_call(self, loc, t_enter, t_exit, region, window, kind, target: int | None = None, group=None,
+                 flags=0) -> None:
+        """A whole window synchronisation call: ENTER(region), MPI_RMA_SYNC at ``t_exit``, EXIT."""
+        self.enter(loc, t_enter, region)
+        self.rma_sync(loc, t_exit, window, kind, target=target, group=group, flags=flags)
+        self.exit(loc, t_exit, region)
 
     def counter(self, loc, t, metric, value) -> None:
         """A counter reading (metric name or id); doubles are stored as their IEEE bits."""

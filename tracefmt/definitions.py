@@ -89,6 +89,15 @@ class Comm:
 
 
 @dataclass(frozen=True)
+class Window:
+    """An MPI one-sided communication window (format 2.3), created collectively over ``comm``."""
+
+    id: int
+    comm: int
+    name: str = ""
+
+
+@dataclass(frozen=True)
 class Lock:
     id: int
     kind: LockKind
@@ -132,6 +141,7 @@ class Definitions:
     groups: dict[int, tuple[int, ...]] = field(default_factory=dict)
     comms: dict[int, Comm] = field(default_factory=dict)
     locks: dict[int, Lock] = field(default_factory=dict)
+    windows: dict[int, Window] = field(default_factory=dict)  # MPI RMA windows (2.3)
     clocks: dict[int, Clock] = field(default_factory=dict)
     offsets: dict[int, list[Offset]] = field(default_factory=dict)
     metrics: dict[int, Metric] = field(default_factory=dict)
@@ -237,6 +247,8 @@ def encode_definitions(defs: Definitions, strings: StringTable, byte_order: int)
         body.append((DefType.COMM, (c.id, c.group, S(c.name), c.parent)))
     for lk in sorted(defs.locks.values(), key=lambda x: x.id):
         body.append((DefType.LOCK, (lk.id, int(lk.kind), S(lk.name))))
+    for w in sorted(defs.windows.values(), key=lambda x: x.id):
+        body.append((DefType.WINDOW, (w.id, w.comm, S(w.name) if w.name else NO_ID)))
     for proc, ck in sorted(defs.clocks.items()):
         body.append((DefType.CLOCK, (proc, 0, float(ck.ticks_per_second), int(ck.origin))))
     for proc, offs in sorted(defs.offsets.items()):
@@ -356,6 +368,8 @@ def resolve(raw: RawDefinitions, problems: list[str]) -> Definitions:
             comms.append(v)
         elif t == DefType.LOCK:
             d.locks[v[0]] = Lock(v[0], _enum_or_int(LockKind, v[1]), S(v[2], f"lock {v[0]}"))
+        elif t == DefType.WINDOW:
+            d.windows[v[0]] = Window(v[0], v[1], S(v[2], f"window {v[0]}"))
         elif t == DefType.CLOCK:
             proc, _, tps, origin = v
             if not TICK_RATE_LIMITS[0] <= tps <= TICK_RATE_LIMITS[1]:  # also rejects NaN

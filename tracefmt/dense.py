@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from .definitions import Callsite, Clock, Comm, Definitions, Location, Metric, Offset, Process, Region
-from .layout import ANY, NO_ID, EventType
+from .layout import ANY, NO_ID, EventType, RmaSync
 
 __all__ = ["DenseTrace", "IdMap", "dense_view", "duplicate_threads", "id_slack", "INT32_LIMIT"]
 
@@ -46,6 +46,9 @@ INT32_LIMIT = 1 << 31
 
 _REGION_EVENTS = (EventType.ENTER, EventType.EXIT, EventType.MPI_COLLEXIT, EventType.OMP_COLLEXIT)
 _RANK_A_EVENTS = (EventType.MPI_SEND, EventType.MPI_RECV, EventType.MPI_RECV_REQUEST)
+#: MPI one-sided events whose b is a target rank (2.3); MPI_RMA_SYNC's b is one only for these kinds
+_RANK_B_EVENTS = (EventType.MPI_RMA_PUT, EventType.MPI_RMA_GET, EventType.MPI_RMA_ATOMIC)
+_RANK_B_SYNCS = (RmaSync.LOCK, RmaSync.UNLOCK, RmaSync.FLUSH)
 
 
 def id_slack(ids) -> int:
@@ -133,7 +136,7 @@ class DenseTrace:
             self.problems.append("thread numbers of 2^31 or more, or two locations with the same thread number "
                                  "in one process; threads numbered from 0 per process for the analysis")
         nd = Definitions(strings=d.strings, files=d.files, machines=d.machines, nodes=d.nodes, comms={},
-                         locks=d.locks, attributes=d.attributes, repairs=d.repairs)
+                         locks=d.locks, windows=d.windows, attributes=d.attributes, repairs=d.repairs)
         nd.regions = {R(r.id): Region(R(r.id), r.name, r.file, r.begin_line, r.end_line, r.paradigm, r.role)
                       for r in d.regions.values()}
         nd.callsites = {c.id: Callsite(c.id, c.file, c.line, R(c.region_entered)) for c in d.callsites.values()}
@@ -173,7 +176,7 @@ class DenseTrace:
     def events(self, location: int):
         ev = self.original.events(self._old(location))
         ev.location = int(location)
-        self._rewrite(ev.type, ev.a, ev.c)
+        self._rewrite(ev.type, ev.a, ev.c, ev.b)
         return ev
 
     def new_column_buffer(self, n: int):
@@ -181,13 +184,13 @@ class DenseTrace:
 
     def decode_into(self, location: int, buffer):
         cols = self.original.decode_into(self._old(location), buffer)
-        self._rewrite(cols["type"], cols["a"], cols["c"])
+        self._rewrite(cols["type"], cols["a"], cols["c"], cols["b"])
         return cols
 
     def time_range(self, location: int):
         return self.original.time_range(self._old(location))
 
-    def _rewrite(self, etype: np.ndarray, a: np.ndarray, c: np.ndarray) -> None:
+    def _rewrite(self, etype: np.ndarray, a: np.ndarray, c: np.ndarray, b: np.ndarray) -> None:
         """Renumber the id fields of one location's events in place."""
         if self._rmap is not None:
             m = np.isin(etype, _REGION_EVENTS)
@@ -204,6 +207,9 @@ class DenseTrace:
             m = etype == EventType.MPI_COLLEXIT
             if m.any():
                 c[m] = self._pmap.array(c[m], keep=(NO_ID,)).astype(c.dtype)
+            m = np.isin(etype, _RANK_B_EVENTS) | ((etype == EventType.MPI_RMA_SYNC) & np.isin(c, _RANK_B_SYNCS))
+            if m.any():
+                b[m] = self._pmap.array(b[m], keep=(NO_ID,)).astype(b.dtype)
 
 
 def _span(ids: list[int]) -> str:

@@ -1,4 +1,4 @@
-"""On-disk layout of the native trace format (``.elg``, format version 2.1).
+"""On-disk layout of the native trace format (``.elg``, format version 2.3).
 
 This module is the single source of truth for every number the format uses:
 magic bytes, header and block layouts, definition and event record codes,
@@ -32,7 +32,8 @@ import numpy as np
 #: EPILOG 1.x's ``b"EPILOG\0"`` so readers can tell the two apart.
 MAGIC = b"\x89ELG\r\n\x1a\n"
 VERSION_MAJOR = 2
-VERSION_MINOR = 2  # 2.1: OpenMP task and thread (pthread) events, their roles and the PTHREAD paradigm; 2.2: MPI_FILE_IO
+VERSION_MINOR = 3  # 2.1: OpenMP task and thread (pthread) events, their roles and the PTHREAD paradigm; 2.2: MPI_FILE_IO;
+# 2.3: MPI one-sided communication (WINDOW definitions, MPI_RMA_PUT / _GET / _ATOMIC / _SYNC events)
 FILE_HEADER_SIZE = 64
 CREATOR_SIZE = 44
 HEADER_CRC_OFFSET = 60  # u32 CRC-32 of header bytes 0..59
@@ -110,6 +111,7 @@ class DefType(enum.IntEnum):
     OFFSET = 13  # process(I) reserved(I) local_time(d: seconds) offset(d: seconds to add)
     METRIC = 14  # id(I) name(I) unit(I) dtype(B) mode(B) reserved(H)
     ATTRIBUTE = 15  # key(I: string id) value(I: string id); free-form facts about the run
+    WINDOW = 16  # id(I) comm(I: the communicator it was created over) name(I: string id or NO_ID) (2.3)
 
 
 #: struct formats of the fixed-size bodies (byte-order prefix added by the codec)
@@ -127,6 +129,7 @@ DEF_BODY_FMT = {
     DefType.OFFSET: "IIdd",
     DefType.METRIC: "IIIBBH",
     DefType.ATTRIBUTE: "II",
+    DefType.WINDOW: "III",
 }
 # STRING and GROUP have variable-length bodies, described above.
 
@@ -265,6 +268,10 @@ class EventType(enum.IntEnum):
     THREAD_END [5]          0            0         0             thread id      0
     THREAD_JOIN [5]         0            0         0             thread id      0
     MPI_FILE_IO [6]         0            0         0             bytes          0
+    MPI_RMA_PUT [7]         window       target    0             bytes sent     0
+    MPI_RMA_GET [7]         window       target    0             bytes rcvd     0
+    MPI_RMA_ATOMIC [7]      window       target    RmaAtomic     bytes sent     bytes rcvd
+    MPI_RMA_SYNC [7]        window       see [7]   RmaSync       0              0
     ======================  ===========  ========  ============  =============  ============
 
     [1] only on ENTER of a region whose role is OMP_PARALLEL; NO_ID otherwise.
@@ -285,6 +292,12 @@ class EventType(enum.IntEnum):
     [6] (2.2) one MPI file read or write, inside the MPI_File_* call that
         did it: the bytes it asked to transfer (count x type size); flags:
         FileIoFlag (read or write, collective, non-blocking).
+    [7] (2.3) MPI one-sided communication, inside the MPI call that did it
+        (between its ENTER and EXIT; analyses use the call's times): a window
+        (WINDOW definition), the target as a global rank; flags of the
+        transfers: RmaFlag; of MPI_RMA_SYNC: RmaSyncFlag.  b of MPI_RMA_SYNC
+        is a GROUP id (POST, START, COMPLETE, WAIT, TEST), a target rank
+        (LOCK, UNLOCK, FLUSH) or NO_ID (see RmaSync).
 
     Ranks (dest, source, root) are global ranks (MPI_COMM_WORLD), never
     communicator-local ones.  Every EXIT, MPI_COLLEXIT and OMP_COLLEXIT
@@ -318,6 +331,11 @@ class EventType(enum.IntEnum):
     THREAD_JOIN = 24
     # 2.2: MPI file I/O
     MPI_FILE_IO = 25
+    # 2.3: MPI one-sided communication
+    MPI_RMA_PUT = 26
+    MPI_RMA_GET = 27
+    MPI_RMA_ATOMIC = 28
+    MPI_RMA_SYNC = 29
 
 
 #: event types that close a region (EXIT and the collective exits)
@@ -360,6 +378,53 @@ class FileIoFlag(enum.IntFlag):
     WRITE = 0x02
     COLLECTIVE = 0x04  # MPI_File_read_all, _write_at_all, _read_ordered, ... (every process of the file's group)
     NONBLOCKING = 0x08  # MPI_File_iread, ... (bytes counted when posted)
+
+
+class RmaFlag(enum.IntFlag):
+    """flags of MPI_RMA_PUT, MPI_RMA_GET and MPI_RMA_ATOMIC (2.3)"""
+
+    NONBLOCKING = 0x01  # MPI_Rput, MPI_Rget, MPI_Raccumulate, MPI_Rget_accumulate (bytes counted when posted)
+
+
+class RmaAtomic(enum.IntEnum):
+    """``c`` of MPI_RMA_ATOMIC (2.3): which accumulating operation"""
+
+    ACCUMULATE = 0  # MPI_Accumulate, MPI_Raccumulate: d = bytes sent
+    GET_ACCUMULATE = 1  # MPI_Get_accumulate, MPI_Rget_accumulate: d sent (0 for MPI_NO_OP), e received
+    FETCH_AND_OP = 2  # MPI_Fetch_and_op: d = e = type size (d = 0 for MPI_NO_OP)
+    COMPARE_AND_SWAP = 3  # MPI_Compare_and_swap: d = 2 x type size (origin and compare), e = type size
+
+
+class RmaSync(enum.IntEnum):
+    """``c`` of MPI_RMA_SYNC (2.3): which window synchronisation, and what ``b`` holds"""
+
+    CREATE = 1  # MPI_Win_create / _allocate / _allocate_shared / _create_dynamic (collective); b NO_ID
+    FREE = 2  # MPI_Win_free (collective); b NO_ID
+    FENCE = 3  # MPI_Win_fence (collective); b NO_ID
+    POST = 4  # MPI_Win_post: an exposure epoch begins; b = group of the origins
+    START = 5  # MPI_Win_start: an access epoch begins; b = group of the targets
+    COMPLETE = 6  # MPI_Win_complete: the access epoch ends; b = group of its START
+    WAIT = 7  # MPI_Win_wait: the exposure epoch ends; b = group of its POST
+    TEST = 8  # MPI_Win_test that returned true (ends the exposure epoch); b = group of its POST
+    LOCK = 9  # MPI_Win_lock; b = target rank; flag EXCLUSIVE for MPI_LOCK_EXCLUSIVE
+    UNLOCK = 10  # MPI_Win_unlock; b = target rank
+    LOCK_ALL = 11  # MPI_Win_lock_all (a shared lock on every process of the window); b NO_ID
+    UNLOCK_ALL = 12  # MPI_Win_unlock_all; b NO_ID
+    FLUSH = 13  # MPI_Win_flush (b = target) / _flush_all (b NO_ID); flag LOCAL for the _local forms
+    SYNC = 14  # MPI_Win_sync; b NO_ID
+
+
+#: RmaSync kinds that are collective over the window's communicator
+RMA_COLLECTIVE_SYNCS = (RmaSync.CREATE, RmaSync.FREE, RmaSync.FENCE)
+#: RmaSync kinds whose b is a GROUP id
+RMA_GROUP_SYNCS = (RmaSync.POST, RmaSync.START, RmaSync.COMPLETE, RmaSync.WAIT, RmaSync.TEST)
+
+
+class RmaSyncFlag(enum.IntFlag):
+    """flags of MPI_RMA_SYNC (2.3)"""
+
+    EXCLUSIVE = 0x01  # LOCK with MPI_LOCK_EXCLUSIVE (absent: shared)
+    LOCAL = 0x02  # FLUSH from MPI_Win_flush_local / _flush_local_all
 
 
 class RecvFlag(enum.IntFlag):

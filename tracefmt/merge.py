@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .definitions import Clock, Comm, Definitions, Location, Lock, Machine, Metric, Node, Offset, Process, Region
+from .definitions import (Clock, Comm, Definitions, Location, Lock, Machine, Metric, Node, Offset, Process, Region,
+                          Window)
 from .errors import TraceFormatError
-from .layout import EVENT_DTYPE, EXIT_TYPES, NO_ID, EventType
+from .layout import EVENT_DTYPE, EXIT_TYPES, NO_ID, RMA_GROUP_SYNCS, EventType
 from .reader import open as open_trace
 from .writer import TraceWriter, encode_file_header
 
@@ -41,6 +42,11 @@ _REGION_IN_A = np.array([E.ENTER, E.EXIT, E.MPI_COLLEXIT, E.OMP_COLLEXIT, E.OMP_
 _COMM_IN_B = np.array([E.MPI_COLLEXIT, E.MPI_SEND, E.MPI_RECV, E.MPI_RECV_REQUEST], dtype=np.uint8)
 _LOCK_IN_A = np.array([E.OMP_ACQUIRE_LOCK, E.OMP_RELEASE_LOCK], dtype=np.uint8)
 _METRIC_IN_A = np.array([E.COUNTER], dtype=np.uint8)
+_WINDOW_IN_A = np.array([E.MPI_RMA_PUT, E.MPI_RMA_GET, E.MPI_RMA_ATOMIC, E.MPI_RMA_SYNC], dtype=np.uint8)
+_GROUP_SYNCS = np.array([int(k) for k in RMA_GROUP_SYNCS], dtype=np.uint32)
+#: ids of the groups MPI_RMA_SYNC names (post / start groups, 2.3); apart from the communicators' groups,
+#: which take the ids 0, 1, ... of their communicators
+RMA_GROUP_BASE = 1 << 30
 
 
 def per_process_files(output: str) -> list[str]:
@@ -103,6 +109,8 @@ class _Unifier:
         self.node_key: dict[str, int] = {}
         self.metric_key: dict[str, int] = {}
         self.comm_key: dict[tuple, int] = {}
+        self.window_key: dict[tuple, int] = {}
+        self.group_key: dict[tuple, int] = {}
 
     def add(self, d: Definitions, proc_map: dict[int, int]) -> dict[str, dict[int, int]]:
         out = self.defs
@@ -144,6 +152,23 @@ class _Unifier:
         for cid, c in d.comms.items():  # parents, once every communicator of the piece has its new id
             if c.parent in comms and out.comms[comms[cid]].parent == NO_ID:
                 out.comms[comms[cid]] = dataclasses.replace(out.comms[comms[cid]], parent=comms[c.parent])
+        windows = {}  # window ids are agreed over their communicator: one id, one window in every piece
+        for wid, w in sorted(d.windows.items()):
+            key = (comms.get(w.comm, NO_ID), wid)
+            if key not in self.window_key:
+                new = self.window_key[key] = len(self.window_key)
+                out.windows[new] = Window(new, key[0], w.name)
+            windows[wid] = self.window_key[key]
+        comm_groups = {c.group for c in d.comms.values()}
+        groups = {}
+        for gid, ranks in sorted(d.groups.items()):
+            if gid in comm_groups:
+                continue
+            ranks = tuple(proc_map.get(r, r) for r in ranks)
+            if ranks not in self.group_key:
+                new = self.group_key[ranks] = RMA_GROUP_BASE + len(self.group_key)
+                out.groups[new] = ranks
+            groups[gid] = self.group_key[ranks]
         locks = {}
         for lid, lk in sorted(d.locks.items()):
             new = locks[lid] = len(out.locks)
@@ -156,7 +181,8 @@ class _Unifier:
             metrics[mid] = self.metric_key[m.name]
         for k, v in d.attributes.items():
             out.attributes.setdefault(k, v)
-        return {"region": regions, "comm": comms, "lock": locks, "metric": metrics}
+        return {"region": regions, "comm": comms, "lock": locks, "metric": metrics, "window": windows,
+                "group": groups}
 
 
 def _remap(rec: np.ndarray, maps: dict[str, dict[int, int]]) -> None:
@@ -166,6 +192,12 @@ def _remap(rec: np.ndarray, maps: dict[str, dict[int, int]]) -> None:
         sel = np.isin(t, types)
         if sel.any():
             rec[field_name][sel] = _lookup(maps[kind], rec[field_name][sel].astype(np.int64))
+    sel = np.isin(t, _WINDOW_IN_A)
+    if sel.any():
+        rec["a"][sel] = _lookup(maps["window"], rec["a"][sel].astype(np.int64))
+        sel &= (t == E.MPI_RMA_SYNC) & np.isin(rec["c"], _GROUP_SYNCS)
+        if sel.any():
+            rec["b"][sel] = _lookup(maps["group"], rec["b"][sel].astype(np.int64))
 
 
 def _close_open_regions(rec: np.ndarray) -> np.ndarray:

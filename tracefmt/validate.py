@@ -18,7 +18,8 @@ clean trace).  Checks:
   team size, every member passing the same number of team barriers;
 * locks: released only by the holder, acquisition orders 1..n per
   (process, lock), each acquisition after the previous release;
-* OpenMP tasks and threads (format 2.1): :mod:`tracefmt.validate_tasks`.
+* OpenMP tasks and threads (format 2.1): :mod:`tracefmt.validate_tasks`;
+* MPI one-sided communication (format 2.3): :mod:`tracefmt.validate_rma`.
 
 The nesting check of long event streams is a numba kernel
 (:mod:`tracefmt.kernels`); the remaining checks run in Python over the
@@ -37,6 +38,8 @@ from .layout import ANY, NO_ID, EventType, Role
 from .plausible import definition_warnings
 from .validate_tasks import TYPES as _TASK_THREAD_TYPES
 from .validate_tasks import TaskChecks
+from .validate_rma import TYPES as _RMA_TYPES
+from .validate_rma import RmaChecks
 
 _KNOWN_TYPES = frozenset(int(t) for t in EventType)
 #: locations with at least this many events get the jitted nesting check, and
@@ -106,6 +109,7 @@ class _Validator:
         self.acquisitions = defaultdict(list)  # (process, lock) -> [(order, loc, acq_idx, acq_t, rel_t)]
         self.fast_path_events = FAST_PATH_EVENTS
         self.tasks = TaskChecks(self.defs, self.add)  # tasks and threads (2.1)
+        self.rma = RmaChecks(self.defs, self.add)  # MPI one-sided communication (2.3)
         self.region_ids = np.array(sorted(self.defs.regions), dtype=np.int64)
         self.parallel_ids = np.array(
             sorted(r.id for r in self.defs.regions.values() if r.role == Role.OMP_PARALLEL), dtype=np.int64
@@ -138,6 +142,7 @@ class _Validator:
             self.check_teams()
             self.check_locks()
             self.tasks.finish()
+            self.rma.finish()
         except _Enough:
             pass
         return self.problems
@@ -302,6 +307,8 @@ class _Validator:
                     self.acquisitions[(process, a)].append((h[0], loc, h[1], h[2], t))
             elif typ in _TASK_THREAD_TYPES:
                 self.tasks.event(loc, process, ev, i, typ, a, c, dd, e, t, len(stack) if nesting else None)
+            elif typ in _RMA_TYPES:
+                self.rma.event(loc, process, i, typ, a, b, c, t, (stack[-1][0] if stack else NO_ID) if nesting else None)
             elif typ == EventType.COUNTER:
                 if a not in d.metrics:
                     self.add(f"value of undefined metric {a}", loc, i, t)
