@@ -182,6 +182,19 @@ OMP_TASKS = {
     "n_fragments": "i4",
     "own_time": "f8",  # time executing it: its fragments minus the fragments of other tasks nested in them
     "complete": "?",  # its last fragment ended with COMPLETE, CANCEL or DETACH
+    # from when it could run: create_time, or the latest end_time of its completed predecessors
+    # (omp_task_dependences) if later
+    "ready_time": "f8",
+}
+
+# One row per OMP_TASK_DEPENDENCE (format 2.1, from depend clauses), on the location that created the successor,
+# in walk order.  Task ids as in omp_tasks.
+OMP_TASK_DEPENDENCES = {
+    "process": "i4",
+    "loc": "i4",
+    "time": "f8",
+    "predecessor": "i8",  # the task that must complete ...
+    "successor": "i8",  # ... before this one may start
 }
 
 # One row per task execution fragment (ENTER .. EXIT of a task region), per location in ENTER order.
@@ -277,6 +290,7 @@ TABLES = {
     "omp_barriers": OMP_BARRIERS,
     "locks": LOCKS,
     "omp_tasks": OMP_TASKS,
+    "omp_task_dependences": OMP_TASK_DEPENDENCES,
     "omp_task_fragments": OMP_TASK_FRAGMENTS,
     "threads": THREADS,
     "mpi_file_ops": MPI_FILE_OPS,

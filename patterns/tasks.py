@@ -16,8 +16,9 @@ From the replay's task tables (``omp_tasks``, ``omp_task_fragments``) and the te
 A *scheduling gap* is a stretch of a barrier or taskwait call in which its thread runs no task: from
 the call's ENTER or the end of the previous task fragment it hosted to the next hosted fragment (or,
 in a barrier, the call's EXIT).  Its time is the call's exclusive time (the replay charges the hosted
-fragments to the tasks), and it splits into management (after the next task was created, when that
-fragment starts the task) and starvation (before, while the team has a task not yet started; in
+fragments to the tasks), and it splits into management (after the next task was ready, when that
+fragment starts the task: created, and its predecessors in ``omp_task_dependences`` completed,
+``omp_tasks.ready_time``) and starvation (before, while the team has a task not yet started; in
 barriers only: in a taskwait a tied task may only take its own descendants, and waiting for those
 is ``omp_taskwait``).  Shared per-row work (team lookup, the pending-task horizon) is in
 ``patterns.kernels.tasks``.
@@ -41,7 +42,8 @@ from .tables import Table
 __all__ = ["OmpTaskCreation", "OmpTaskExecution", "OmpTaskImbalance", "OmpTaskwait", "OmpTaskManagement",
            "OmpTaskStarvation", "PATTERNS", "scheduling_gaps", "team_at", "task_imbalance", "within_exclusive_time"]
 
-GAP_TABLES = ("omp_task_fragments", "omp_tasks", "omp_barriers", "omp_team_members")
+# omp_task_dependences: what omp_tasks.ready_time is made of (the scheduling gaps read only that column)
+GAP_TABLES = ("omp_task_fragments", "omp_tasks", "omp_task_dependences", "omp_barriers", "omp_team_members")
 
 
 # --------------------------------------------------------------------------
@@ -90,12 +92,13 @@ def _scheduling_gaps(ctx) -> Table:
     first = np.ones(len(h), bool)
     first[1:] = call[1:] != call[:-1]
     start = np.where(first, np.asarray(f["host_enter"], np.float64)[h], np.roll(exit_, 1))
-    # the task of a START fragment is ready from its creation; a resumed one's readiness is not recorded
+    # the task of a START fragment is ready from its creation or its last predecessor's completion
+    # (omp_tasks.ready_time); a resumed one's readiness is not recorded
     row = _task_rows(ctx, f["process"][h], f["task"][h])
-    created = np.where(row >= 0, np.asarray(ctx.table("omp_tasks")["create_time"], np.float64)[np.maximum(row, 0)],
+    ready_k = np.where(row >= 0, np.asarray(ctx.table("omp_tasks")["ready_time"], np.float64)[np.maximum(row, 0)],
                        np.nan)
-    starts = (np.asarray(f["begin_how"])[h] == int(TaskSwitch.START)) & np.isfinite(created)
-    ready = np.where(starts, np.clip(np.where(starts, created, 0.0), start, enter), enter)
+    starts = (np.asarray(f["begin_how"])[h] == int(TaskSwitch.START)) & np.isfinite(ready_k)
+    ready = np.where(starts, np.clip(np.where(starts, ready_k, 0.0), start, enter), enter)
 
     # the barrier rows: their closing gap, and the team and EXIT of every gap in a barrier
     b_call = np.asarray(bar["call_id"], np.int64) if "call_id" in bar else np.full(len(bar), -1, np.int64)
@@ -274,9 +277,10 @@ class OmpTaskManagement(Pattern):
     parent = "omp_synchronization"
     display_name = "Task Management"
     unit = "sec"
-    description = ("Time a thread in a barrier or taskwait spends between the creation of the task it runs next and "
-                   "the start of that task, not before the end of its previous task there: the runtime's dispatch "
-                   "cost per task (dequeue, switch, and what the measurement adds), at the barrier or taskwait.")
+    description = ("Time a thread in a barrier or taskwait spends between the moment the task it runs next was ready "
+                   "(created, and the tasks it depends on completed) and the start of that task, not before the end "
+                   "of its previous task there: the runtime's dispatch cost per task (dequeue, switch, and what the "
+                   "measurement adds), at the barrier or taskwait.")
     diagnosis = ("Large against OMP Task Execution, with many tasks created: the tasks are too fine.  Raise the grain "
                  "size (a cut-off depth, final or if clauses, a taskloop grainsize).")
     requires = GAP_TABLES
@@ -295,9 +299,11 @@ class OmpTaskStarvation(Pattern):
     unit = "sec"
     description = ("Time a thread idles in a barrier while its team has a task nobody started yet: one already "
                    "created, or one still to be created before the barrier is complete (a producer is still "
-                   "creating); the part before the task it runs next was created.  At the barrier's call path.")
-    diagnosis = ("The tasks come from one thread too slowly (a serial producer) or too late: create them in parallel "
-                 "(a worksharing loop or a taskloop), or create them earlier.")
+                   "creating); the part before the task it runs next was ready (created, and the tasks it depends "
+                   "on completed).  At the barrier's call path.")
+    diagnosis = ("The tasks come from one thread too slowly (a serial producer) or too late, or wait for each other "
+                 "(a chain of dependences): create them in parallel (a worksharing loop or a taskloop), create them "
+                 "earlier, or give the dependence graph more width.")
     requires = GAP_TABLES
 
     def compute(self, ctx):

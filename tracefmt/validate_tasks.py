@@ -16,7 +16,9 @@ Tasks (per process; task ids are unique within a process):
   creation; its fragments do not overlap, the first STARTs and the others RESUME, every fragment
   but the last is SUSPENDed and the last COMPLETEs (or is CANCELled or DETACHed): so every created
   task completes exactly once, and nothing of it runs after that;
-* OMP_TASK_DEPENDENCE names two tasks of the process, and the successor begins no earlier than
+* OMP_TASK_DEPENDENCE names two different tasks of the process, the successor created on that
+  location no later than the record and the predecessor no later than the successor (a depend
+  clause orders a task after tasks created before it), and the successor begins no earlier than
   the predecessor completed.
 
 Threads (per process; thread ids are unique within a process):
@@ -179,6 +181,16 @@ class TaskChecks:
             for task in (pred, succ):
                 if (process, task) not in self.created:
                     self.add(f"dependence names task {task}, which process {process} never created", loc, i, t)
+            if pred == succ:
+                self.add(f"task {succ} depends on itself", loc, i, t)
+                continue
+            made_s, made_p = self.created.get((process, succ)), self.created.get((process, pred))
+            if made_s is not None and (made_s[0] != loc or made_s[2] > t):
+                self.add(f"dependence of task {succ} recorded at {t:.9f} s on location {loc}, not where and after "
+                         f"it was created (location {made_s[0]} at {made_s[2]:.9f} s)", loc, i, t)
+            if made_s is not None and made_p is not None and made_p[2] > made_s[2]:
+                self.add(f"task {succ} depends on task {pred}, created {made_p[2] - made_s[2]:.9f} s after it",
+                         loc, i, t)
             done, start = completed.get((process, pred)), first_begin.get((process, succ))
             if done is not None and start is not None and start < done:
                 self.add(f"task {succ} begins {done - start:.9f} s before task {pred}, which it depends on, "

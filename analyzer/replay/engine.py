@@ -46,7 +46,7 @@ from .kernels.counters import counter_increments
 from .kernels.order import check_order, clamp
 from .kernels.summary import call_summary
 from .matching import build_collectives, build_locks, build_messages, build_omp, concat, remap_cnodes
-from .tasks import add_task_busy, build_task_tables, thread_grafts
+from .tasks import add_task_busy, build_task_tables, dependence_fragment, thread_grafts
 
 ALL_TABLES = TABLE_NAMES  # every table the replay can build (patterns.tables.TABLES)
 TIMELINE_TABLES = {"time_segments", "sync_points"}  # built by analyzer.replay.timeline
@@ -266,6 +266,9 @@ def _walk_process(events, proc, pending, role, names, path, share, progress, cou
             file_ops = file_io_fragment(loc, cols, res.calls)
             if file_ops is not None:
                 fr["file_ops"] = file_ops
+            task_deps = dependence_fragment(loc, cols)
+            if task_deps is not None:
+                fr["task_deps"] = task_deps
             if timeline is not None:
                 fr.update(timeline(loc, cols, res, tree.n_nodes, role))
             summary = call_summary(res.calls, tree.n_nodes)
@@ -455,7 +458,7 @@ def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
             frags.setdefault(k, []).append(v)
     frags = {k: frags.get(k, []) for k in ("sends", "recvs", "collectives", "forks", "joins", "members",
                                            "barriers", "locks", "cuts", "segments", "send_cuts", "recv_cuts",
-                                           "tasks", "task_creates", "threads", "file_ops")}
+                                           "tasks", "task_creates", "task_deps", "threads", "file_ops")}
 
     # only the wanted tables are matched and built (the kernel still cuts every
     # location's rows of all of them: cheap next to matching, and one fused pass)

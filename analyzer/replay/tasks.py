@@ -1,8 +1,10 @@
 """Tables of OpenMP tasks and threads (format 2.1) from the per-location fragments.
 
 ``kernels.location`` cuts out one row per task execution fragment (``tasks``), per task creation
-(``task_creates``) and per THREAD_* event (``threads``); :func:`build_task_tables` joins them into the
-``omp_tasks``, ``omp_task_fragments`` and ``threads`` tables of ``patterns/tables.py``, and
+(``task_creates``) and per THREAD_* event (``threads``), :func:`dependence_fragment` one per
+OMP_TASK_DEPENDENCE (``task_deps``); :func:`build_task_tables` joins them into the ``omp_tasks`` (with
+each task's ``ready_time``: its creation or its last predecessor's completion), ``omp_task_dependences``,
+``omp_task_fragments`` and ``threads`` tables of ``patterns/tables.py``, and
 :func:`add_task_busy` gives every OpenMP barrier row the time its thread spent executing tasks in it
 before the last member arrived (``task_busy``), so a barrier's wait excludes the tasks it ran.
 :func:`thread_grafts` publishes a location's thread creations for the walk (a created thread's calls
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from patterns.tables import OMP_TASK_FRAGMENTS, OMP_TASKS, THREADS, Table
+from patterns.tables import OMP_TASK_DEPENDENCES, OMP_TASK_FRAGMENTS, OMP_TASKS, THREADS, Table
 from tracefmt.layout import EventType, TaskSwitch
 
 from .kernels.location import THREAD_KEY
@@ -35,6 +37,16 @@ def thread_grafts(threads: dict) -> dict:
     key = THREAD_KEY | np.asarray(threads["thread"], np.int64)[create]
     node = np.asarray(threads["cnode"], np.int64)[create]
     return {"team_id": key, "fork_node": np.where(node >= 0, node, 0).astype(np.int32)}
+
+
+def dependence_fragment(loc: int, events) -> dict | None:
+    """The location's OMP_TASK_DEPENDENCE records as rows (``loc``, ``time``, ``predecessor``, ``successor``),
+    or None when it has none (the common case: one vectorised test).  ``events``: its event columns."""
+    at = np.flatnonzero(events.type == int(EventType.OMP_TASK_DEPENDENCE))
+    if len(at) == 0:
+        return None
+    return {"loc": np.full(len(at), loc, np.int32), "time": events.time[at].astype(np.float64),
+            "predecessor": events.d[at].astype(np.int64), "successor": events.e[at].astype(np.int64)}
 
 
 def _key(process, ident):
@@ -61,7 +73,36 @@ def _fragments(F: dict, loc_process: np.ndarray) -> Table:
     return _typed(cols, OMP_TASK_FRAGMENTS)
 
 
-def _tasks(C: dict, frag: Table, loc_process: np.ndarray) -> Table:
+def _dependences(D: dict, loc_process: np.ndarray) -> Table:
+    if not D or len(D["loc"]) == 0:
+        return Table.empty(OMP_TASK_DEPENDENCES)
+    cols = dict(D, process=loc_process[np.asarray(D["loc"], np.int64)])
+    return _typed(cols, OMP_TASK_DEPENDENCES)
+
+
+def _ready_times(out: dict, key: np.ndarray, deps: Table) -> np.ndarray:
+    """Per task row: its creation, or the latest completion of its predecessors if later.  A predecessor
+    that never completes in the trace (or was never created) holds nothing back: a consistent trace has
+    none, and a damaged one should not hide the task's own wait."""
+    ready = np.asarray(out["create_time"], np.float64).copy()
+    if len(deps) == 0 or len(key) == 0:
+        return ready
+    n = len(key)
+
+    def rows(task):
+        want = _key(deps["process"], task)
+        at = np.minimum(np.searchsorted(key, want), n - 1)
+        return np.where(key[at] == want, at, -1)
+
+    pred, succ = rows(deps["predecessor"]), rows(deps["successor"])
+    ok = (pred >= 0) & (succ >= 0)
+    pred, succ = pred[ok], succ[ok]
+    ok = out["complete"][pred]
+    np.maximum.at(ready, succ[ok], out["end_time"][pred[ok]])
+    return ready
+
+
+def _tasks(C: dict, frag: Table, deps: Table, loc_process: np.ndarray) -> Table:
     if not C or len(C["task"]) == 0:
         return Table.empty(OMP_TASKS)
     proc = loc_process[np.asarray(C["loc"], np.int64)].astype(np.int64)
@@ -98,6 +139,7 @@ def _tasks(C: dict, frag: Table, loc_process: np.ndarray) -> Table:
         out["start_time"][r[first]] = frag["enter"][fo[first]]
         out["end_time"][r[last]] = frag["exit"][fo[last]]
         out["complete"][r[last]] = np.isin(frag["end_how"][fo[last]], _DONE)
+    out["ready_time"] = _ready_times(out, key, deps)
     return _typed(out, OMP_TASKS)
 
 
@@ -132,14 +174,19 @@ def _threads(T: dict, loc_process: np.ndarray) -> Table:
 
 
 def build_task_tables(frags: dict, want: set, loc_process: np.ndarray) -> dict[str, Table]:
-    """The wanted ones of ``omp_tasks``, ``omp_task_fragments`` and ``threads`` from the fragment lists."""
+    """The wanted ones of ``omp_tasks``, ``omp_task_dependences``, ``omp_task_fragments`` and ``threads``
+    from the fragment lists."""
     out = {}
+    if want & {"omp_tasks", "omp_task_dependences"}:
+        deps = _dependences(concat(frags.get("task_deps", [])), loc_process)
     if want & {"omp_tasks", "omp_task_fragments"}:
         frag = _fragments(concat(frags["tasks"]), loc_process)
         if "omp_tasks" in want:
-            out["omp_tasks"] = _tasks(concat(frags["task_creates"]), frag, loc_process)
-        if "omp_task_fragments" in want:
-            out["omp_task_fragments"] = frag
+            out["omp_tasks"] = _tasks(concat(frags["task_creates"]), frag, deps, loc_process)
+    if "omp_task_dependences" in want:
+        out["omp_task_dependences"] = deps
+    if "omp_task_fragments" in want:
+        out["omp_task_fragments"] = frag
     if "threads" in want:
         out["threads"] = _threads(concat(frags["threads"]), loc_process)
     return out

@@ -209,7 +209,7 @@ def reference_replay(trace) -> dict:
 
 def _task_tables(locs, proc, evs, calls, cid, call_of, barriers):
     """OpenMP task fragments, tasks and threads (format 2.1), and every barrier row's ``task_busy``."""
-    frags, creates, thread_rows = [], [], defaultdict(dict)
+    frags, creates, deps, thread_rows = [], [], [], defaultdict(dict)
     for l in locs:
         open_frags = []
         for i, (t, a, b, c, d, e, fl, tm) in enumerate(evs[l]):
@@ -230,6 +230,8 @@ def _task_tables(locs, proc, evs, calls, cid, call_of, barriers):
                         open_frags[k]["end_how"] = c
                         del open_frags[k:]
                         break
+            elif t == E.OMP_TASK_DEPENDENCE:
+                deps.append(dict(process=proc[l], loc=l, time=tm, predecessor=d, successor=e))
             elif t == E.OMP_TASK_CREATE:
                 j = call_of(l, i)
                 creates.append(dict(process=proc[l], task=d, parent=e, create_loc=l, create_time=tm,
@@ -258,6 +260,12 @@ def _task_tables(locs, proc, evs, calls, cid, call_of, barriers):
                    end_time=mine[-1]["exit"] if mine else None,
                    complete=bool(mine) and mine[-1]["end_how"] in (2, 4, 5))
         tasks.append(row)
+    # ready: created, and every predecessor that completes in the trace completed
+    for row in tasks:
+        done = [p["end_time"] for p in tasks for dp in deps
+                if (dp["process"], dp["successor"], dp["predecessor"]) == (row["process"], row["task"], p["task"])
+                and p["process"] == row["process"] and p["complete"]]
+        row["ready_time"] = max([row["create_time"]] + done)
     # a barrier's task_busy: its location's fragments in it, cut at the instance's last arrival
     latest = defaultdict(lambda: float("-inf"))
     for bar in barriers:
@@ -266,7 +274,7 @@ def _task_tables(locs, proc, evs, calls, cid, call_of, barriers):
         cut = min(latest[(bar["team"], bar["seq"])], bar["exit"])
         bar["task_busy"] = sum(max(min(f["exit"], cut) - max(f["enter"], bar["enter"]), 0.0)
                                for f in frags if f["host"] == (bar["loc"], bar["call"]))
-    return dict(task_fragments=frags, tasks=tasks, threads=[r for r in thread_rows.values() if "thread" in r])
+    return dict(task_fragments=frags, tasks=tasks, task_dependences=deps, threads=[r for r in thread_rows.values() if "thread" in r])
 
 
 def _walk(events, role, process, fork_path, loc):

@@ -12,6 +12,7 @@ from random_hybrid_traces import random_trace
 import analyzer
 from analyzer.replay import replay
 from kernel_references import reference_replay
+from tracefmt.validate import validate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tracefmt"))
 from test_task_thread_events import task_trace, thread_trace  # noqa: E402
@@ -62,6 +63,24 @@ def test_fast_replay_matches_reference_with_tasks_and_threads(seed):
     assert sorted((int(bar["loc"][i]), _r(bar["enter"][i]), _r(bar["task_busy"][i])) for i in range(len(bar))) == \
         sorted((b["loc"], _r(b["enter"]), _r(b["task_busy"])) for b in ref["barriers"])
     assert len(tk) and len(th) and (bar["task_busy"] > 0).any()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_task_dependences_and_ready_times_match_reference(seed):
+    """Random task traces with dependences: the omp_task_dependences rows, and every task's ready_time (its
+    creation, or its latest predecessor's completion)."""
+    trace = random_trace(seed, n_ranks=2, n_threads=2 + seed % 3, steps=30, tasks=True, deps=True)
+    assert not [p for p in validate(trace) if "task" in str(p)]  # (its messages need not keep the clock condition)
+    ctx = replay(trace, tables=("omp_tasks", "omp_task_dependences"))
+    ref = reference_replay(trace)
+    d = ctx.tables["omp_task_dependences"]
+    cols = ["process", "loc", "time", "predecessor", "successor"]
+    assert sorted(tuple(_r(d[c][i]) for c in cols) for i in range(len(d))) == \
+        sorted(tuple(_r(x[c]) for c in cols) for x in ref["task_dependences"])
+    tk = ctx.tables["omp_tasks"]
+    assert [(int(tk["process"][i]), int(tk["task"][i]), _r(tk["ready_time"][i])) for i in range(len(tk))] == \
+        sorted((t["process"], t["task"], _r(t["ready_time"])) for t in ref["tasks"])
+    assert len(d) and (tk["ready_time"] > tk["create_time"]).any()  # some task was held back
 
 
 def test_tasks_run_in_barriers_and_taskwaits_have_the_task_s_call_path():

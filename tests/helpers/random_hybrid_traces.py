@@ -6,7 +6,9 @@ With ``tasks=True`` they also hold OpenMP tasks (created in a single, run in the
 nested ones run in a taskwait, untied ones suspended on one thread and resumed on another) and POSIX
 threads (created and joined by a rank's master, running one after another on one extra location per
 rank) and MPI file I/O (individual and collective reads and writes with MPI_FILE_IO records); without it the
-traces, and the random sequence behind them, are those of earlier versions."""
+traces, and the random sequence behind them, are those of earlier versions.  ``deps=True`` (with ``tasks``)
+adds task dependences: some tasks depend on one or two tasks created before them in the same single and
+start after those completed (the others' traces and random sequence stay as with ``tasks`` alone)."""
 
 from __future__ import annotations
 
@@ -16,12 +18,13 @@ import tracefmt
 from tracefmt.layout import FileIoFlag, LockKind, TaskFlag, TaskSwitch
 
 
-def random_trace(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int = 25, tasks: bool = False):
-    return random_builder(seed, n_ranks, n_threads, steps, tasks).build()
+def random_trace(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int = 25, tasks: bool = False,
+                 deps: bool = False):
+    return random_builder(seed, n_ranks, n_threads, steps, tasks, deps).build()
 
 
 def random_builder(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int = 25,
-                   tasks: bool = False) -> tracefmt.TraceBuilder:
+                   tasks: bool = False, deps: bool = False) -> tracefmt.TraceBuilder:
     """The TraceBuilder of :func:`random_trace` (call ``.write(path)`` for a file)."""
     rng = random.Random(seed)
     b = tracefmt.TraceBuilder()
@@ -52,7 +55,7 @@ def random_builder(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int =
     for _ in range(steps):
         kind = rng.choice(kinds)
         if kind == "tasks":
-            _task_step(b, rng, locs, clock, now, team_no, ids["task"], n_ranks, n_threads)
+            _task_step(b, rng, locs, clock, now, team_no, ids["task"], n_ranks, n_threads, deps)
             continue
         if kind == "pthreads":
             _thread_step(b, rng, locs, clock, now, ids["thread"], n_ranks, n_threads, crit)
@@ -142,10 +145,10 @@ def random_builder(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int =
     return b
 
 
-def _task_step(b, rng, locs, clock, now, team_no, task_no, n_ranks, n_threads):
+def _task_step(b, rng, locs, clock, now, team_no, task_no, n_ranks, n_threads, deps=False):
     """A parallel region of rank r whose master creates tasks in a single; the members run them in the
     closing barrier: some create a child and wait for it in a taskwait, untied ones are suspended on
-    one member and resumed on another."""
+    one member and resumed on another; with ``deps``, some depend on earlier ones."""
     r = rng.randrange(n_ranks)
     team_no[r] += 1
     team = team_no[r]
@@ -159,10 +162,18 @@ def _task_step(b, rng, locs, clock, now, team_no, task_no, n_ranks, n_threads):
         b.enter(locs[k], now(k), "!$omp parallel @x.c:1", team=team, thread_num=k[1])
     b.enter(locs[m], now(m), "!$omp single @x.c:2")
     made = []
+    preds = {}
     for _ in range(rng.randint(1, 4)):
         task_no[r] += 1
         untied = rng.random() < 0.3
-        b.task_create(locs[m], now(m), task_no[r], "!$omp task @x.c:3", flags=TaskFlag.UNTIED if untied else 0)
+        before = [t for t, _ in made]
+        mine = rng.sample(before, min(len(before), rng.randint(0, 2))) if deps else []
+        t = now(m)
+        b.task_create(locs[m], t, task_no[r], "!$omp task @x.c:3", flags=TaskFlag.UNTIED if untied else 0,
+                      dependences=len(mine))
+        for p in mine:
+            b.task_dependence(locs[m], t, p, task_no[r])
+        preds[task_no[r]] = mine
         made.append((task_no[r], untied))
     b.exit(locs[m], now(m))
     late = rng.choice(members[1:]) if len(members) > 1 and rng.random() < 0.5 else None  # arrives after the tasks
@@ -170,9 +181,10 @@ def _task_step(b, rng, locs, clock, now, team_no, task_no, n_ranks, n_threads):
     for k in runners:
         b.enter(locs[k], now(k), "!$omp implicit barrier")
     t_ready = clock[m]
+    done = {}
     for task, untied in made:
         k = rng.choice(runners)
-        clock[k] = max(clock[k], t_ready)
+        clock[k] = max([clock[k], t_ready] + [done[p] for p in preds[task]])
         b.task_begin(locs[k], now(k), task)
         if rng.random() < 0.5:  # a child, run in the task's taskwait by the same thread
             task_no[r] += 1
@@ -186,9 +198,11 @@ def _task_step(b, rng, locs, clock, now, team_no, task_no, n_ranks, n_threads):
             k2 = rng.choice(runners)
             clock[k2] = max(clock[k2], clock[k])
             b.task_begin(locs[k2], now(k2), task, resume=True)
-            b.task_end(locs[k2], now(k2), task)
+            done[task] = now(k2)
+            b.task_end(locs[k2], done[task], task)
         else:
-            b.task_end(locs[k], now(k), task)
+            done[task] = now(k)
+            b.task_end(locs[k], done[task], task)
     if late is not None:
         clock[late] = max(clock[late], t_ready + rng.random())
         b.enter(locs[late], now(late), "!$omp implicit barrier")

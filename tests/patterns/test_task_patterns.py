@@ -315,15 +315,165 @@ def test_pending_until_matches_reference(seed):
     assert got.tolist() == pending_until_reference(k_team, k_create, k_start, q_team[qo], q_time[qo])
 
 
+@pytest.mark.parametrize("deps", [False, True])
 @pytest.mark.parametrize("seed", range(4))
-def test_random_task_traces_keep_the_metric_tree(seed):
+def test_random_task_traces_keep_the_metric_tree(seed, deps):
     """Random hybrid traces with tasks: every task metric is finite, never negative, and no child exceeds its
     parent in any cell (analyze checks the subset rule and raises otherwise)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analyzer"))
     from random_hybrid_traces import random_trace
 
-    trace = random_trace(seed, n_ranks=2, n_threads=2 + seed % 2, steps=25 + seed, tasks=True)
+    trace = random_trace(seed, n_ranks=2, n_threads=2 + seed % 2, steps=25 + seed, tasks=True, deps=deps)
     cube = analyzer.analyze(trace, plugins=False)
     for m in TASK_METRICS:
         assert (cube.context.results[m] >= 0).all()
     assert cube.total("omp_task_execution") > 0
+
+
+# ---------------------------------------------------------------- task dependences (ready_time)
+def chain_trace():
+    """A chain 1 -> 2 -> 3 created by the master in a single (0.3, 0.35, 0.4); the worker, in the barrier from
+    0.2, runs 1 (0.32-1.0) and 3 (1.6-2.0); the master, in it from 0.5, runs 2 (1.05-1.5): each waits for a
+    predecessor on the other thread.  Both leave at 2.5."""
+    b = tracefmt.TraceBuilder()
+    m, w = team(b)
+    b.enter(m, 0.2, "!$omp single @t.c:8")
+    b.task_create(m, 0.3, 1, TASK)
+    b.task_create(m, 0.35, 2, TASK, dependences=1)
+    b.task_dependence(m, 0.35, 1, 2)
+    b.task_create(m, 0.4, 3, TASK, dependences=1)
+    b.task_dependence(m, 0.4, 2, 3)
+    b.exit(m, 0.5)
+    b.enter(m, 0.5, BAR)
+    b.task_run(m, 1.05, 1.5, 2)
+    b.omp_coll_exit(m, 2.5)
+    b.enter(w, 0.2, BAR)
+    b.task_run(w, 0.32, 1.0, 1)
+    b.task_run(w, 1.6, 2.0, 3)
+    b.omp_coll_exit(w, 2.5)
+    close_team(b, m, w, 2.5)
+    return b
+
+
+def test_a_chain_across_threads_is_starvation_until_the_predecessor_completes():
+    r = results(chain_trace())
+    bar = f"{PAR}/{BAR}"
+    # worker: 0.2-0.32 before task 1 (created 0.3); 1.0-1.6 before task 3, ready when 2 completed at 1.5;
+    # 2.0-2.5 at the end: the last task started at 1.6, nothing left.  Master: 0.5-1.05 before task 2, ready
+    # when 1 completed at 1.0; 1.5-2.5 at the end, task 3 unstarted until 1.6
+    assert r["omp_task_starvation"] == approx({(bar, 1): 0.1 + 0.5, (bar, 0): 0.5 + 0.1})
+    assert r["omp_task_management"] == approx({(bar, 1): 0.02 + 0.1, (bar, 0): 0.05})
+    t = replay(chain_trace().build(), tables=("omp_tasks", "omp_task_dependences")).table("omp_tasks")
+    assert t["ready_time"].tolist() == pytest.approx([0.3, 1.0, 1.5])
+
+
+def diamond_trace():
+    """1 -> 2, 1 -> 3, 2 -> 4, 3 -> 4, created by the master at 0.3, 0.35, 0.4, 0.45: the worker runs 1
+    (0.31-1.0) and 3 (1.03-2.0), the master 2 (1.02-1.5) and 4 (2.05-2.4), both in the barrier (master from
+    0.5, worker from 0.2, both leave at 3.0).  Task 4 waits for the later of its two predecessors."""
+    b = tracefmt.TraceBuilder()
+    m, w = team(b)
+    b.enter(m, 0.2, "!$omp single @t.c:8")
+    b.task_create(m, 0.3, 1, TASK)
+    for t, task, preds in ((0.35, 2, (1,)), (0.4, 3, (1,)), (0.45, 4, (2, 3))):
+        b.task_create(m, t, task, CHILD if task == 4 else TASK, dependences=len(preds))
+        for p in preds:
+            b.task_dependence(m, t, p, task)
+    b.exit(m, 0.5)
+    b.enter(m, 0.5, BAR)
+    b.task_run(m, 1.02, 1.5, 2)
+    b.task_run(m, 2.05, 2.4, 4)
+    b.omp_coll_exit(m, 3.0)
+    b.enter(w, 0.2, BAR)
+    b.task_run(w, 0.31, 1.0, 1)
+    b.task_run(w, 1.03, 2.0, 3)
+    b.omp_coll_exit(w, 3.0)
+    close_team(b, m, w, 3.0)
+    return b
+
+
+def test_a_diamond_waits_for_its_latest_predecessor():
+    trace = diamond_trace().build()
+    ctx = replay(trace, tables=("omp_tasks", "omp_task_dependences"))
+    assert ctx.table("omp_tasks")["ready_time"].tolist() == pytest.approx([0.3, 1.0, 1.0, 2.0])
+    d = ctx.table("omp_task_dependences")
+    assert list(zip(d["predecessor"].tolist(), d["successor"].tolist())) == [(1, 2), (1, 3), (2, 4), (3, 4)]
+    assert d["loc"].tolist() == [0] * 4 and d["time"].tolist() == pytest.approx([0.35, 0.4, 0.45, 0.45])
+    r = results(diamond_trace())
+    bar = f"{PAR}/{BAR}"
+    # master: 0.5-1.02 before 2 (ready 1.0), 1.5-2.05 before 4 (ready 2.0, when 3 completed on the worker);
+    # worker: 0.2-0.31 before 1 (0.3), 1.0-1.03 before 3 (ready 1.0), 2.0-3.0 with 4 unstarted until 2.05
+    assert r["omp_task_starvation"] == approx({(bar, 0): 0.5 + 0.5, (bar, 1): 0.1 + 0.05})
+    assert r["omp_task_management"] == approx({(bar, 0): 0.02 + 0.05, (bar, 1): 0.01 + 0.03})
+
+
+def taskwait_dependence_trace():
+    """The master creates 1 at 0.3 and 2 (after 1) at 0.35 in a single and waits in a taskwait (0.4-1.5) in
+    which it runs 2 (1.05-1.5) once the worker completed 1 (0.32-1.0, in the single's barrier from 0.2).  Then
+    it creates 3 at 1.6, after 1, which completed long before, and waits in a taskwait (1.7-2.2) while the
+    worker runs 3 (1.8-2.2); the master's barrier: 2.3-2.4."""
+    b = tracefmt.TraceBuilder()
+    m, w = team(b)
+    single, ibar = "!$omp single @t.c:8", "!$omp implicit barrier @t.c:8"
+    b.enter(m, 0.2, single)
+    b.task_create(m, 0.3, 1, TASK)
+    b.task_create(m, 0.35, 2, CHILD, dependences=1)
+    b.task_dependence(m, 0.35, 1, 2)
+    b.enter(m, 0.4, "!$omp taskwait @t.c:12")
+    b.task_run(m, 1.05, 1.5, 2)
+    b.exit(m, 1.5)
+    b.task_create(m, 1.6, 3, TASK, dependences=1)
+    b.task_dependence(m, 1.6, 1, 3)
+    b.enter(m, 1.7, "!$omp taskwait @t.c:16")
+    b.exit(m, 2.2)
+    b.exit(m, 2.3)
+    b.barrier(m, 2.3, 2.4, implicit=True, region=ibar)
+    b.enter(w, 0.2, ibar)
+    b.task_run(w, 0.32, 1.0, 1)
+    b.task_run(w, 1.8, 2.2, 3)
+    b.omp_coll_exit(w, 2.4, ibar)
+    close_team(b, m, w, 3.0)
+    return b
+
+
+def test_a_taskwait_child_held_back_and_a_predecessor_done_before_creation():
+    b = taskwait_dependence_trace()
+    assert tracefmt.validate.validate(b.build()) == []
+    ctx = replay(b.build(), tables=("omp_tasks",))
+    # 3's predecessor completed at 1.0, before 3 was created: ready at its creation
+    assert ctx.table("omp_tasks")["ready_time"].tolist() == pytest.approx([0.3, 1.0, 1.6])
+    r = results(b)
+    single = f"{PAR}/!$omp single @t.c:8"
+    tw1, tw2 = f"{single}/!$omp taskwait @t.c:12", f"{single}/!$omp taskwait @t.c:16"
+    ibar = f"{PAR}/!$omp implicit barrier @t.c:8"
+    # the first taskwait waits 0.4-1.05 but for 2's dispatch after 1.0 (without the dependence: 0.65 of it)
+    assert r["omp_task_management"] == approx({(tw1, 0): 0.05, (ibar, 1): 0.02 + 0.2})
+    assert r["omp_taskwait"] == approx({(tw1, 0): 0.65, (tw2, 0): 0.5})
+    # the worker: 0.2-0.32 before 1 (created 0.3); 1.0-1.8 before 3 (created and ready at 1.6)
+    assert r["omp_task_starvation"] == approx({(ibar, 1): 0.1 + 0.6})
+
+
+def test_a_dependence_on_a_task_that_never_completes_holds_nothing_back():
+    """A damaged trace: the predecessor (2) is suspended and never resumed, another (99) never created; the
+    successor is ready at its creation (the validator reports both)."""
+    b = tracefmt.TraceBuilder()
+    m, w = team(b)
+    b.enter(m, 0.2, "!$omp single @t.c:8")
+    b.task_create(m, 0.3, 1, TASK)
+    b.task_create(m, 0.35, 2, TASK)
+    b.task_create(m, 0.4, 3, TASK, dependences=2)
+    b.task_dependence(m, 0.4, 2, 3)
+    b.task_dependence(m, 0.4, 99, 3)
+    b.exit(m, 0.5)
+    b.enter(m, 0.5, BAR)
+    b.task_begin(m, 0.6, 2)
+    b.task_end(m, 0.7, 2, status=tracefmt.layout.TaskSwitch.SUSPEND)
+    b.task_run(m, 0.8, 0.9, 3)
+    b.omp_coll_exit(m, 1.0)
+    b.enter(w, 0.2, BAR)
+    b.task_run(w, 0.3, 0.9, 1)
+    b.omp_coll_exit(w, 1.0)
+    close_team(b, m, w, 1.0)
+    assert tracefmt.validate.validate(b.build())
+    t = replay(b.build(), tables=("omp_tasks",)).table("omp_tasks")
+    assert t["ready_time"].tolist() == pytest.approx([0.3, 0.35, 0.4])

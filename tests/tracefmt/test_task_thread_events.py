@@ -220,3 +220,32 @@ def test_thread_problems():
                  "thread 1 created here never begins",
                  "thread 1 joined 2 times"):
         assert any(text in p for p in got), (text, got)
+
+
+def test_dependences_name_earlier_tasks_where_the_successor_was_created():
+    def edit(b, loc):
+        b.task_create(loc, 0.1, 1, TASK)
+        b.task_dependence(loc, 0.15, 1, 2)  # before 2 was created
+        b.task_create(loc, 0.2, 2, TASK)
+        b.task_dependence(loc, 0.2, 1, 2)  # fine: 1 created before 2, recorded at 2's creation
+        b.task_dependence(loc, 0.2, 2, 1)  # 1 cannot wait for a task created after it
+        b.task_dependence(loc, 0.2, 2, 2)
+        b.task_run(loc, 0.3, 0.4, 1)
+        b.task_run(loc, 0.5, 0.6, 2)
+    got = raw_trace(edit)
+    assert any("task 1 depends on task 2, created 0.100000000 s after it" in p for p in got), got
+    assert any("task 2 depends on itself" in p for p in got)
+    assert any("dependence of task 2 recorded at 0.150000000 s on location 0, not where and after it was created "
+               "(location 0 at 0.200000000 s)" in p for p in got)
+    assert any("task 1 begins 0.300000000 s before task 2, which it depends on, completed" in p for p in got)
+    assert len(got) == 4, got  # nothing about the good one
+    b = tracefmt.TraceBuilder()
+    m, w = team(b)
+    b.task_create(m, 0.2, 1, TASK)
+    b.task_create(w, 0.2, 2, TASK)
+    b.task_dependence(m, 0.3, 1, 2)  # not on 2's creating location
+    b.task_run(m, 0.4, 0.5, 1)
+    b.task_run(w, 0.6, 0.7, 2)
+    close_team(b, m, w, 1.0)
+    assert [p for p in problems(b) if "dependence" in p] == [
+        p for p in problems(b) if "dependence of task 2 recorded at 0.300000000 s on location 0" in p] != []
