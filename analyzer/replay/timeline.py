@@ -14,6 +14,7 @@ import numpy as np
 
 from patterns.tables import SYNC_POINTS, TIME_SEGMENTS, Table
 
+from .kernels import keyjoin as KJ
 from .kernels import timeline as K
 
 #: tables the timeline links its cut points to: they are built along with it
@@ -88,41 +89,18 @@ def location_fragments(loc: int, cols, calls, region_role, flags, is_worker: boo
     }
 
 
-def _key(loc, x) -> np.ndarray:
-    return (np.asarray(loc, np.int64) << 40) + np.asarray(x, np.int64)
-
-
-def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray, missing=-1) -> np.ndarray:
-    """``values`` at the position of each ``wanted`` key in ``keys`` (any order), ``missing`` where absent."""
-    if len(keys) == 0 or len(wanted) == 0:
-        return np.full(len(wanted), missing, np.int64)
-    o = np.argsort(keys, kind="stable")
-    sk = keys[o]
-    pos = np.minimum(np.searchsorted(sk, wanted), len(sk) - 1)
-    found = sk[pos] == wanted
-    return np.where(found, np.asarray(values, np.int64)[o][pos], missing)
-
-
-def _match_times(loc_a, t_a, loc_b, t_b) -> np.ndarray:
-    """For every (loc_a, t_a): the index of a row of (loc_b, t_b) with the same location and time, or -1."""
-    na, nb = len(loc_a), len(loc_b)
-    if na == 0 or nb == 0:
-        return np.full(na, -1, np.int64)
-    L = np.concatenate([np.asarray(loc_b, np.int64), np.asarray(loc_a, np.int64)])
-    T = np.concatenate([np.asarray(t_b, np.float64), np.asarray(t_a, np.float64)])
-    is_a = np.concatenate([np.zeros(nb, np.int8), np.ones(na, np.int8)])
-    idx = np.concatenate([np.arange(nb), np.arange(na)])
-    o = np.lexsort((is_a, T, L))  # per (location, time): the b rows first
-    Ls, Ts = L[o], T[o]
-    new = np.ones(len(o), bool)
-    new[1:] = (Ls[1:] != Ls[:-1]) | (Ts[1:] != Ts[:-1])
-    first = np.flatnonzero(new)[np.cumsum(new) - 1]  # first sorted position of each run
-    out = np.full(na, -1, np.int64)
-    a_pos = np.flatnonzero(is_a[o] == 1)
-    head = first[a_pos]
-    ok = is_a[o][head] == 0
-    out[idx[o][a_pos[ok]]] = idx[o][head[ok]]
-    return out
+def _join(b_loc, b_key, a_loc, a_key) -> np.ndarray:
+    """Per (a_loc, a_key): the first row of (b_loc, b_key) with the same location and key, or -1 (keys are
+    integers or times; a NaN time matches nothing)."""
+    if len(a_loc) == 0 or len(b_loc) == 0:
+        return np.full(len(a_loc), -1, np.int64)
+    if np.asarray(b_key).dtype.kind == "f":
+        b_key, a_key = np.asarray(b_key, np.float64) + 0.0, np.asarray(a_key, np.float64) + 0.0  # -0.0 -> 0.0
+        b_bits, a_bits = b_key.view(np.int64), a_key.view(np.int64)
+    else:
+        b_key = b_bits = np.asarray(b_key, np.int64)
+        a_key = a_bits = np.asarray(a_key, np.int64)
+    return KJ.first_rows(np.asarray(b_loc, np.int64), b_key, b_bits, np.asarray(a_loc, np.int64), a_key, a_bits)
 
 
 def _loc_of(frag: dict) -> int:
@@ -149,67 +127,60 @@ def build_timeline(frags: dict[str, list], tables: dict[str, Table], new_id: np.
     segs = _concat([frags["segments"][j] for j in order])
     if not cuts:
         cuts = {k: np.zeros(0, dt) for k, dt in SYNC_POINTS.items()} | {"event": np.zeros(0, np.int64)}
-        cuts["cnode"] = np.zeros(0, np.int32)
+        cuts["cnode"] = np.zeros(0, np.int64)
     if not segs:
         segs = {k: np.zeros(0, dt) for k, dt in TIME_SEGMENTS.items()}
-    seg_cnode = np.where(segs["cnode"] >= 0, new_id[np.maximum(segs["cnode"], 0)], -1)
-    kind = cuts["kind"].astype(np.int64)
+    new_id = np.asarray(new_id, np.int64)
+    kind = cuts["kind"]
+    loc = cuts["loc"]
+    # one fragment per location, in location order, its cut points numbered 1, 2, ...: the point (l, c) is
+    # row cut_off[l] + c - 1
+    cut_off = np.concatenate([[0], np.cumsum(np.bincount(loc))]).astype(np.int64) if len(loc) else np.zeros(1, np.int64)
     row = np.full(len(kind), -1, np.int64)
     M = tables.get("messages")
     if M is not None and len(M):
         sc = _concat(frags.get("send_cuts", []))
         rc = _concat(frags.get("recv_cuts", []))
         m_rows = np.arange(len(M), dtype=np.int64)
+        send_loc, recv_loc = np.asarray(M["send_loc"], np.int64), np.asarray(M["recv_loc"], np.int64)
         if sc:
-            s_sel = _lookup(_key(sc["loc"], sc["event"]), np.arange(len(sc["loc"])),
-                            _key(M["send_loc"], M["send_pos"]))
+            s_sel = _join(sc["loc"], sc["event"], send_loc, M["send_pos"])
             ok = s_sel >= 0
             send_cut = np.where(ok, sc["send_cut"][np.maximum(s_sel, 0)], -1)
             sendc_cut = np.where(ok, sc["sendc_cut"][np.maximum(s_sel, 0)], -1)
-            row = _fill(row, cuts, kind == K.SEND, M["send_loc"], send_cut, m_rows)
-            blocking = sendc_cut == send_cut
-            row = _fill(row, cuts, kind == K.SEND_COMPLETE, M["send_loc"][~blocking], sendc_cut[~blocking],
-                        m_rows[~blocking])
+            KJ.fill_rows(row, kind, cut_off, K.SEND, send_loc, send_cut, m_rows)
+            nb = sendc_cut != send_cut  # the completions of non-blocking sends
+            KJ.fill_rows(row, kind, cut_off, K.SEND_COMPLETE, send_loc[nb], sendc_cut[nb], m_rows[nb])
         if rc:
-            r_sel = _lookup(_key(rc["loc"], rc["seq"]), np.arange(len(rc["loc"])), _key(M["recv_loc"], M["recv_seq"]))
+            r_sel = _join(rc["loc"], rc["seq"], recv_loc, M["recv_seq"])
             ok = r_sel >= 0
             recv_cut = np.where(ok, rc["recv_cut"][np.maximum(r_sel, 0)], -1)
             recvp_cut = np.where(ok, rc["recvp_cut"][np.maximum(r_sel, 0)], -1)
-            row = _fill(row, cuts, kind == K.RECV, M["recv_loc"], recv_cut, m_rows)
+            KJ.fill_rows(row, kind, cut_off, K.RECV, recv_loc, recv_cut, m_rows)
             posted = recvp_cut != recv_cut
-            row = _fill(row, cuts, kind == K.RECV_REQUEST, M["recv_loc"][posted], recvp_cut[posted], m_rows[posted])
+            KJ.fill_rows(row, kind, cut_off, K.RECV_REQUEST, recv_loc[posted], recvp_cut[posted], m_rows[posted])
     C = tables.get("collectives")
     if C is not None and len(C):
-        sel = kind == K.COLLECTIVE
-        row[sel] = _lookup(_key(C["loc"], C["pos"]), np.arange(len(C["loc"])), _key(cuts["loc"][sel], cuts["event"][sel]))
+        sel = np.flatnonzero(kind == K.COLLECTIVE)
+        row[sel] = _join(C["loc"], C["pos"], loc[sel], cuts["event"][sel])
     members = tables.get("omp_team_members")
     teams = tables.get("omp_teams")
     if members is not None and len(members) and teams is not None:
         sel = np.flatnonzero(kind == K.FORK)
-        row[sel] = _match_times(cuts["loc"][sel], cuts["time"][sel], members["loc"], members["enter"])
+        row[sel] = _join(members["loc"], members["enter"], loc[sel], cuts["time"][sel])
     B = tables.get("omp_barriers")
     if B is not None and len(B):
         sel = np.flatnonzero(kind == K.OMP_BARRIER)
-        row[sel] = _match_times(cuts["loc"][sel], cuts["time"][sel], B["loc"], B["exit"])
+        row[sel] = _join(B["loc"], B["exit"], loc[sel], cuts["time"][sel])
     if teams is not None and len(teams):
         sel = np.flatnonzero(kind == K.JOIN)
-        row[sel] = _match_times(cuts["loc"][sel], cuts["time"][sel], teams["master_loc"], teams["join_time"])
+        row[sel] = _join(teams["master_loc"], teams["join_time"], loc[sel], cuts["time"][sel])
     segments = Table({"loc": segs["loc"].astype(np.int32, copy=False), "cut": segs["cut"].astype(np.int64, copy=False),
-                      "cnode": seg_cnode.astype(np.int32), "time": segs["time"].astype(np.float64, copy=False)})
-    pc = np.asarray(cuts["cnode"], np.int64)
-    points = Table({"loc": cuts["loc"].astype(np.int32), "cut": cuts["cut"].astype(np.int64),
-                    "kind": kind.astype(np.int8), "row": row, "time": cuts["time"].astype(np.float64),
-                    "cnode": np.where(pc >= 0, new_id[np.maximum(pc, 0)], -1).astype(np.int32),
+                      "cnode": KJ.remap(np.asarray(segs["cnode"], np.int64), new_id),
+                      "time": segs["time"].astype(np.float64, copy=False)})
+    points = Table({"loc": loc.astype(np.int32, copy=False), "cut": cuts["cut"].astype(np.int64, copy=False),
+                    "kind": kind.astype(np.int8, copy=False), "row": row,
+                    "time": cuts["time"].astype(np.float64, copy=False),
+                    "cnode": KJ.remap(np.asarray(cuts["cnode"], np.int64), new_id),
                     "enter": np.asarray(cuts["enter"], np.float64)})
     return {"time_segments": segments, "sync_points": points}
-
-
-def _fill(row, cuts, sel_kind, loc, cut, rows) -> np.ndarray:
-    """Set ``row`` of the cut points of kind ``sel_kind`` that are the (loc, cut) of some table row."""
-    sel = np.flatnonzero(sel_kind)
-    if len(sel) == 0:
-        return row
-    ok = cut >= 0
-    found = _lookup(_key(loc[ok], cut[ok]), rows[ok], _key(cuts["loc"][sel], cuts["cut"][sel]))
-    row[sel] = np.where(found >= 0, found, row[sel])
-    return row

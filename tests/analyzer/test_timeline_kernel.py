@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 from random_hybrid_traces import random_trace
 
-from timeline_reference import reference_timeline
+from timeline_reference import first_rows_reference, fill_rows_reference, reference_timeline
 from analyzer.replay import replay
+from analyzer.replay.kernels import keyjoin as KJ
+from analyzer.replay.timeline import _join
 from analyzer.replay.engine import region_arrays, walk_order, walk_share
 
 
@@ -73,3 +75,43 @@ def test_the_time_maps_add_up_to_the_exclusive_time_on_masters():
     par = np.isin(ctx.region_role[ctx.calltree.region], [30])  # parallel regions gain the fork/join spans
     assert np.allclose(tot[~par & ~np.isin(np.arange(ctx.n_cnodes), ctx.calltree.parent[par])],
                        ctx.excl_time[~par & ~np.isin(np.arange(ctx.n_cnodes), ctx.calltree.parent[par])], atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_first_rows_matches_reference(seed):
+    """The (location, key) join, on keys that rise per location (the walk) and on keys in any order (the
+    hash table), with duplicates, -0.0, NaN, absent locations and negative ones."""
+    rng = np.random.default_rng(seed)
+    nb, na, n_loc = int(rng.integers(0, 60)), int(rng.integers(0, 60)), int(rng.integers(1, 5))
+    b_loc = rng.integers(-1 if seed % 4 == 3 else 0, n_loc, nb)
+    a_loc = rng.integers(-1, n_loc + 1, na)
+    if seed % 2:  # times
+        b_key = rng.choice([0.0, -0.0, 0.5, 1.0, 1.5, 2.0] + ([np.nan] if seed % 3 == 0 else []), nb)
+        a_key = rng.choice([0.0, -0.0, 0.5, 1.0, 2.0, 3.0, np.nan], na)
+    else:
+        b_key = rng.integers(0, 8, nb)
+        a_key = rng.integers(0, 9, na)
+    if seed % 4 < 2:  # sorted per location, as the replay's tables are
+        o = np.lexsort((b_key, b_loc))
+        b_loc, b_key = b_loc[o], b_key[o]
+    got = _join(b_loc, b_key, a_loc, a_key)
+    assert got.tolist() == first_rows_reference(b_loc, b_key, a_loc, a_key)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fill_rows_matches_reference(seed):
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(0, 6, int(rng.integers(1, 5)))
+    n = int(counts.sum())
+    kind = rng.integers(1, 4, n).astype(np.int8)
+    row = np.where(rng.random(n) < 0.2, 99, -1).astype(np.int64)
+    m = int(rng.integers(0, 30))
+    loc, cut, rows = rng.integers(-1, len(counts) + 1, m), rng.integers(-1, 7, m), rng.integers(0, 50, m)
+    want = fill_rows_reference(row, kind, counts.tolist(), 2, loc, cut, rows)
+    off = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    KJ.fill_rows(row, kind, off, 2, loc, cut, rows)
+    assert row.tolist() == want
+
+
+def test_remap():
+    assert KJ.remap(np.array([2, -1, 0], np.int64), np.array([5, 6, 7], np.int64)).tolist() == [7, -1, 5]

@@ -96,3 +96,25 @@ def reference_timeline(trace, loc, forks):
         for p, v in cur.items():
             intervals[len(cuts) + 1][p] += v
     return cuts, {k: dict(v) for k, v in intervals.items()}
+
+
+def first_rows_reference(b_loc, b_key, a_loc, a_key):
+    """Slow reference of ``kernels.keyjoin.first_rows``: a dict from (location, key) to its first row."""
+    first = {}
+    for j, (l, k) in enumerate(zip(b_loc.tolist(), b_key.tolist())):
+        if k == k:  # a NaN matches nothing
+            first.setdefault((l, k), j)  # -0.0 and 0.0 are one key, as == says
+    return [first.get((l, k), -1) for l, k in zip(a_loc.tolist(), a_key.tolist())]
+
+
+def fill_rows_reference(row, kind, counts, want, loc, cut, rows):
+    """Slow reference of ``kernels.keyjoin.fill_rows``: cut points stored location by location, ``counts``
+    per location; the first row naming a point of kind ``want`` links it."""
+    row = list(row)
+    start = [sum(counts[:l]) for l in range(len(counts))]
+    for l, c, r in zip(loc.tolist(), cut.tolist(), rows.tolist()):
+        if 0 <= l < len(counts) and 1 <= c <= counts[l]:
+            g = start[l] + c - 1
+            if kind[g] == want and row[g] < 0:
+                row[g] = r
+    return row

@@ -60,7 +60,7 @@ SEND, SEND_COMPLETE, RECV, RECV_REQUEST, COLLECTIVE, INIT, FINALIZE, FORK, OMP_B
 FLAG_INIT, FLAG_FINALIZE = 1, 2
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _charge(acc, seen, touched, n_touched, node, x):
     if seen[node] == 0:
         seen[node] = 1
@@ -70,7 +70,7 @@ def _charge(acc, seen, touched, n_touched, node, x):
     return n_touched
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _flush(acc, seen, touched, n_touched, interval, e_int, e_node, e_time, k, keep):
     """Append the accumulated times as entries of ``interval`` (unless ``keep`` is False); reset."""
     for j in range(n_touched):
@@ -85,7 +85,7 @@ def _flush(acc, seen, touched, n_touched, interval, e_int, e_node, e_time, k, ke
     return k
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _grow(e_int, e_node, e_time, k, need):
     if k + need <= e_int.shape[0]:
         return e_int, e_node, e_time
@@ -150,9 +150,13 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, region_role, region_fla
     cut_event = np.empty(cap, np.int64)
     cut_time = np.empty(cap, np.float64)
     cut_call = np.empty(cap, np.int64)
-    e_int = np.empty(4 * cap + 16, np.int64)
-    e_node = np.empty(4 * cap + 16, np.int32)
-    e_time = np.empty(4 * cap + 16, np.float64)
+    # every charge adds at most one entry (a JOIN at most three): a bound, reserved up front so that the loop
+    # never grows these (a resize in the loop costs reference counting on every cut); pages never written
+    # are never faulted in
+    n_entries = 3 * n + 16
+    e_int = np.empty(n_entries, np.int64)
+    e_node = np.empty(n_entries, np.int32)
+    e_time = np.empty(n_entries, np.float64)
     send_cuts = np.full((n_send, 3), -1, np.int64)
     recv_cuts = np.full((n_recv, 2), -1, np.int64)
     sreq_keys, sreq_vals, sreq_state = idtable.new_table(n_send)
@@ -217,7 +221,6 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, region_role, region_fla
                 span = now - fork if now - fork > 0 else 0.0  # NaN (no fork) compares False: 0
                 if not is_worker and depth > 0:
                     nt = _charge(acc, seen, touched, nt, call_node[stack[depth - 1]], -span)
-                e_int, e_node, e_time = _grow(e_int, e_node, e_time, k, nt)
                 k = _flush(acc, seen, touched, nt, n_cut + 1, e_int, e_node, e_time, k, not is_worker)
                 nt = 0
                 cut_kind[n_cut] = FORK
@@ -249,7 +252,6 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, region_role, region_fla
                 elif (role == ROLE_BARRIER or role == ROLE_IBARRIER) and n_team > 0:
                     kind = OMP_BARRIER
             if kind != 0:
-                e_int, e_node, e_time = _grow(e_int, e_node, e_time, k, nt)
                 k = _flush(acc, seen, touched, nt, n_cut + 1, e_int, e_node, e_time, k, True)
                 nt = 0
                 cut_kind[n_cut] = kind
@@ -297,7 +299,6 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, region_role, region_fla
                     if px_caller >= 0:
                         nt = _charge(acc, seen, touched, nt, px_caller, -span)
                 else:  # the parallel region's interval is closed already: late entries
-                    e_int, e_node, e_time = _grow(e_int, e_node, e_time, k, 2)
                     e_int[k], e_node[k], e_time[k] = px_interval, px_node, span
                     k += 1
                     if px_caller >= 0:
@@ -307,7 +308,6 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, region_role, region_fla
                 px_node = -1
         if kind == 0:
             continue
-        e_int, e_node, e_time = _grow(e_int, e_node, e_time, k, nt)
         k = _flush(acc, seen, touched, nt, n_cut + 1, e_int, e_node, e_time, k, True)
         nt = 0
         cut_kind[n_cut] = kind
@@ -334,7 +334,6 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, region_role, region_fla
             post = idtable.take(rreq_keys, rreq_vals, rreq_state, ee[i]) if ee[i] != 0 else -1
             recv_cuts[kr, 1] = post if post >= 0 else n_cut
             kr += 1
-    e_int, e_node, e_time = _grow(e_int, e_node, e_time, k, nt)
     k = _flush(acc, seen, touched, nt, n_cut + 1, e_int, e_node, e_time, k, not is_worker)
     return (cut_kind[:n_cut].copy(), cut_event[:n_cut].copy(), cut_time[:n_cut].copy(), cut_call[:n_cut].copy(),
             e_int[:k].copy(), e_node[:k].copy(), e_time[:k].copy(), send_cuts, recv_cuts, in_order)

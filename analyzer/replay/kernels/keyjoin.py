@@ -1,0 +1,142 @@
+"""Joining rows by a (location, key) pair in one pass: the links of the cut points to their table rows.
+
+``first_rows(b_loc, b_key, b_bits, a_loc, a_key, a_bits)`` gives, for every row ``i`` of *a*, the
+smallest ``j`` with ``b_loc[j] == a_loc[i]`` and ``b_key[j] == a_key[i]``, or -1.  Keys are int64 or
+float64 (compared with ``==``: a NaN matches nothing; -0.0 equals 0.0).  The tables joined here hold each
+location's rows in event order, so *b*'s keys rise within each location: then *b* is grouped by location
+(a stable counting sort) and every row of *a* found by walking forward in its location's run from where
+the previous row of that location stopped (a binary search where *a*'s keys go back).  Otherwise an
+open-addressing hash table over *b* does it; ``*_bits`` are its int64 hash inputs, equal for equal
+keys (the key itself for integers, the bits of ``time + 0.0`` for times).  Either way no sort of
+both sides by (location, key), which is what the same join costs in NumPy.
+
+``fill_rows`` and ``remap`` are the other two steps of linking cut points (``analyzer.replay.timeline``).
+
+Slow reference: ``tests/analyzer/timeline_reference.py`` (``first_rows_reference``,
+``fill_rows_reference``).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _slot(loc, bits, shift):
+    # the key's bits folded (a time's low mantissa bits may all be zero) and mixed with the location, then
+    # Fibonacci hashing: the high bits of the product
+    x = np.uint64(bits)
+    x ^= (x >> np.uint64(29)) ^ (np.uint64(loc) * np.uint64(0xBF58476D1CE4E5B9))
+    return np.int64((x * np.uint64(0x9E3779B97F4A7C15)) >> shift)
+
+
+@numba.njit(cache=True, nogil=True)
+def _hashed(b_loc, b_key, b_bits, a_loc, a_key, a_bits, out):
+    nb = b_loc.shape[0]
+    cap, bits = 16, 4
+    while cap < 2 * nb + 2:
+        cap *= 2
+        bits += 1
+    mask = cap - 1
+    shift = np.uint64(64 - bits)
+    slot_row = np.full(cap, -1, np.int64)
+    for j in range(nb):
+        i = _slot(b_loc[j], b_bits[j], shift)
+        while slot_row[i] >= 0:
+            r = slot_row[i]
+            if b_loc[r] == b_loc[j] and b_key[r] == b_key[j]:
+                break  # an earlier row has this key: it stays
+            i = (i + 1) & mask
+        if slot_row[i] < 0:
+            slot_row[i] = j
+    for k in range(a_loc.shape[0]):
+        i = _slot(a_loc[k], a_bits[k], shift)
+        while slot_row[i] >= 0:
+            r = slot_row[i]
+            if b_loc[r] == a_loc[k] and b_key[r] == a_key[k]:
+                out[k] = r
+                break
+            i = (i + 1) & mask
+
+
+@numba.njit(cache=True, nogil=True)
+def first_rows(b_loc, b_key, b_bits, a_loc, a_key, a_bits):
+    """Per row of *a*: the first row of *b* with the same location and key, -1 where there is none."""
+    na, nb = a_loc.shape[0], b_loc.shape[0]
+    out = np.full(na, -1, np.int64)
+    if na == 0 or nb == 0:
+        return out
+    n_loc = 0
+    for j in range(nb):
+        if b_loc[j] < 0 or b_key[j] != b_key[j]:  # a negative location or a NaN: no runs to walk
+            _hashed(b_loc, b_key, b_bits, a_loc, a_key, a_bits, out)
+            return out
+        n_loc = max(n_loc, b_loc[j] + 1)
+    off = np.zeros(n_loc + 1, np.int64)
+    for j in range(nb):
+        off[b_loc[j] + 1] += 1
+    for l in range(n_loc):
+        off[l + 1] += off[l]
+    fill = off[:-1].copy()
+    by_loc = np.empty(nb, np.int64)  # b's rows grouped by location, in row order within each
+    for j in range(nb):
+        by_loc[fill[b_loc[j]]] = j
+        fill[b_loc[j]] += 1
+    for l in range(n_loc):
+        for x in range(off[l] + 1, off[l + 1]):
+            if b_key[by_loc[x]] < b_key[by_loc[x - 1]]:
+                _hashed(b_loc, b_key, b_bits, a_loc, a_key, a_bits, out)
+                return out
+    ptr = off[:-1].copy()  # per location: the first row of its run whose key is not below the last key asked
+    last = np.empty(n_loc, b_key.dtype)
+    asked = np.zeros(n_loc, np.bool_)
+    for k in range(na):
+        l = a_loc[k]
+        if l < 0 or l >= n_loc:
+            continue
+        key = a_key[k]
+        end = off[l + 1]
+        if asked[l] and key >= last[l]:
+            p = ptr[l]
+            while p < end and b_key[by_loc[p]] < key:
+                p += 1
+        else:  # the first row of this location, or a key below the last one: search the whole run
+            lo, hi = off[l], end
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if b_key[by_loc[mid]] < key:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            p = lo
+        ptr[l] = p
+        last[l] = key
+        asked[l] = True
+        if p < end and b_key[by_loc[p]] == key:
+            out[k] = by_loc[p]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def fill_rows(row, kind, cut_off, want, loc, cut, rows):
+    """Point ``cut_off[loc[j]] + cut[j] - 1`` (cut points numbered from 1 per location, stored location by
+    location) gets ``rows[j]`` where it is of kind ``want`` and no earlier ``j`` gave it one; ``row``: -1
+    where unset, changed in place."""
+    n_loc = cut_off.shape[0] - 1
+    for j in range(loc.shape[0]):
+        l, c = loc[j], cut[j]
+        if l < 0 or l >= n_loc or c < 1 or c > cut_off[l + 1] - cut_off[l]:
+            continue
+        g = cut_off[l] + c - 1
+        if kind[g] == want and row[g] < 0:
+            row[g] = rows[j]
+
+
+@numba.njit(cache=True, nogil=True)
+def remap(node, new_id):
+    """``new_id[node]`` as int32, -1 where ``node`` is negative."""
+    out = np.empty(node.shape[0], np.int32)
+    for i in range(node.shape[0]):
+        out[i] = new_id[node[i]] if node[i] >= 0 else -1
+    return out
