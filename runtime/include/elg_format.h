@@ -13,7 +13,7 @@
 
 #define ELG_MAGIC "\x89" "ELG\r\n\x1a\n" /* 8 bytes */
 #define ELG_VERSION_MAJOR 2
-#define ELG_VERSION_MINOR 2
+#define ELG_VERSION_MINOR 3
 #define ELG_FILE_HEADER_SIZE 64
 #define ELG_CREATOR_SIZE 44
 #define ELG_HEADER_CRC_OFFSET 60 /* u32 CRC-32 of header bytes 0..59 */
@@ -50,6 +50,7 @@ enum elg_def_type {
     ELG_DEF_OFFSET = 13,
     ELG_DEF_METRIC = 14,
     ELG_DEF_ATTRIBUTE = 15,
+    ELG_DEF_WINDOW = 16, /* 2.3: id, comm, name (an MPI one-sided window) */
 };
 
 enum elg_paradigm {
@@ -140,6 +141,11 @@ enum elg_event_type {
     ELG_THREAD_END = 23,
     ELG_THREAD_JOIN = 24,
     ELG_MPI_FILE_IO = 25,         /* 2.2: d bytes asked to read or write; flags elg_file_io_flag */
+    /* 2.3: MPI one-sided communication, inside the call that made them; a window, b global target rank */
+    ELG_MPI_RMA_PUT = 26,         /* d bytes sent; flags elg_rma_flag */
+    ELG_MPI_RMA_GET = 27,         /* d bytes received; flags elg_rma_flag */
+    ELG_MPI_RMA_ATOMIC = 28,      /* c elg_rma_atomic, d bytes sent, e bytes received; flags elg_rma_flag */
+    ELG_MPI_RMA_SYNC = 29,        /* b group, target rank or NO_ID, c elg_rma_sync; flags elg_rma_sync_flag */
 };
 
 enum elg_task_flag {
@@ -161,6 +167,30 @@ enum elg_send_flag { ELG_SEND_SYNCHRONOUS = 0x01, ELG_SEND_BUFFERED = 0x02, ELG_
 enum elg_file_io_flag { ELG_FILE_IO_READ = 0x01, ELG_FILE_IO_WRITE = 0x02, ELG_FILE_IO_COLLECTIVE = 0x04,
                         ELG_FILE_IO_NONBLOCKING = 0x08 };
 enum elg_recv_flag { ELG_RECV_ANY_SOURCE = 0x01, ELG_RECV_ANY_TAG = 0x02 };
+enum elg_rma_flag { ELG_RMA_NONBLOCKING = 0x01 };
+enum elg_rma_atomic {
+    ELG_RMA_ATOMIC_ACCUMULATE = 0,
+    ELG_RMA_ATOMIC_GET_ACCUMULATE = 1,
+    ELG_RMA_ATOMIC_FETCH_AND_OP = 2,
+    ELG_RMA_ATOMIC_COMPARE_AND_SWAP = 3,
+};
+enum elg_rma_sync {
+    ELG_RMA_SYNC_CREATE = 1,
+    ELG_RMA_SYNC_FREE = 2,
+    ELG_RMA_SYNC_FENCE = 3,
+    ELG_RMA_SYNC_POST = 4,
+    ELG_RMA_SYNC_START = 5,
+    ELG_RMA_SYNC_COMPLETE = 6,
+    ELG_RMA_SYNC_WAIT = 7,
+    ELG_RMA_SYNC_TEST = 8,
+    ELG_RMA_SYNC_LOCK = 9,
+    ELG_RMA_SYNC_UNLOCK = 10,
+    ELG_RMA_SYNC_LOCK_ALL = 11,
+    ELG_RMA_SYNC_UNLOCK_ALL = 12,
+    ELG_RMA_SYNC_FLUSH = 13,
+    ELG_RMA_SYNC_SYNC = 14,
+};
+enum elg_rma_sync_flag { ELG_RMA_SYNC_EXCLUSIVE = 0x01, ELG_RMA_SYNC_LOCAL = 0x02 };
 
 /* One event record exactly as stored on disk (little-endian host assumed). */
 typedef struct elg_event {

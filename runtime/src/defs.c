@@ -220,3 +220,58 @@ uint32_t xt_comm_define(uint32_t leader, uint32_t seq, uint32_t parent, uint32_t
 
 uint32_t xt_comm_count(void) { return n_comms; }
 const xt_comm_def *xt_comm_at(uint32_t i) { return &comms[i]; }
+
+/* ---------------------------------------------------------------- RMA windows and groups (format 2.3) */
+static xt_win_def *wins;
+static uint32_t n_wins, cap_wins;
+
+uint32_t xt_win_define(uint32_t comm, uint32_t seq)
+{
+    pthread_mutex_lock(&def_lock);
+    if (n_wins == cap_wins) {
+        cap_wins = cap_wins ? 2 * cap_wins : 16;
+        wins = realloc(wins, cap_wins * sizeof *wins);
+    }
+    wins[n_wins].comm = comm;
+    wins[n_wins].seq = seq;
+    uint32_t id = n_wins++;
+    pthread_mutex_unlock(&def_lock);
+    return id;
+}
+
+uint32_t xt_win_count(void) { return n_wins; }
+const xt_win_def *xt_win_at(uint32_t i) { return &wins[i]; }
+
+typedef struct {
+    uint32_t size;
+    uint32_t *members;
+} rma_group;
+static rma_group *rgroups;
+static uint32_t n_rgroups, cap_rgroups;
+
+uint32_t xt_rma_group_define(uint32_t size, const uint32_t *members)
+{
+    pthread_mutex_lock(&def_lock);
+    uint32_t i = 0;
+    for (; i < n_rgroups; i++) /* (few: programs name the same neighbours epoch after epoch) */
+        if (rgroups[i].size == size && !memcmp(rgroups[i].members, members, size * sizeof *members)) break;
+    if (i == n_rgroups) {
+        if (n_rgroups == cap_rgroups) {
+            cap_rgroups = cap_rgroups ? 2 * cap_rgroups : 16;
+            rgroups = realloc(rgroups, cap_rgroups * sizeof *rgroups);
+        }
+        rgroups[i].size = size;
+        rgroups[i].members = malloc((size ? size : 1) * sizeof *members);
+        memcpy(rgroups[i].members, members, size * sizeof *members);
+        n_rgroups++;
+    }
+    pthread_mutex_unlock(&def_lock);
+    return XT_RMA_GROUP_BASE + i;
+}
+
+uint32_t xt_rma_group_count(void) { return n_rgroups; }
+const uint32_t *xt_rma_group_at(uint32_t i, uint32_t *size)
+{
+    *size = rgroups[i].size;
+    return rgroups[i].members;
+}

@@ -8,7 +8,7 @@
 
 #include "mpi_internal.h"
 
-#define XT_MAX_MPI_REGIONS 128
+#define XT_MAX_MPI_REGIONS 160
 static uint32_t region_ids[XT_MAX_MPI_REGIONS];
 static int region_ids_ready;
 

@@ -5,11 +5,13 @@
  *   mpi.c           wrapper entry and exit, region table, MPI_Init*, Sendrecv, the generated C wrappers
  *   mpi_comm.c      communicators and groups: identities, members as global ranks, Comm_* wrappers
  *   mpi_request.c   request tracking, the Wait/Test family, persistent requests, non-blocking collectives
+ *   mpi_rma.c       one-sided communication: windows, their ranks and groups, the MPI_RMA_* records
  *   mpi_clock.c     clock offsets to rank 0 (hierarchical ping-pong) at init and finalize
  *   mpi_finalize.c  MPI_Finalize's merge of all ranks into one file on rank 0, MPI_Abort, exit without Finalize
  *   mpi_fortran.c   Fortran bindings (Open MPI only) and the generated Fortran wrappers */
 #ifndef XT_MPI_INTERNAL_H
 #define XT_MPI_INTERNAL_H
+#include <limits.h>
 #include <mpi.h>
 
 #include "xt.h"
@@ -130,6 +132,18 @@ static inline void xt_file_io_event(xt_thread *t, uint8_t flags, uint64_t bytes)
 {
     xt_record(t, xt_now(), ELG_MPI_FILE_IO, flags, 0, 0, 0, bytes, 0);
 }
+
+/* ---------------------------------------------------------------- one-sided communication (format 2.3, mpi_rma.c) */
+#define XT_ALL_TARGETS INT_MIN /* a synchronisation with every process of the window (flush_all, ...) */
+XT_HIDDEN uint32_t xt_win_created(MPI_Win w, MPI_Comm comm); /* after MPI_Win_create*: define it; our id */
+XT_HIDDEN uint32_t xt_win_id(MPI_Win w);                     /* our id of a window */
+/* MPI_RMA_PUT / _GET / _ATOMIC to window rank `target` (none to MPI_PROC_NULL) */
+XT_HIDDEN void xt_rma_transfer(xt_thread *t, uint8_t type, MPI_Win win, int target, uint8_t op, uint64_t sent,
+                               uint64_t recvd, uint8_t flags);
+/* MPI_RMA_SYNC of `kind`: the group of post/start, the open epoch's group for complete/wait/test, else the
+ * window rank `target` (XT_ALL_TARGETS: none) */
+XT_HIDDEN void xt_rma_sync(xt_thread *t, MPI_Win win, uint8_t kind, MPI_Group group, int target, uint8_t flags);
+XT_HIDDEN void xt_rma_sync_id(xt_thread *t, uint32_t win, uint8_t kind); /* CREATE, FREE: by our window id */
 
 /* ---------------------------------------------------------------- message events */
 static inline void xt_send_event(xt_thread *t, uint64_t time, MPI_Comm comm, int dest, int tag, uint64_t bytes,

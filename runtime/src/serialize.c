@@ -86,6 +86,22 @@ void *xt_serialize_local(size_t *len)
     sb_u32(&b, nm);
     for (uint32_t i = 0; i < nm; i++) sb_str(&b, xt_metric_name(i));
     for (int i = 0; i < nt; i++) sb_u64(&b, xt_local_event_count(i));
+    /* MPI one-sided windows and the groups their synchronisations name (format 2.3) */
+    uint32_t nw = xt_win_count();
+    sb_u32(&b, nw);
+    for (uint32_t i = 0; i < nw; i++) {
+        const xt_win_def *w = xt_win_at(i);
+        sb_u32(&b, w->comm);
+        sb_u32(&b, w->seq);
+    }
+    uint32_t ng = xt_rma_group_count();
+    sb_u32(&b, ng);
+    for (uint32_t i = 0; i < ng; i++) {
+        uint32_t size;
+        const uint32_t *members = xt_rma_group_at(i, &size);
+        sb_u32(&b, size);
+        sb_put(&b, members, size * 4);
+    }
     *len = b.len;
     return b.p;
 }

@@ -34,6 +34,7 @@ static uint64_t spool_pos;
 static char spool_path[4200];
 /* what earlier DEFINITIONS blocks hold already */
 static uint32_t done_regions, done_comms, done_locks, done_metrics, done_threads, done_offsets, next_string;
+static uint32_t done_wins, done_rgroups;
 static int done_system;
 
 typedef struct {
@@ -150,6 +151,25 @@ static void definitions_since_last(dbuf *b)
         record(b, ELG_DEF_COMM, cb, 16);
     }
     done_comms = nc;
+    uint32_t nw = xt_win_count(); /* windows and RMA groups (2.3), in local ids like the rest */
+    for (uint32_t i = done_wins; i < nw; i++) {
+        const xt_win_def *w = xt_win_at(i);
+        uint32_t wb[3] = {i, w->comm, ELG_NO_ID};
+        record(b, ELG_DEF_WINDOW, wb, 12);
+    }
+    done_wins = nw;
+    uint32_t ng = xt_rma_group_count();
+    for (uint32_t i = done_rgroups; i < ng; i++) {
+        uint32_t size;
+        const uint32_t *members = xt_rma_group_at(i, &size);
+        dbuf g = {0};
+        uint32_t gh[2] = {XT_RMA_GROUP_BASE + i, size};
+        dput(&g, gh, 8);
+        dput(&g, members, (size_t)size * 4);
+        record(b, ELG_DEF_GROUP, g.p, (uint32_t)g.len);
+        xt_mem_free(g.p);
+    }
+    done_rgroups = ng;
     xt_defs_unlock(defs_locked);
     uint32_t nl = xt_lock_count();
     for (uint32_t i = done_locks; i < nl; i++) {

@@ -158,6 +158,10 @@ typedef struct {
     uint64_t *nev;
     uint32_t *reg_map, *comm_map, *lock_map;
     uint32_t loc_base;
+    uint32_t nwin, ngroup;  /* RMA windows (comm, seq) and the groups their synchronisations name (2.3) */
+    uint32_t *win;          /* 2 per window: local comm id, creation count on it */
+    comm_t *group;          /* members only */
+    uint32_t *win_map, *group_map;
 } proc_t;
 
 typedef struct {
@@ -261,6 +265,20 @@ static int deserialize(proc_t *pr, const void *data, size_t len)
     for (uint32_t i = 0; i < pr->nmetric && !r.bad; i++) pr->metric[i] = get_str(&r);
     pr->nev = xt_mem_calloc(pr->nthreads + 1, sizeof *pr->nev);
     for (uint32_t i = 0; i < pr->nthreads; i++) pr->nev[i] = get_u64(&r);
+    pr->nwin = get_u32(&r);
+    if (r.bad || (size_t)(r.end - r.p) / 8 < pr->nwin) return -1;
+    pr->win = xt_mem_alloc(((size_t)pr->nwin + 1) * 8);
+    get(&r, pr->win, (size_t)pr->nwin * 8);
+    pr->ngroup = get_u32(&r);
+    if (r.bad || (size_t)(r.end - r.p) / 4 < pr->ngroup) return -1;
+    pr->group = xt_mem_calloc(pr->ngroup + 1, sizeof *pr->group);
+    for (uint32_t i = 0; i < pr->ngroup && !r.bad; i++) {
+        comm_t *g = &pr->group[i];
+        g->size = get_u32(&r);
+        if (r.bad || (size_t)(r.end - r.p) / 4 < g->size) return -1;
+        g->members = xt_mem_alloc(((size_t)g->size + 1) * 4);
+        get(&r, g->members, (size_t)g->size * 4);
+    }
     return r.bad ? -1 : 0;
 }
 
@@ -270,6 +288,8 @@ static void proc_free(proc_t *pr)
     for (uint32_t i = 0; i < pr->ncomm; i++) xt_mem_free(pr->comm[i].members), xt_mem_free(pr->comm[i].name);
     for (uint32_t i = 0; i < pr->nlock; i++) xt_mem_free(pr->lock[i].name);
     for (uint32_t i = 0; i < pr->nmetric; i++) xt_mem_free(pr->metric[i]);
+    for (uint32_t i = 0; i < pr->ngroup; i++) xt_mem_free(pr->group[i].members);
+    xt_mem_free(pr->win), xt_mem_free(pr->group), xt_mem_free(pr->win_map), xt_mem_free(pr->group_map);
     xt_mem_free(pr->metric), xt_mem_free(pr->metric_map);
     xt_mem_free(pr->reg), xt_mem_free(pr->comm), xt_mem_free(pr->lock), xt_mem_free(pr->nev);
     xt_mem_free(pr->reg_map), xt_mem_free(pr->comm_map), xt_mem_free(pr->lock_map);
@@ -470,6 +490,16 @@ static void remap_events(elg_event *ev, uint64_t n, const proc_t *pr)
         case ELG_COUNTER:
             e->a = e->a < pr->nmetric ? pr->metric_map[e->a] : ELG_NO_ID;
             break;
+        case ELG_MPI_RMA_SYNC:
+            if (e->c >= ELG_RMA_SYNC_POST && e->c <= ELG_RMA_SYNC_TEST && e->b != ELG_NO_ID)
+                e->b = e->b - XT_RMA_GROUP_BASE < pr->ngroup ? pr->group_map[e->b - XT_RMA_GROUP_BASE] : ELG_NO_ID;
+            /* FALLTHROUGH: the window */
+            __attribute__((fallthrough));
+        case ELG_MPI_RMA_PUT:
+        case ELG_MPI_RMA_GET:
+        case ELG_MPI_RMA_ATOMIC:
+            e->a = e->a < pr->nwin ? pr->win_map[e->a] : ELG_NO_ID;
+            break;
         default:
             break;
         }
@@ -593,6 +623,53 @@ int xt_write_trace(const char *path, int nprocs, void *const *serialized, const 
             def_record(&d, ELG_DEF_COMM, cb, 16);
         }
     }
+    /* RMA windows (2.3): unified by (communicator, creation count on it); a window on a communicator that is
+       not known is this process's own.  Their synchronisations' groups: unified with the others by members. */
+    strmap win_keys = {0};
+    uint32_t n_wins = 0;
+    for (int p = 0; p < nprocs; p++) {
+        proc_t *pr = &procs[p];
+        pr->win_map = xt_mem_alloc(((size_t)pr->nwin + 1) * 4);
+        for (uint32_t i = 0; i < pr->nwin; i++) {
+            uint32_t lcomm = pr->win[2 * i], seq = pr->win[2 * i + 1];
+            uint32_t comm = lcomm < pr->ncomm ? pr->comm_map[lcomm] : ELG_NO_ID;
+            char key[64];
+            if (comm != ELG_NO_ID) snprintf(key, sizeof key, "%u:%u", comm, seq);
+            else snprintf(key, sizeof key, "rank %u:%u", pr->rank, i);
+            int ins;
+            uint32_t gid = strmap_get(&win_keys, key, n_wins, &ins);
+            pr->win_map[i] = gid;
+            if (!ins) continue;
+            n_wins++;
+            uint32_t wb[3] = {gid, comm, ELG_NO_ID};
+            def_record(&d, ELG_DEF_WINDOW, wb, 12);
+        }
+        pr->group_map = xt_mem_alloc(((size_t)pr->ngroup + 1) * 4);
+        for (uint32_t i = 0; i < pr->ngroup; i++) {
+            comm_t *g = &pr->group[i];
+            buf_t gk = {0};
+            for (uint32_t m = 0; m < g->size; m++) {
+                char num[16];
+                int k = snprintf(num, sizeof num, "%u,", g->members[m]);
+                put(&gk, num, (size_t)k);
+            }
+            put(&gk, "", 1);
+            int ins;
+            uint32_t gid_group = strmap_get(&groups, gk.p, n_groups, &ins);
+            xt_mem_free(gk.p);
+            pr->group_map[i] = gid_group;
+            if (ins) {
+                n_groups++;
+                buf_t gb = {0};
+                put_u32(&gb, gid_group);
+                put_u32(&gb, g->size);
+                put(&gb, g->members, (size_t)g->size * 4);
+                def_record(&d, ELG_DEF_GROUP, gb.p, (uint32_t)gb.len);
+                xt_mem_free(gb.p);
+            }
+        }
+    }
+    strmap_free(&win_keys);
     /* locks belong to one process each */
     for (int p = 0; p < nprocs; p++) {
         proc_t *pr = &procs[p];

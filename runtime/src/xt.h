@@ -300,6 +300,23 @@ XT_HIDDEN uint32_t xt_comm_define(uint32_t leader, uint32_t seq, uint32_t parent
 XT_HIDDEN uint32_t xt_comm_count(void);
 XT_HIDDEN const xt_comm_def *xt_comm_at(uint32_t i);
 
+/* an MPI one-sided window as it is defined locally (format 2.3): the communicator it was created over
+ * (local comm id, NO_ID when unknown) and its creation count on that communicator, which together name the
+ * same window on every process of the communicator (the writer unifies windows by them) */
+typedef struct xt_win_def {
+    uint32_t comm, seq;
+} xt_win_def;
+XT_HIDDEN uint32_t xt_win_define(uint32_t comm, uint32_t seq);
+XT_HIDDEN uint32_t xt_win_count(void);
+XT_HIDDEN const xt_win_def *xt_win_at(uint32_t i);
+/* a group of processes named by an RMA synchronisation (Win_post/Win_start): global ranks in group order.
+ * Local ids are XT_RMA_GROUP_BASE + index (apart from the communicators' groups, whose ids in the spool
+ * file are the communicator ids); the same members give the same id. */
+#define XT_RMA_GROUP_BASE 0x40000000u
+XT_HIDDEN uint32_t xt_rma_group_define(uint32_t size, const uint32_t *members);
+XT_HIDDEN uint32_t xt_rma_group_count(void);
+XT_HIDDEN const uint32_t *xt_rma_group_at(uint32_t i, uint32_t *size);
+
 /* ---------------------------------------------------------------- process facts */
 typedef struct xt_process_info {
     uint32_t rank;     /* MPI rank in COMM_WORLD, 0 without MPI */

@@ -64,11 +64,66 @@ def typed_params(sig):
     return out
 
 
-def body(idx, name, kind, call, req, status_pre=(), status_post=()):
+#: bytes (sent, received) of an MPI_RMA_ATOMIC by its elg_rma_atomic op (format 2.3)
+ATOMIC_BYTES = {
+    "ACCUMULATE": ("(uint64_t)origin_count * xt_tsize(origin_datatype)", "0"),
+    "GET_ACCUMULATE": ("(op == MPI_NO_OP ? 0 : (uint64_t)origin_count * xt_tsize(origin_datatype))",
+                       "(uint64_t)result_count * xt_tsize(result_datatype)"),
+    "FETCH_AND_OP": ("(op == MPI_NO_OP ? 0 : xt_tsize(datatype))", "xt_tsize(datatype)"),
+    "COMPARE_AND_SWAP": ("2 * xt_tsize(datatype)", "xt_tsize(datatype)"),
+}
+#: win:<kind> -> (elg_rma_sync kind, target expression or None, flags expression)
+WIN_SYNC = {
+    "FENCE": ("FENCE", None, "0"), "POST": ("POST", None, "0"), "START": ("START", None, "0"),
+    "COMPLETE": ("COMPLETE", None, "0"), "WAIT": ("WAIT", None, "0"), "TEST": ("TEST", None, "0"),
+    "LOCK": ("LOCK", "rank", "(lock_type == MPI_LOCK_EXCLUSIVE ? ELG_RMA_SYNC_EXCLUSIVE : 0)"),
+    "UNLOCK": ("UNLOCK", "rank", "0"), "LOCK_ALL": ("LOCK_ALL", None, "0"), "UNLOCK_ALL": ("UNLOCK_ALL", None, "0"),
+    "FLUSH": ("FLUSH", "rank", "0"), "FLUSH_ALL": ("FLUSH", None, "0"),
+    "FLUSH_LOCAL": ("FLUSH", "rank", "ELG_RMA_SYNC_LOCAL"), "FLUSH_LOCAL_ALL": ("FLUSH", None, "ELG_RMA_SYNC_LOCAL"),
+    "SYNC": ("SYNC", None, "0"),
+}
+
+
+def rma_body(kind, call, win_out, flag):
+    """rma:<op>[|NONBLOCKING] and win:<kind> (format 2.3): the call, then its MPI_RMA_* record."""
+    out = []
+    if kind.startswith("rma:"):
+        op, _, nb = kind[4:].partition("|")
+        flags = "ELG_RMA_NONBLOCKING" if nb else "0"
+        out += call
+        if op in ("PUT", "GET"):
+            args = f"ELG_MPI_RMA_{op}, win, target_rank, 0, (uint64_t)origin_count * xt_tsize(origin_datatype), 0"
+        else:
+            sent, recvd = ATOMIC_BYTES[op]
+            args = f"ELG_MPI_RMA_ATOMIC, win, target_rank, ELG_RMA_ATOMIC_{op}, {sent}, {recvd}"
+        out.append(f"    if (rc == MPI_SUCCESS) xt_rma_transfer(t, {args}, {flags});")
+        return out
+    what = kind[4:]
+    if what == "CREATE":
+        out += call
+        out.append(f"    if (rc == MPI_SUCCESS) xt_rma_sync_id(t, xt_win_created({win_out}, comm), ELG_RMA_SYNC_CREATE);")
+        return out
+    if what == "FREE":
+        out.append(f"    uint32_t wid = xt_win_id({win_out});")
+        out += call
+        out.append("    if (rc == MPI_SUCCESS) xt_rma_sync_id(t, wid, ELG_RMA_SYNC_FREE);")
+        return out
+    sync, target, flags = WIN_SYNC[what]
+    group = "group" if sync in ("POST", "START") else "MPI_GROUP_NULL"
+    cond = f"rc == MPI_SUCCESS && {flag}" if sync == "TEST" else "rc == MPI_SUCCESS"  # an unfinished test: nothing
+    out += call
+    out.append(f"    if ({cond}) xt_rma_sync(t, win, ELG_RMA_SYNC_{sync}, {group}, {target or 'XT_ALL_TARGETS'}, "
+               f"{flags});")
+    return out
+
+
+def body(idx, name, kind, call, req, status_pre=(), status_post=(), win_out="*win", flag="*flag"):
     """The recording logic shared by the C and the Fortran wrapper.
 
     call: C statements that make the real call and set `int rc`; req: an expression for the new
-    request's C handle after the call; status_pre/post: lines that give `MPI_Status *status`.
+    request's C handle after the call; status_pre/post: lines that give `MPI_Status *status`;
+    win_out: the window handle an MPI_Win_create* made (after the call) or MPI_Win_free frees (before);
+    flag: MPI_Win_test's result.
     """
     out = []
     if kind in ("send", "isend"):
@@ -114,6 +169,8 @@ def body(idx, name, kind, call, req, status_pre=(), status_post=()):
             return out
         out.append("    if (rc == MPI_SUCCESS)")
         out.append(f"        xt_request_coll({req}, H_COUNT + {idx}, comm, {root or 'MPI_PROC_NULL'}, {sent}, {recvd});")
+    elif kind.startswith(("rma:", "win:")):
+        out += rma_body(kind, call, win_out, flag)
     elif kind.startswith("io:"):
         flags = " | ".join(f"ELG_FILE_IO_{f}" for f in kind[3:].split("|"))
         out += call
@@ -148,6 +205,9 @@ F2C = {
     "const void *": "xt_f_buffer(f_{n})",
     "void *": "xt_f_buffer(f_{n})",
     "const int *": "(const int *)f_{n}",
+    "MPI_Win": "PMPI_Win_f2c(*f_{n})",
+    "MPI_Group": "PMPI_Group_f2c(*f_{n})",
+    "MPI_Op": "PMPI_Op_f2c(*f_{n})",
 }
 
 
@@ -184,7 +244,8 @@ def fortran_wrapper(idx, name, sig, kind):
         status_post = ["    MPI_Status c_status, *status = &c_status;",
                        "    if (rc == MPI_SUCCESS) PMPI_Status_f2c(f_st, &c_status);"]
     call = [f"    real({fargs});", "    int rc = *ierr;", "    (void)rc;"]
-    lines = body(idx, name, kind, call, "PMPI_Request_f2c(*f_request)", status_pre, status_post)
+    lines = body(idx, name, kind, call, "PMPI_Request_f2c(*f_request)", status_pre, status_post,
+                 win_out="PMPI_Win_f2c(*(MPI_Fint *)f_win)", flag="*(MPI_Fint *)f_flag")
     lines = [ln.replace("return rc;", "return;") for ln in lines]
     out += lines
     out.append("}")

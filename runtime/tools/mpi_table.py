@@ -16,6 +16,15 @@ kind:
                   each MPI_Start records the message as a non-blocking one
   io:<flags>      an MPI file read or write: MPI_FILE_IO (format 2.2) with count x type size bytes;
                   <flags> are elg_file_io_flag names without the prefix, joined by '|'
+  rma:<op>[|NONBLOCKING]
+                  an MPI one-sided transfer (format 2.3): <op> PUT or GET (MPI_RMA_PUT / _GET, origin
+                  count x type size bytes) or an elg_rma_atomic name without the prefix (MPI_RMA_ATOMIC, bytes
+                  sent and received by that op's rule); the target rank as a global rank; NONBLOCKING for
+                  the request-based forms (MPI_Rput, ...)
+  win:<kind>      an MPI one-sided synchronisation: one MPI_RMA_SYNC of elg_rma_sync kind <kind> (without the
+                  prefix; FLUSH_ALL, FLUSH_LOCAL and FLUSH_LOCAL_ALL are FLUSH with target NO_ID and / or
+                  the LOCAL flag), after the call; CREATE defines the window *win over comm, FREE names the
+                  window *win had before the call; see src/mpi_rma.c
 Functions with a string parameter (MPI_File_open, _delete, _set_view) get no Fortran wrapper: Fortran
 passes hidden string lengths the generic Fortran wrapper does not know.
 Functions with bespoke logic (Init*, Finalize, Abort, Sendrecv*, Wait*/Test*, Start*, Request_free,
@@ -47,6 +56,9 @@ ALLTOALLV = ("const void *sendbuf, COUNTS sendcounts, DISPLS sdispls, MPI_Dataty
 FILE_IO = "MPI_FILE_IO"
 RMA = "MPI_RMA"
 ORIGIN = "const void *origin_addr, COUNT origin_count, MPI_Datatype origin_datatype"
+GORIGIN = ORIGIN.replace("const void", "void")
+RESULT = ", void *result_addr, COUNT result_count, MPI_Datatype result_datatype"
+TARGET = ", int target_rank, MPI_Aint target_disp, COUNT target_count, MPI_Datatype target_datatype"
 FREAD = "MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype, MPI_Status *status"
 FWRITE = "MPI_File fh, const void *buf, COUNT count, MPI_Datatype datatype, MPI_Status *status"
 FIREAD = "MPI_File fh, void *buf, COUNT count, MPI_Datatype datatype, MPI_Request *request"
@@ -142,37 +154,46 @@ FUNCTIONS = [
     ("File_iwrite", FIWRITE, "io:WRITE|NONBLOCKING", FILE_IO),
     ("File_iread_at", AT + FIREAD.replace("MPI_File fh, ", ""), "io:READ|NONBLOCKING", FILE_IO),
     ("File_iwrite_at", AT + FIWRITE.replace("MPI_File fh, ", ""), "io:WRITE|NONBLOCKING", FILE_IO),
-    # MPI one-sided (RMA): recorded as calls (Scalasca's mpi_rma_* time categories), no RMA records yet
-    ("Win_create", "void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win", "plain",
-     RMA),
+    # MPI one-sided (RMA, format 2.3): each call writes its MPI_RMA_* record (see the kinds above)
+    ("Win_create", "void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win",
+     "win:CREATE", RMA),
     ("Win_allocate", "MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win",
-     "plain", RMA),
-    ("Win_free", "MPI_Win *win", "plain", RMA),
-    ("Win_fence", "int assert, MPI_Win win", "plain", RMA),
-    ("Win_post", "MPI_Group group, int assert, MPI_Win win", "plain", RMA),
-    ("Win_start", "MPI_Group group, int assert, MPI_Win win", "plain", RMA),
-    ("Win_complete", "MPI_Win win", "plain", RMA),
-    ("Win_wait", "MPI_Win win", "plain", RMA),
-    ("Win_test", "MPI_Win win, int *flag", "plain", RMA),
-    ("Win_lock", "int lock_type, int rank, int assert, MPI_Win win", "plain", RMA),
-    ("Win_unlock", "int rank, MPI_Win win", "plain", RMA),
-    ("Win_lock_all", "int assert, MPI_Win win", "plain", RMA),
-    ("Win_unlock_all", "MPI_Win win", "plain", RMA),
-    ("Win_flush", "int rank, MPI_Win win", "plain", RMA),
-    ("Win_flush_all", "MPI_Win win", "plain", RMA),
-    ("Win_flush_local", "int rank, MPI_Win win", "plain", RMA),
-    ("Win_flush_local_all", "MPI_Win win", "plain", RMA),
-    ("Win_sync", "MPI_Win win", "plain", RMA),
-    ("Put", ORIGIN + ", int target_rank, MPI_Aint target_disp, COUNT target_count, MPI_Datatype target_datatype, "
-     "MPI_Win win", "plain", RMA),
-    ("Get", ORIGIN.replace("const void", "void") + ", int target_rank, MPI_Aint target_disp, COUNT target_count, "
-     "MPI_Datatype target_datatype, MPI_Win win", "plain", RMA),
-    ("Accumulate", ORIGIN + ", int target_rank, MPI_Aint target_disp, COUNT target_count, "
-     "MPI_Datatype target_datatype, MPI_Op op, MPI_Win win", "plain", RMA),
+     "win:CREATE", RMA),
+    ("Win_allocate_shared", "MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, "
+     "MPI_Win *win", "win:CREATE", RMA),
+    ("Win_create_dynamic", "MPI_Info info, MPI_Comm comm, MPI_Win *win", "win:CREATE", RMA),
+    ("Win_attach", "MPI_Win win, void *base, MPI_Aint size", "plain", RMA),
+    ("Win_detach", "MPI_Win win, const void *base", "plain", RMA),
+    ("Win_free", "MPI_Win *win", "win:FREE", RMA),
+    ("Win_fence", "int assert, MPI_Win win", "win:FENCE", RMA),
+    ("Win_post", "MPI_Group group, int assert, MPI_Win win", "win:POST", RMA),
+    ("Win_start", "MPI_Group group, int assert, MPI_Win win", "win:START", RMA),
+    ("Win_complete", "MPI_Win win", "win:COMPLETE", RMA),
+    ("Win_wait", "MPI_Win win", "win:WAIT", RMA),
+    ("Win_test", "MPI_Win win, int *flag", "win:TEST", RMA),
+    ("Win_lock", "int lock_type, int rank, int assert, MPI_Win win", "win:LOCK", RMA),
+    ("Win_unlock", "int rank, MPI_Win win", "win:UNLOCK", RMA),
+    ("Win_lock_all", "int assert, MPI_Win win", "win:LOCK_ALL", RMA),
+    ("Win_unlock_all", "MPI_Win win", "win:UNLOCK_ALL", RMA),
+    ("Win_flush", "int rank, MPI_Win win", "win:FLUSH", RMA),
+    ("Win_flush_all", "MPI_Win win", "win:FLUSH_ALL", RMA),
+    ("Win_flush_local", "int rank, MPI_Win win", "win:FLUSH_LOCAL", RMA),
+    ("Win_flush_local_all", "MPI_Win win", "win:FLUSH_LOCAL_ALL", RMA),
+    ("Win_sync", "MPI_Win win", "win:SYNC", RMA),
+    ("Put", ORIGIN + TARGET + ", MPI_Win win", "rma:PUT", RMA),
+    ("Get", GORIGIN + TARGET + ", MPI_Win win", "rma:GET", RMA),
+    ("Accumulate", ORIGIN + TARGET + ", MPI_Op op, MPI_Win win", "rma:ACCUMULATE", RMA),
+    ("Get_accumulate", ORIGIN + RESULT + TARGET + ", MPI_Op op, MPI_Win win", "rma:GET_ACCUMULATE", RMA),
     ("Fetch_and_op", "const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank, "
-     "MPI_Aint target_disp, MPI_Op op, MPI_Win win", "plain", RMA),
+     "MPI_Aint target_disp, MPI_Op op, MPI_Win win", "rma:FETCH_AND_OP", RMA),
     ("Compare_and_swap", "const void *origin_addr, const void *compare_addr, void *result_addr, "
-     "MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win", "plain", RMA),
+     "MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win", "rma:COMPARE_AND_SWAP", RMA),
+    ("Rput", ORIGIN + TARGET + ", MPI_Win win, MPI_Request *request", "rma:PUT|NONBLOCKING", RMA),
+    ("Rget", GORIGIN + TARGET + ", MPI_Win win, MPI_Request *request", "rma:GET|NONBLOCKING", RMA),
+    ("Raccumulate", ORIGIN + TARGET + ", MPI_Op op, MPI_Win win, MPI_Request *request",
+     "rma:ACCUMULATE|NONBLOCKING", RMA),
+    ("Rget_accumulate", ORIGIN + RESULT + TARGET + ", MPI_Op op, MPI_Win win, MPI_Request *request",
+     "rma:GET_ACCUMULATE|NONBLOCKING", RMA),
     # groups (communicator creation is hand-written)
     ("Comm_group", "MPI_Comm comm, MPI_Group *group", "plain", OTHER),
     ("Group_incl", "MPI_Group group, int n, const int ranks[], MPI_Group *newgroup", "plain", OTHER),

@@ -26,6 +26,10 @@ ENUMS = {
     "elg_send_flag": (layout.SendFlag, "ELG_SEND_"),
     "elg_recv_flag": (layout.RecvFlag, "ELG_RECV_"),
     "elg_file_io_flag": (layout.FileIoFlag, "ELG_FILE_IO_"),
+    "elg_rma_flag": (layout.RmaFlag, "ELG_RMA_"),
+    "elg_rma_atomic": (layout.RmaAtomic, "ELG_RMA_ATOMIC_"),
+    "elg_rma_sync": (layout.RmaSync, "ELG_RMA_SYNC_"),
+    "elg_rma_sync_flag": (layout.RmaSyncFlag, "ELG_RMA_SYNC_"),
     "elg_task_flag": (layout.TaskFlag, "ELG_TASK_"),
     "elg_task_switch": (layout.TaskSwitch, "ELG_TASK_SWITCH_"),
 }

@@ -1,8 +1,9 @@
-"""MPI one-sided calls traced by the runtime (as calls: Scalasca's RMA time categories), Open MPI and MPICH.
+"""MPI one-sided communication traced by the runtime (format 2.3 RMA records), under Open MPI and MPICH.
 
-samples/runtime/mpi_rma.c: 3 ranks; rank 0 enters the first MPI_Win_fence 100 ms late, so ranks 1 and 2
-spend about that long in theirs (RMA synchronisation time); each then puts, gets under a shared lock,
-flushes and accumulates under an exclusive lock.
+samples/runtime/mpi_rma.c (3 ranks) makes every wrapped one-sided call; its comment says which, with
+which targets and bytes.  Rank 0 enters the first MPI_Win_fence 100 ms late, so ranks 1 and 2 spend
+about that long in theirs (RMA synchronisation time).  The samples with designed waits
+(mpi_rma_fence.c, mpi_rma_gats.c, mpi_rma_lock.c) are in test_mpi_rma_waits.py.
 """
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ import pytest
 import analyzer
 import tracefmt
 from runtime_harness import MPI_TOOLS, assert_valid, events, trace_mpi_sample
-from tracefmt.layout import EventType, Role
+from tracefmt.layout import NO_ID, EventType, RmaAtomic, RmaFlag, RmaSync, RmaSyncFlag, Role
 
 pytestmark = pytest.mark.runtime
 
 LATE = 0.100
+PUT, GET, ATOMIC, SYNC = EventType.MPI_RMA_PUT, EventType.MPI_RMA_GET, EventType.MPI_RMA_ATOMIC, EventType.MPI_RMA_SYNC
+RMA_TYPES = (PUT, GET, ATOMIC, SYNC)
 
 
 @pytest.fixture(scope="module", params=sorted(MPI_TOOLS))
@@ -30,18 +33,105 @@ def traced(request, runtime_built, tmp_path_factory):
     return trace, analyzer.analyze(str(path))
 
 
+def rma_records(trace, loc):
+    """(the MPI call it is in, type, flags, window, b, c, d, e) of each RMA record of a location."""
+    ev = trace.events(loc)
+    names = {rid: r.name for rid, r in trace.defs.regions.items()}
+    stack, out = [], []
+    for i in range(len(ev)):
+        t = int(ev.type[i])
+        if t == EventType.ENTER:
+            stack.append(names[int(ev.a[i])])
+        elif t in (EventType.EXIT, EventType.MPI_COLLEXIT, EventType.OMP_COLLEXIT):
+            stack.pop()
+        elif t in RMA_TYPES:
+            out.append((stack[-1], EventType(t), int(ev.flags[i]), int(ev.a[i]), int(ev.b[i]), int(ev.c[i]),
+                        int(ev.d[i]), int(ev.e[i])))
+    return out
+
+
 def test_every_one_sided_call_recorded_with_its_role(traced):
     trace, _ = traced
     for loc, info in trace.defs.locations.items():
-        calls = Counter(e[1] for e in events(trace, loc) if e[0] == EventType.ENTER and e[1].startswith("MPI_")
-                        and e[1] not in ("MPI_Init", "MPI_Finalize", "MPI_Barrier"))
-        want = {"MPI_Win_create": 1, "MPI_Win_fence": 2, "MPI_Win_free": 1}
-        if info.process > 0:
-            want.update({"MPI_Put": 1, "MPI_Win_lock": 2, "MPI_Get": 1, "MPI_Win_flush": 1, "MPI_Win_unlock": 2,
-                         "MPI_Accumulate": 1})
+        calls = Counter(e[1] for e in events(trace, loc) if e[0] == EventType.ENTER and e[1].startswith("MPI_Win")
+                        or e[0] == EventType.ENTER and e[1] in ("MPI_Put", "MPI_Get", "MPI_Accumulate"))
+        want = {"MPI_Win_create": 1, "MPI_Win_fence": 2, "MPI_Win_free": 2, "MPI_Win_allocate": 1}
+        if info.process == 0:
+            want.update({"MPI_Win_post": 1, "MPI_Win_test": calls["MPI_Win_test"]})
+            assert calls["MPI_Win_test"] >= 1
+        else:
+            want.update({"MPI_Put": 2, "MPI_Win_lock": 2, "MPI_Get": 1, "MPI_Win_flush": 1, "MPI_Win_unlock": 2,
+                         "MPI_Accumulate": 1, "MPI_Win_lock_all": 1, "MPI_Win_flush_local": 1,
+                         "MPI_Win_flush_local_all": 1, "MPI_Win_flush_all": 1, "MPI_Win_sync": 1,
+                         "MPI_Win_unlock_all": 1, "MPI_Win_start": 1, "MPI_Win_complete": 1,
+                         "MPI_Win_create": 2, "MPI_Win_fence": 4, "MPI_Win_free": 3})
+            if info.process == 2:
+                want["MPI_Put"] = 3
         assert calls == want, (info, calls)
-    roles = {r.name: r.role for r in trace.defs.regions.values() if r.name.startswith(("MPI_Win", "MPI_Put"))}
-    assert set(roles.values()) == {Role.MPI_RMA}
+    rma = {"MPI_Put", "MPI_Get", "MPI_Accumulate", "MPI_Get_accumulate", "MPI_Fetch_and_op", "MPI_Compare_and_swap",
+           "MPI_Rput", "MPI_Rget"}
+    roles = {r.name: r.role for r in trace.defs.regions.values() if r.name.startswith("MPI_Win") or r.name in rma}
+    assert len(roles) >= 20 and set(roles.values()) == {Role.MPI_RMA}
+
+
+def test_windows_defined_once_over_their_communicators(traced):
+    trace, _ = traced
+    d = trace.defs
+    assert len(d.windows) == 3
+    comms = [d.comms[w.comm].ranks for _, w in sorted(d.windows.items())]
+    assert comms == [(0, 1, 2), (0, 1, 2), (1, 2)]
+
+
+def test_records_per_rank(traced):
+    """Every record of every rank: windows by creation order, targets as global ranks, bytes, groups."""
+    trace, _ = traced
+    d = trace.defs
+    w0, w1, w2 = sorted(d.windows)
+    for loc, info in d.locations.items():
+        rank = info.process
+        got = rma_records(trace, loc)
+        for call, t, flags, win, b, c, dd, e in got:  # groups by their members (several ids may name the same)
+            if t == SYNC and c in (RmaSync.POST, RmaSync.START, RmaSync.COMPLETE, RmaSync.WAIT, RmaSync.TEST):
+                assert b in d.groups, (call, b)
+        norm = [(call, t, flags, win, d.groups[b] if t == SYNC and RmaSync.POST <= c <= RmaSync.TEST else b, c, dd, e)
+                for call, t, flags, win, b, c, dd, e in got]
+
+        def sync(call, win, kind, b=NO_ID, flags=0):
+            return (call, SYNC, flags, win, b, kind, 0, 0)
+
+        want = [sync("MPI_Win_create", w0, RmaSync.CREATE), sync("MPI_Win_fence", w0, RmaSync.FENCE)]
+        if rank > 0:
+            want.append(("MPI_Put", PUT, 0, w0, 0, 0, 4, 0))
+        want.append(sync("MPI_Win_fence", w0, RmaSync.FENCE))
+        if rank > 0:
+            want += [sync("MPI_Win_lock", w0, RmaSync.LOCK, 0), ("MPI_Get", GET, 0, w0, 0, 0, 4, 0),
+                     sync("MPI_Win_flush", w0, RmaSync.FLUSH, 0), sync("MPI_Win_unlock", w0, RmaSync.UNLOCK, 0),
+                     sync("MPI_Win_lock", w0, RmaSync.LOCK, 0, RmaSyncFlag.EXCLUSIVE),
+                     ("MPI_Accumulate", ATOMIC, 0, w0, 0, RmaAtomic.ACCUMULATE, 4, 0),
+                     sync("MPI_Win_unlock", w0, RmaSync.UNLOCK, 0)]
+        want += [sync("MPI_Win_free", w0, RmaSync.FREE), sync("MPI_Win_allocate", w1, RmaSync.CREATE)]
+        nb, local = RmaFlag.NONBLOCKING, RmaSyncFlag.LOCAL
+        if rank > 0:
+            want += [sync("MPI_Win_lock_all", w1, RmaSync.LOCK_ALL),
+                     ("MPI_Rput", PUT, nb, w1, 0, 0, 16, 0), ("MPI_Rget", GET, nb, w1, 0, 0, 24, 0),
+                     sync("MPI_Win_flush_local", w1, RmaSync.FLUSH, 0, local),
+                     ("MPI_Get_accumulate", ATOMIC, 0, w1, 0, RmaAtomic.GET_ACCUMULATE, 32, 32),
+                     ("MPI_Fetch_and_op", ATOMIC, 0, w1, 0, RmaAtomic.FETCH_AND_OP, 8, 8),
+                     ("MPI_Compare_and_swap", ATOMIC, 0, w1, 0, RmaAtomic.COMPARE_AND_SWAP, 8, 4),
+                     sync("MPI_Win_flush_local_all", w1, RmaSync.FLUSH, NO_ID, local),
+                     sync("MPI_Win_flush_all", w1, RmaSync.FLUSH), sync("MPI_Win_sync", w1, RmaSync.SYNC),
+                     sync("MPI_Win_unlock_all", w1, RmaSync.UNLOCK_ALL),
+                     sync("MPI_Win_start", w1, RmaSync.START, (0,)), ("MPI_Put", PUT, 0, w1, 0, 0, 4, 0),
+                     sync("MPI_Win_complete", w1, RmaSync.COMPLETE, (0,))]
+        else:  # one MPI_RMA_SYNC for the test that returned true, none for the others
+            want += [sync("MPI_Win_post", w1, RmaSync.POST, (1, 2)), sync("MPI_Win_test", w1, RmaSync.TEST, (1, 2))]
+        want.append(sync("MPI_Win_free", w1, RmaSync.FREE))
+        if rank > 0:
+            want += [sync("MPI_Win_create", w2, RmaSync.CREATE), sync("MPI_Win_fence", w2, RmaSync.FENCE)]
+            if rank == 2:  # window rank 0 of the communicator of ranks 1 and 2 is global rank 1
+                want.append(("MPI_Put", PUT, 0, w2, 1, 0, 4, 0))
+            want += [sync("MPI_Win_fence", w2, RmaSync.FENCE), sync("MPI_Win_free", w2, RmaSync.FREE)]
+        assert norm == want, rank
 
 
 def test_late_epoch_is_rma_synchronisation_time(traced):
