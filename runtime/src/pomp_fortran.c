@@ -99,6 +99,27 @@ POMP_F(pomp_flush_enter_, POMP_Flush_enter)
 POMP_F(pomp_flush_exit_, POMP_Flush_exit)
 POMP_F(pomp_begin_, POMP_Begin)
 POMP_F(pomp_end_, POMP_End)
+POMP_F(pomp_taskwait_enter_, POMP_Taskwait_enter)
+POMP_F(pomp_taskwait_exit_, POMP_Taskwait_exit)
+POMP_F(pomp_taskgroup_enter_, POMP_Taskgroup_enter)
+POMP_F(pomp_taskgroup_wait_enter_, POMP_Taskgroup_wait_enter)
+POMP_F(pomp_taskgroup_wait_exit_, POMP_Taskgroup_wait_exit)
+POMP_F(pomp_taskgroup_exit_, POMP_Taskgroup_exit)
+
+/* tasks: the creating thread gets the new task's id into an INTEGER(KIND=8) that the instrumenter declares in
+ * a BLOCK around the task construct and hands to the task as firstprivate */
+__attribute__((visibility("default"))) void pomp_task_create_(const int *h, const int *flags, long long *task)
+{
+    *task = (long long)POMP_Task_create(descr_of(h), *flags);
+}
+__attribute__((visibility("default"))) void pomp_task_begin_(const int *h, const long long *task)
+{
+    POMP_Task_begin(descr_of(h), (unsigned long long)*task);
+}
+__attribute__((visibility("default"))) void pomp_task_end_(const int *h, const long long *task)
+{
+    POMP_Task_end(descr_of(h), (unsigned long long)*task);
+}
 
 __attribute__((visibility("default"))) void pomp_init_(void) { POMP_Init(); }
 __attribute__((visibility("default"))) void pomp_finalize_(void) { POMP_Finalize(); }

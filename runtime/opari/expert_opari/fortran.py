@@ -27,6 +27,10 @@ comment); the rewriter is shared and writes fixed-form lines (calls from column 
 column 1 continued with ``!$omp&`` within 72 columns).  DO loops ending at a label close a
 ``!$omp do`` in both forms.  Known limits (see docs/instrument.md): the lock routines (left
 uninstrumented).
+
+Tasks: the creating thread's ``pomp_task_create`` returns the new task's id into an INTEGER(KIND=8)
+that the task receives as firstprivate, as in C; Fortran allows no declaration among executable
+statements, so the construct is wrapped in a BLOCK (Fortran 2008) that declares it.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ _DO_STMT = re.compile(r"^(?:[a-z_]\w*\s*:\s*)?do\b(?!\s*=)(?P<label>\s*\d+)?", r
 _END_DO = re.compile(r"^end\s*do\b", re.I)
 # constructs with a block and an end directive, as the instrumentation names them
 _BLOCK = {"parallel", "do", "do simd", "sections", "single", "workshare", "master", "critical", "atomic",
-          "parallel do", "parallel do simd", "parallel sections", "parallel workshare"}
+          "parallel do", "parallel do simd", "parallel sections", "parallel workshare", "task", "taskgroup"}
 _OPTIONAL_END = {"do", "do simd", "parallel do", "parallel do simd", "atomic"}
 # --disable names (shared with the C instrumenter) of each construct
 _SWITCH = {"do": "for", "do simd": "for", "workshare": "for", "parallel do": "parallel",
@@ -357,9 +361,12 @@ class _Fortran:
         raise InstrumentError(self.path, line0 + 1, msg)
 
     # -- edits
-    def call(self, event: str, handle: int | None, indent: str) -> str:
-        arg = f"({self.base + handle})" if handle is not None else ""
-        return f"{'      ' if self.fixed else indent}call pomp_{event}{arg}"
+    def call(self, event: str, handle: int | None, indent: str, *more: str) -> str:
+        arg = f"({', '.join([str(self.base + handle), *more])})" if handle is not None else ""
+        return self.stmt(f"call pomp_{event}{arg}", indent)
+
+    def stmt(self, text: str, indent: str) -> str:
+        return f"{'      ' if self.fixed else indent}{text}"
 
     def dlines(self, indent: str, sentinel: str, text: str) -> list[str]:
         if self.fixed:
@@ -462,7 +469,7 @@ class _Fortran:
             top = self.stack.pop()
             return self.close(top, dr.first, dr.last, (dr, d))
         on = self.instrument and _SWITCH.get(name, name) not in self.disabled
-        if name in ("barrier", "flush"):
+        if name in ("barrier", "flush", "taskwait"):
             if on:
                 h = self.descr(name, dr)
                 self.set_end([h], dr.first, dr.last)
@@ -481,7 +488,7 @@ class _Fortran:
             top.section_open, top.sections = True, top.sections + 1
             return
         if name not in _BLOCK:
-            return  # task, ordered, simd, target, ...: left as they are
+            return  # taskloop, ordered, simd, target, ...: left as they are
         o = _Open(d, dr, {}, on)
         if name in ("do", "do simd", "parallel do", "parallel do simd"):
             o.loop_depth = len(self.loops)
@@ -504,6 +511,21 @@ class _Fortran:
         d, dr, ind = o.d, o.dir, o.dir.indent
         name = d.name
         pre, post = self.before.setdefault(dr.first, []), self.after.setdefault(dr.last, [])
+        if name == "task":
+            h = o.handles["ws"] = self.descr("task", dr)
+            tid = f"pomp_task_{h}"
+            flags = (2 if d.has("untied") else 0) | (8 if d.has("mergeable") else 0)  # ELG_TASK_UNTIED, _MERGEABLE
+            # (the CONTINUE: a directive followed by a BLOCK ends at its END BLOCK, OpenMP 5.1, so an enclosing
+            # construct's block must not begin with ours)
+            pre += [self.stmt("continue", ind), self.stmt("block", ind), self.stmt(f"integer(kind=8) :: {tid}", ind),
+                    self.call("task_create", h, ind, str(flags), tid)]
+            self.replace(dr, f"{dr.text} firstprivate({tid})")
+            post.append(self.call("task_begin", h, ind, tid))
+            return
+        if name == "taskgroup":
+            h = o.handles["ws"] = self.descr("taskgroup", dr)
+            pre.append(self.call("taskgroup_enter", h, ind))
+            return
         if name.startswith("parallel"):
             p = o.handles["par"] = self.descr("parallel", dr)
             pre.append(self.call("parallel_fork", p, ind))
@@ -544,6 +566,15 @@ class _Fortran:
         if end is not None:
             ed, edd = end
             ind = ed.indent
+        if name in ("task", "taskgroup"):  # always closed by their end directive
+            h, end_dir = o.handles["ws"], self.dlines(ind, "omp", directive_text(edd))
+            if name == "task":
+                out = [self.call("task_end", h, ind, f"pomp_task_{h}"), *end_dir, self.stmt("end block", ind)]
+            else:  # the wait for the group's tasks: from the end of its body to the construct's end
+                out = [self.call("taskgroup_wait_enter", h, ind), *end_dir, self.call("taskgroup_wait_exit", h, ind),
+                       self.call("taskgroup_exit", h, ind)]
+            self.replaced[ed.first] = (ed.last, out)
+            return
         inner = name[len("parallel"):].strip() if name.startswith("parallel") else name
         out: list[str] = []
         if inner:
@@ -660,7 +691,8 @@ def _end_name(text: str) -> str | None:
         return None
     words = []
     for w in re.findall(r"[a-z_]+|\(|\S", m.group(1).lower()):
-        if w in ("parallel", "do", "simd", "sections", "single", "workshare", "master", "critical", "atomic"):
+        if w in ("parallel", "do", "simd", "sections", "single", "workshare", "master", "critical", "atomic", "task",
+                 "taskgroup"):
             words.append(w)
         else:
             break
