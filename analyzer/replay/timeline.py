@@ -66,20 +66,18 @@ def location_fragments(loc: int, cols, calls, region_role, flags, is_worker: boo
     """The timeline fragments of one location (builder call-tree ids in ``cnode``)."""
     acc, seen = scratch.arrays(n_nodes)
     fork_team, fork_time = scratch.forks()
-    (kind, event, when, call, e_int, e_node, e_time, send_cuts, recv_cuts, in_order) = K.cut_timeline(
-        cols.type, cols.time, cols.a, cols.c, cols.d, cols.e, calls.node, region_role, flags, bool(is_worker),
-        fork_team, fork_time, acc, seen)
+    (kind, event, when, node, enter, e_int, e_node, e_time, send_cuts, recv_cuts, in_order) = K.cut_timeline(
+        cols.type, cols.time, cols.a, cols.c, cols.d, cols.e, calls.node, calls.enter, region_role, flags,
+        bool(is_worker), fork_team, fork_time, acc, seen)
     forks = cols.type == K.OMP_FORK
     scratch.add_forks(cols.a[forks].astype(np.int64), cols.time[forks])
     if not in_order:
         o = np.argsort(e_int, kind="stable")
         e_int, e_node, e_time = e_int[o], e_node[o], e_time[o]
     n = len(kind)
-    node = np.where(call >= 0, calls.node[np.maximum(call, 0)], -1) if len(calls.node) else np.full(n, -1)
-    enter = np.where(call >= 0, calls.enter[np.maximum(call, 0)], np.nan) if len(calls.node) else np.full(n, np.nan)
     return {
         "cuts": {"loc": np.full(n, loc, np.int32), "cut": np.arange(1, n + 1, dtype=np.int64), "kind": kind,
-                 "event": event, "time": when, "cnode": node.astype(np.int32), "enter": enter},
+                 "event": event, "time": when, "cnode": node, "enter": enter},
         "segments": {"loc": np.full(len(e_int), loc, np.int32), "cut": e_int, "cnode": e_node, "time": e_time},
         "send_cuts": {"loc": np.full(len(send_cuts), loc, np.int32), "event": send_cuts[:, 0],
                       "send_cut": send_cuts[:, 1], "sendc_cut": send_cuts[:, 2]},

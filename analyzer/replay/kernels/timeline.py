@@ -96,24 +96,25 @@ def _grow(e_int, e_node, e_time, k, need):
 
 
 @numba.njit(cache=True, nogil=True)
-def cut_timeline(etype, time, ea, ec, ed, ee, call_node, region_role, region_flags, is_worker, fork_team, fork_time,
+def cut_timeline(etype, time, ea, ec, ed, ee, call_node, call_enter, region_role, region_flags, is_worker, fork_team, fork_time,
                  acc, seen):
     """Cut points and per-interval exclusive times of one location (see the module docstring).
 
     ``etype``, ``time``, ``ea`` (region of ENTER/EXIT, team of OMP_FORK/JOIN), ``ec``/``ed`` (team and
     thread number of a parallel ENTER), ``ee`` (request id of the MPI events): the location's event
-    columns; ``call_node``: builder node of every ENTER, in ENTER order (the replay's ``Calls.node``);
+    columns; ``call_node`` and ``call_enter``: builder node and time of every ENTER, in ENTER order (the
+    replay's ``Calls``);
     ``region_role`` (uint8) and ``region_flags`` (uint8, FLAG_*) by region id; ``fork_team`` (sorted)
     and ``fork_time``: the forks of the process's masters walked so far; ``acc`` (float64) and
     ``seen`` (int8): zeroed scratch arrays at least as long as the call tree, left zeroed.
 
-    Returns ``(cut_kind, cut_event, cut_time, cut_call, e_interval, e_node, e_time, send_cuts,
-    recv_cuts, in_order)``: per cut point (in order; its number is its index + 1) its kind, event
-    index, time and call (the one entered or left, else the innermost open one; -1 outside every
-    call); the entries (interval, node, seconds), in interval order unless ``in_order`` is False (a
-    join shift into an interval closed before its JOIN); per MPI_SEND, in event order, ``[event
-    index, own cut, cut of its completion]`` (a blocking send completes at its own cut, an unfinished
-    one at -1); per MPI_RECV, in event order, ``[own cut, cut of its posting]``.
+    Returns ``(cut_kind, cut_event, cut_time, cut_node, cut_enter, e_interval, e_node, e_time, send_cuts,
+    recv_cuts, in_order)``: per cut point (in order; its number is its index + 1) its kind, event index,
+    time and call (the one entered or left, else the innermost open one) as its node and ENTER time (-1
+    and NaN outside every call); the entries (interval, node, seconds), in interval order unless
+    ``in_order`` is False (a join shift into an interval closed before its JOIN); per MPI_SEND, in event
+    order, ``[event index, own cut, cut of its completion]`` (a blocking send completes at its own cut,
+    an unfinished one at -1); per MPI_RECV, in event order, ``[own cut, cut of its posting]``.
     """
     n = etype.shape[0]
     n_send = 0
@@ -149,7 +150,8 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, region_role, region_fla
     cut_kind = np.empty(cap, np.int8)
     cut_event = np.empty(cap, np.int64)
     cut_time = np.empty(cap, np.float64)
-    cut_call = np.empty(cap, np.int64)
+    cut_node = np.empty(cap, np.int32)
+    cut_enter = np.empty(cap, np.float64)
     # every charge adds at most one entry (a JOIN at most three): a bound, reserved up front so that the loop
     # never grows these (a resize in the loop costs reference counting on every cut); pages never written
     # are never faulted in
@@ -226,7 +228,8 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, region_role, region_fla
                 cut_kind[n_cut] = FORK
                 cut_event[n_cut] = i
                 cut_time[n_cut] = now
-                cut_call[n_cut] = c
+                cut_node[n_cut] = call_node[c]
+                cut_enter[n_cut] = call_enter[c]
                 n_cut += 1
                 nt = _charge(acc, seen, touched, nt, call_node[c], span)
                 team_level[depth] = 1
@@ -257,7 +260,8 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, region_role, region_fla
                 cut_kind[n_cut] = kind
                 cut_event[n_cut] = i
                 cut_time[n_cut] = now
-                cut_call[n_cut] = call
+                cut_node[n_cut] = call_node[call] if call >= 0 else -1
+                cut_enter[n_cut] = call_enter[call] if call >= 0 else np.nan
                 n_cut += 1
             depth -= 1
             node = call_node[stack[depth]]
@@ -313,7 +317,8 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, region_role, region_fla
         cut_kind[n_cut] = kind
         cut_event[n_cut] = i
         cut_time[n_cut] = now
-        cut_call[n_cut] = call
+        cut_node[n_cut] = call_node[call] if call >= 0 else -1
+        cut_enter[n_cut] = call_enter[call] if call >= 0 else np.nan
         n_cut += 1
         if kind == SEND:
             send_cuts[ks, 0] = i
@@ -335,5 +340,6 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, region_role, region_fla
             recv_cuts[kr, 1] = post if post >= 0 else n_cut
             kr += 1
     k = _flush(acc, seen, touched, nt, n_cut + 1, e_int, e_node, e_time, k, not is_worker)
-    return (cut_kind[:n_cut].copy(), cut_event[:n_cut].copy(), cut_time[:n_cut].copy(), cut_call[:n_cut].copy(),
+    # the cut points as views (their arrays are sized by a count); the entries copied out of their reserve
+    return (cut_kind[:n_cut], cut_event[:n_cut], cut_time[:n_cut], cut_node[:n_cut], cut_enter[:n_cut],
             e_int[:k].copy(), e_node[:k].copy(), e_time[:k].copy(), send_cuts, recv_cuts, in_order)
