@@ -477,3 +477,42 @@ def test_a_dependence_on_a_task_that_never_completes_holds_nothing_back():
     assert tracefmt.validate.validate(b.build())
     t = replay(b.build(), tables=("omp_tasks",)).table("omp_tasks")
     assert t["ready_time"].tolist() == pytest.approx([0.3, 0.35, 0.4])
+
+
+# ---------------------------------------------------------------- the backward replay with tasks (as documented)
+def late_task_trace():
+    """The worker enters the barrier at 0.2 and runs task 1 (created by the master at 0.15) until 1.2; the master
+    works until 0.7 and waits in the barrier for the task; both leave at 1.2."""
+    b = tracefmt.TraceBuilder()
+    m, w = team(b)
+    b.enter(m, 0.1, "work")
+    b.task_create(m, 0.15, 1, TASK)
+    b.exit(m, 0.7)
+    b.barrier(m, 0.7, 1.2, region=BAR)
+    b.enter(w, 0.2, BAR)
+    b.task_run(w, 0.2, 1.2, 1)
+    b.omp_coll_exit(w, 1.2, BAR)
+    close_team(b, m, w, 1.2)
+    return b
+
+
+def test_critical_path_and_delay_costs_are_not_task_aware_yet():
+    """What docs/analysis.md ("Critical path and delay costs with tasks") says they do: barrier points keep
+    latest ENTER - own ENTER as the wait and the latest arrival as the cause; taskwaits are activities."""
+    cube = analyzer.analyze(late_task_trace().build(), plugins=False)
+    par = "main/" + PAR
+    assert cube.total("critical_path") == pytest.approx(2.4)  # the program's length
+    cp = cube.per_callpath("critical_path")
+    assert cp[f"{par}/{BAR}"] == pytest.approx(0.5)  # the master waiting for the task is on the path ...
+    assert cube.per_callpath("non_critical_path_activities")[f"{par}/{TASK}"] == pytest.approx(1.0)  # ... the task not
+    assert cube.total("omp_ebarrier_wait") == pytest.approx(0.0)
+    assert cube.per_callpath("delay_ompbarrier")[f"{par}/work"] == pytest.approx(0.5)  # a cost without a wait
+    cube = analyzer.analyze(long_child_trace().build(), plugins=False)
+    cp = cube.per_callpath("critical_path")
+    single = f"{par}/!$omp single @t.c:8"
+    assert cube.total("critical_path") == pytest.approx(4.2)
+    assert cp[f"{single}/!$omp taskwait @t.c:12"] == pytest.approx(1.0)
+    assert cp[f"{single}/!$omp taskgroup @t.c:14/!$omp taskgroup wait @t.c:14"] == pytest.approx(0.5)
+    assert cube.total("non_critical_path_activities") == pytest.approx(1.73)
+    assert cube.total("delay_ompbarrier") == pytest.approx(2.1)
+    assert cube.total("omp_ibarrier_wait") == pytest.approx(0.37)
