@@ -147,3 +147,21 @@ def test_late_epoch_is_rma_synchronisation_time(traced):
     comm = np.asarray(cube.values["mpi_communication"])
     put = cube.find_cnodes(f"{cube.callpaths[0]}/MPI_Put")
     assert float(comm[put].sum()) > 0 and float(sync[put].sum()) == 0
+
+
+@pytest.mark.parametrize("mpi", sorted(MPI_TOOLS))
+def test_fortran_calls_recorded(mpi, runtime_built, tmp_path):
+    """samples/runtime/mpi_rma.f90 (2 ranks): Open MPI's Fortran bindings go through our Fortran wrappers."""
+    trace = tracefmt.open(str(trace_mpi_sample(tmp_path, mpi, "mpi_rma.f90", 2, compiler="fc")))
+    assert_valid(trace)
+    (w,) = trace.defs.windows
+    common = [("MPI_Win_create", SYNC, 0, w, NO_ID, RmaSync.CREATE, 0, 0),
+              ("MPI_Win_fence", SYNC, 0, w, NO_ID, RmaSync.FENCE, 0, 0)]
+    want = {0: common + [common[1], ("MPI_Win_free", SYNC, 0, w, NO_ID, RmaSync.FREE, 0, 0)],
+            1: common + [("MPI_Put", PUT, 0, w, 0, 0, 4, 0), common[1],
+                         ("MPI_Win_lock", SYNC, RmaSyncFlag.EXCLUSIVE, w, 0, RmaSync.LOCK, 0, 0),
+                         ("MPI_Accumulate", ATOMIC, 0, w, 0, RmaAtomic.ACCUMULATE, 4, 0),
+                         ("MPI_Win_unlock", SYNC, 0, w, 0, RmaSync.UNLOCK, 0, 0),
+                         ("MPI_Win_free", SYNC, 0, w, NO_ID, RmaSync.FREE, 0, 0)]}
+    for loc, info in trace.defs.locations.items():
+        assert rma_records(trace, loc) == want[info.process], info
