@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import conventions
-from .definitions import Clock, Comm, Definitions, Location, Lock, Machine, Metric, Node, Process, Region
+from .definitions import Clock, Comm, Definitions, Location, Lock, Machine, Metric, Node, Process, Region, Window
 from .errors import TraceFormatError
 from .layout import MetricDtype, MetricMode
 from .reader import open as open_native
@@ -115,6 +115,7 @@ class TraceAssembly:
     node_of_process: dict[int, str] = field(default_factory=dict)  # rank -> node name
     groups: dict[int, tuple[int, ...]] = field(default_factory=dict)
     comms: dict[int, tuple[int, str, int]] = field(default_factory=dict)  # id -> (group, name, parent)
+    windows: dict[int, tuple[int, str]] = field(default_factory=dict)  # id -> (comm, name): MPI RMA windows (2.3)
     locks: dict[int, tuple[int, str]] = field(default_factory=dict)  # id -> (LockKind, name)
     metrics: dict[int, tuple[str, str, int, int]] = field(default_factory=dict)  # id -> (name, unit, dtype, mode)
     attributes: dict[str, str] = field(default_factory=dict)
@@ -169,6 +170,8 @@ class TraceAssembly:
         d.groups = {gid: tuple(int(r) for r in ranks) for gid, ranks in self.groups.items()}
         for cid, (gid, name, parent) in sorted(self.comms.items()):
             d.comms[cid] = Comm(cid, gid, name, parent, d.groups.get(gid, ()))
+        for wid, (comm, name) in sorted(self.windows.items()):
+            d.windows[wid] = Window(wid, comm, name)
         for lk, (kind, name) in sorted(self.locks.items()):
             d.locks[lk] = Lock(lk, LockKind(kind), name)
         for mid, (name, unit, dtype, mode) in sorted(self.metrics.items()):

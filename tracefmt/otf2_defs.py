@@ -51,7 +51,7 @@ COMPRESSION_NONE, COMPRESSION_ZLIB = 1, 2
 
 #: OTF2_MappingType values of the mapping tables in local definition files
 MAP_STRING, MAP_ATTRIBUTE, MAP_LOCATION, MAP_REGION, MAP_GROUP, MAP_METRIC, MAP_COMM = range(7)
-MAP_CALLING_CONTEXT = 10
+MAP_RMA_WIN, MAP_CALLING_CONTEXT = 8, 10
 
 #: chunk sizes OTF2 accepts (OTF2_CHUNK_SIZE_MIN/MAX); anything else is damage
 CHUNK_SIZE_MIN, CHUNK_SIZE_MAX = 256 * 1024, 128 * 1024 * 1024
@@ -60,6 +60,7 @@ CHUNK_SIZE_MIN, CHUNK_SIZE_MAX = 256 * 1024, 128 * 1024 * 1024
 _CLOCK_PROPERTIES, _STRING, _SYSTEM_TREE_NODE, _LOCATION_GROUP, _LOCATION, _REGION, _GROUP, _COMM = (
     5, 10, 12, 13, 14, 15, 18, 22)
 _CALLING_CONTEXT = 34
+_RMA_WIN = 24
 # local definition record types
 _MAPPING_TABLE, _CLOCK_OFFSET = 5, 6
 
@@ -315,6 +316,7 @@ class GlobalDefs:
     groups: list = field(default_factory=list)
     comms: list = field(default_factory=list)
     calling_contexts: list = field(default_factory=list)  # (ref, region ref, parent ref), in file order
+    rma_wins: list = field(default_factory=list)  # (ref, name ref, comm ref), in file order
 
     def string(self, ref: int) -> str:
         return self.strings.get(ref, "")
@@ -374,6 +376,8 @@ def read_global_defs(path: str, chunk_size: int) -> GlobalDefs:
             d.groups.append(GroupDef(ref, name, gtype, par, members))
         elif rtype == _COMM:
             d.comms.append(CommDef(c.u32(), c.u32(), c.u32(), c.u32()))
+        elif rtype == _RMA_WIN:  # (OTF2 3.0 appends a type and flags: skipped with the rest of the record)
+            d.rma_wins.append((c.u32(), c.u32(), c.u32()))
         elif rtype == _CALLING_CONTEXT:
             ref, region = c.u32(), c.u32()
             c.u32()  # source code location

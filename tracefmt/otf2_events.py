@@ -22,6 +22,10 @@ import numpy as np
 from .column_memory import new_columns
 from .otf2_defs import CHUNK_HEADER_SIZE, Otf2Error, clock_intervals, read_local_defs
 from . import otf2_kernels as K
+from .layout import NO_ID, RMA_GROUP_SYNCS, EventType
+
+_RMA_SYNC = int(EventType.MPI_RMA_SYNC)
+_GROUP_SYNCS = np.array([int(k) for k in RMA_GROUP_SYNCS], np.uint32)
 
 #: the otf2 package's class name of each event record type (for the "skipped" lines)
 RECORD_NAMES = dict(enumerate((
@@ -43,8 +47,10 @@ USED_RECORDS = frozenset(
     "Enter Leave MpiSend MpiIsend MpiRecv MpiIrecv MpiIrecvRequest MpiIsendComplete MpiRequestCancelled "
     "MpiCollectiveEnd ThreadFork OmpFork ThreadJoin OmpJoin ThreadTeamBegin ThreadTeamEnd ThreadAcquireLock "
     "ThreadReleaseLock OmpAcquireLock OmpReleaseLock ProgramBegin ProgramEnd MpiCollectiveBegin MpiRequestTest "
-    "ThreadBegin ThreadEnd ThreadCreate ThreadWait CallingContextEnter CallingContextLeave CallingContextSample"
-    .split())
+    "ThreadBegin ThreadEnd ThreadCreate ThreadWait CallingContextEnter CallingContextLeave CallingContextSample "
+    "RmaWinCreate RmaWinDestroy RmaCollectiveBegin RmaCollectiveEnd RmaGroupSync RmaRequestLock RmaAcquireLock "
+    "RmaTryLock RmaReleaseLock RmaSync RmaWaitChange RmaPut RmaGet RmaAtomic RmaOpCompleteBlocking "
+    "RmaOpCompleteNonBlocking RmaOpTest RmaOpCompleteRemote".split())
 MAX_PROBLEMS = 64  # event-level problems kept per location; the rest are counted
 MAX_LOCKS = 1 << 16  # distinct locks whose first use is recorded per location
 MAX_REQUESTS = 1 << 16  # live non-blocking requests per location (more are reported as never posted)
@@ -151,7 +157,8 @@ class _Location:
             n, status, pos = K.decode_location(
                 buf, cs, *tb["reg"], self.defs.region_flags, *tb["comm"], tb["comm_cid"], self.defs.comm_kind,
                 self.defs.comm_off, self.defs.comm_size, self.defs.comm_ranks, *tb["cc"], self.defs.cc_region,
-                self.defs.cc_parent, ccs, tb["team_pos"], tb["rank"],
+                self.defs.cc_parent, ccs, *tb["win"], self.defs.win_comm, self.defs.win_id, *tb["grp"],
+                self.defs.region_rma, tb["team_pos"], tb["rank"],
                 tb["tid"], *intervals, cols["ticks"], cols["type"], cols["flags"], cols["a"], cols["b"],
                 cols["c"], cols["d"], cols["e"], self.counts, probs, locks, np.zeros((MAX_REQUESTS, 2), np.uint64),
                 np.empty(MAX_DEPTH, np.int64), ccstack, path, st)
@@ -214,6 +221,7 @@ def decode_events(defs, jobs: int | None = None) -> dict[int, dict[str, np.ndarr
         a.notes.append(f"{defs.anchor.path}: {n} {what} record(s) skipped (not analysed)")
     defs.absent = {w.i: w.absent for w in done if w.absent}
     events = [w.columns for w in done]
+    _rma_groups(defs, events)
     _resolve_teams(defs, events)
     out = {}
     origin, rate = np.uint64(defs.origin & 0xFFFFFFFFFFFFFFFF), float(defs.timer_resolution)
@@ -227,6 +235,23 @@ def decode_events(defs, jobs: int | None = None) -> dict[int, dict[str, np.ndarr
     a.attributes["otf2.timer_resolution"] = repr(defs.timer_resolution)
     a.attributes["otf2.global_offset"] = str(defs.origin)
     return out
+
+
+def _rma_groups(defs, events: list) -> None:
+    """The groups of RMA synchronisations: the kernel wrote the index of the archive's group definition, our
+    definitions get (and the rows take) our group id of its members."""
+    rows = []
+    for ev in events:
+        sel = (ev["type"] == _RMA_SYNC) & np.isin(ev["c"], _GROUP_SYNCS) & (ev["b"] != NO_ID)
+        rows.append(np.flatnonzero(sel))
+    used = np.unique(np.concatenate([ev["b"][r] for ev, r in zip(events, rows)] + [np.zeros(0, np.uint32)]))
+    if len(used) == 0:
+        return
+    ids = defs.rma_group_ids(used.tolist())
+    table = np.array([ids[int(i)] for i in used], np.uint32)
+    for ev, r in zip(events, rows):
+        if len(r):
+            ev["b"][r] = table[np.searchsorted(used, ev["b"][r])]
 
 
 def _resolve_teams(defs, events: list[np.ndarray]) -> None:

@@ -18,6 +18,9 @@ import numpy as np
 from numba import njit
 
 from .layout import NO_ID, ANY, EventType
+from .otf2_buffer_kernels import COMM_RANKS, COMM_SELF, COMM_UNKNOWN  # noqa: F401
+from .otf2_buffer_kernels import comp as _comp, full64 as _full64, search as _search
+from .otf2_rma_kernels import RMA_FIRST, RMA_LAST, S_LOCK_ROW, rma_record
 
 # kernel status codes (the caller turns them into one-line problems or errors)
 OK, TRUNCATED, BAD_CHUNK, BAD_RECORD, FULL, BAD_RANK, BAD_REGION, TOO_DEEP, BAD_CONTEXT = 0, 1, 2, 3, 4, 5, 6, 7, 8
@@ -25,8 +28,6 @@ OK, TRUNCATED, BAD_CHUNK, BAD_RECORD, FULL, BAD_RANK, BAD_REGION, TOO_DEEP, BAD_
 PROBLEM_UNPOSTED_IRECV, PROBLEM_NOT_MPI_COMM = 1, 2
 # region flag bits (by our region id)
 REGION_PARALLEL, REGION_OMP_BARRIER, REGION_CRITICAL = 1, 2, 4
-# communicator kinds (by the location's comm table index)
-COMM_UNKNOWN, COMM_RANKS, COMM_SELF = 0, 1, 2
 
 # OTF2 event record types (otf2_events_int.h)
 ENTER, LEAVE, MPI_SEND, MPI_ISEND, MPI_ISEND_COMPLETE, MPI_IRECV_REQUEST, MPI_RECV, MPI_IRECV = range(12, 20)
@@ -47,7 +48,6 @@ _E_ACQUIRE, _E_RELEASE = int(EventType.OMP_ACQUIRE_LOCK), int(EventType.OMP_RELE
 _NO_ID, _ANY = np.uint32(NO_ID), np.uint32(ANY)
 _U32_ALL = np.uint64(0xFFFFFFFF)
 _NO_ID64 = np.uint64(NO_ID)
-_U64_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _SPARE_REQUEST = np.uint64(1 << 63)
 
 #: the records that carry no length byte (OTF2 1.1's "singletons": type byte + one compressed value)
@@ -55,60 +55,6 @@ SINGLETONS = (ENTER, LEAVE, MPI_ISEND_COMPLETE, MPI_IRECV_REQUEST, MPI_REQUEST_T
               OMP_FORK, OMP_TASK_CREATE, OMP_TASK_SWITCH, OMP_TASK_COMPLETE)
 _SINGLETON = np.zeros(256, np.bool_)
 _SINGLETON[list(SINGLETONS)] = True
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _comp(buf, p, end, big, width):
-    """(value, next position) of a compressed integer at p; next position -1 when it is invalid."""
-    if p < 0 or p >= end:
-        return np.uint64(0), -1
-    n = buf[p]
-    if n == 0:
-        return np.uint64(0), p + 1
-    if n == 0xFF:
-        return (_U32_ALL if width == 4 else _U64_ALL), p + 1
-    if n > width or p + 1 + n > end:
-        return np.uint64(0), -1
-    v = np.uint64(0)
-    if big:
-        for i in range(n):
-            v = (v << np.uint64(8)) | np.uint64(buf[p + 1 + i])
-    else:
-        for i in range(n):
-            v |= np.uint64(buf[p + 1 + i]) << np.uint64(8 * i)
-    return v, p + 1 + n
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _full64(buf, p, big):
-    v = np.uint64(0)
-    if big:
-        for i in range(8):
-            v = (v << np.uint64(8)) | np.uint64(buf[p + i])
-    else:
-        for i in range(8):
-            v |= np.uint64(buf[p + i]) << np.uint64(8 * i)
-    return v
-
-
-@njit(cache=True, nogil=True)
-def _search(x, keys, vals):
-    """The value of key x in the sorted `keys` of a sparse table, -1 if absent.
-
-    Dense tables (``keys`` empty) are indexed directly by the decoder: its hot
-    loop has no calls with array arguments (each costs reference counting;
-    inlined, they kept numba from pruning it: the loop ran at half speed).
-    """
-    lo, hi = 0, keys.shape[0]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if keys[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo < keys.shape[0] and keys[lo] == x:
-        return vals[lo]
-    return np.int64(-1)
 
 
 # slots of the decoder's state array (what the out-of-line handlers change)
@@ -158,6 +104,7 @@ def _complete(reqs, st, otf2_id):
 def decode_location(buf, chunk_size, reg_dense, reg_keys, reg_vals, region_flags,
                     comm_dense, comm_keys, comm_vals, comm_cid, comm_kind, comm_off, comm_size, comm_ranks,
                     cc_dense, cc_keys, cc_vals, cc_region, cc_parent, cc_depth,
+                    win_dense, win_keys, win_vals, win_comm, win_id, grp_dense, grp_keys, grp_vals, region_rma,
                     team_pos, rank, tid, begin, end, offset, slope,
                     tm, typ, flags, a, b, c, d, e, counts, probs, locks, reqs, stack, ccstack, path, st):
     """Decode one location's event file `buf` into rows 0..n-1 of the output columns.
@@ -178,7 +125,10 @@ def decode_location(buf, chunk_size, reg_dense, reg_keys, reg_vals, region_flags
     requests, ``stack`` the open regions, ``ccstack`` the current calling
     context (indices from the root down) and ``path`` the new one while a
     calling-context event is turned into region visits (both at least the
-    deepest context long); ``st`` the state slots S_* (problem,
+    deepest context long); one-sided records: window local id -> index k (``win_*``), its communicator's
+    index (``win_comm``, -1 unknown) and our window id (``win_id``), group local id -> index of the
+    archive's groups (``grp_*``), and the RMA bits of each region (``region_rma``; see
+    ``otf2_rma_kernels``); ``st`` the state slots S_* and S_LOCK_ROW (problem,
     lock and request counts grow past the arrays' rows: the rest is counted).
     Returns (rows, status, byte offset of the damage or the end).
     """
@@ -200,6 +150,7 @@ def decode_location(buf, chunk_size, reg_dense, reg_keys, reg_vals, region_flags
     cc_pending = False
     ccdepth = cc_keep = cc_len = 0
     rid = np.int64(-1)
+    st[S_LOCK_ROW] = -1
     start = 0
     while True:
         if start + 18 > size:
@@ -336,6 +287,7 @@ def decode_location(buf, chunk_size, reg_dense, reg_keys, reg_vals, region_flags
                 if rt == ENTER:
                     if depth == stack.shape[0]:
                         return n, TOO_DEEP, at
+                    st[S_LOCK_ROW] = -1  # (one LOCK row per call: otf2_rma_kernels)
                     stack[depth] = rid
                     depth += 1
                     a[n], b[n], c[n], d[n], e[n] = rid, _NO_ID, _NO_ID, NO_ID, 0
@@ -435,6 +387,14 @@ def decode_location(buf, chunk_size, reg_dense, reg_keys, reg_vals, region_flags
                 a[n], b[n], c[n], d[n], e[n] = np.uint32(lk), 0, 0, order, 0
                 acq = rt == OMP_ACQUIRE_LOCK or rt == THREAD_ACQUIRE_LOCK
                 emit = _E_ACQUIRE if acq else _E_RELEASE
+            elif RMA_FIRST <= rt <= RMA_LAST:
+                top = stack[depth - 1] if depth > 0 else -1
+                got = rma_record(buf, p, rec_end, big, rt, region_rma[top] if top >= 0 else 0, t, n, win_dense,
+                                 win_keys, win_vals, win_comm, win_id, grp_dense, grp_keys, grp_vals, comm_kind,
+                                 comm_off, comm_size, comm_ranks, rank, tm, typ, flags, a, b, c, d, e, st)
+                if got < 0:
+                    return n, BAD_RECORD, at
+                n += got
             if emit == _E_SEND or emit == _E_RECV or emit == _E_MPI_COLLEXIT:
                 # the communicator and the global rank of the partner or root (written out: see above)
                 cid = _NO_ID if j < 0 else comm_cid[j]

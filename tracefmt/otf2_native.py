@@ -34,7 +34,8 @@ import numpy as np
 
 from . import otf2_defs as defs_mod
 from .foreign import ForeignLocation, ForeignRegion, TraceAssembly
-from .layout import EVENT_DTYPE, NO_ID, LockKind, Role
+from .layout import EVENT_DTYPE, NO_ID, LockKind, RmaSync, Role
+from .otf2_rma_kernels import REGION_RMA_FETCH_AND_OP, REGION_RMA_LOCAL, REGION_RMA_NONBLOCKING
 from .otf2_defs import Otf2Error, read_anchor, read_global_defs
 from .otf2_in import classify_region, find_anchor
 
@@ -50,6 +51,18 @@ RegionRole = enum.IntEnum("RegionRole", [(n, i) for i, n in enumerate(
 LOCATION_TYPES = ("UNKNOWN", "CPU_THREAD", "ACCELERATOR_STREAM", "METRIC")
 CPU_THREAD = 1
 GROUP_COMM_LOCATIONS, GROUP_COMM_GROUP, GROUP_COMM_SELF = 4, 5, 6
+
+#: what an MPI call tells about the one-sided records in it (otf2_rma_kernels): the RmaSync kind of its
+#: RmaGroupSync / RmaSync records, and whether it is a _local flush, a request-based transfer, Fetch_and_op
+_RMA_REGION_BITS = {
+    "MPI_Win_post": RmaSync.POST, "MPI_Win_start": RmaSync.START, "MPI_Win_complete": RmaSync.COMPLETE,
+    "MPI_Win_wait": RmaSync.WAIT, "MPI_Win_test": RmaSync.TEST, "MPI_Win_sync": RmaSync.SYNC,
+    "MPI_Win_flush": RmaSync.FLUSH, "MPI_Win_flush_all": RmaSync.FLUSH,
+    "MPI_Win_flush_local": RmaSync.FLUSH | REGION_RMA_LOCAL, "MPI_Win_flush_local_all": RmaSync.FLUSH | REGION_RMA_LOCAL,
+    "MPI_Rput": REGION_RMA_NONBLOCKING, "MPI_Rget": REGION_RMA_NONBLOCKING, "MPI_Raccumulate": REGION_RMA_NONBLOCKING,
+    "MPI_Rget_accumulate": REGION_RMA_NONBLOCKING, "MPI_Fetch_and_op": REGION_RMA_FETCH_AND_OP,
+}
+
 
 def _enum(cls, value: int):
     try:
@@ -148,6 +161,7 @@ class _Definitions:
         self._regions()
         self._comms()
         self._calling_contexts()
+        self._windows()
 
     def _members(self) -> None:
         """Group members as location refs where the otf2 package gives Locations (COMM_GROUP ranks resolved
@@ -219,6 +233,7 @@ class _Definitions:
         d = self.d
         refs, ours = [], []
         self.region_flags = np.zeros(max(len(d.regions), 1), np.uint8)
+        self.region_rma = np.zeros(max(len(d.regions), 1), np.uint8)
         for i, r in enumerate(d.regions):
             name = d.string(r.name)
             par, role = classify_region(name, _enum(Paradigm, r.paradigm), _enum(RegionRole, r.role))
@@ -236,6 +251,7 @@ class _Definitions:
             if role in (Role.OMP_CRITICAL, Role.OMP_CRITICAL_BODY):
                 flags |= 4
             self.region_flags[i] = flags
+            self.region_rma[i] = int(_RMA_REGION_BITS.get(name, 0))
         self.region_keys, self.region_vals = np.array(refs, np.uint64), np.array(ours, np.int64)
 
     def _comms(self) -> None:
@@ -338,6 +354,38 @@ class _Definitions:
         self.cc_keys = np.array([ref for ref, _r, _p in ccs], np.uint64)
         self.cc_vals = np.arange(m, dtype=np.int64)
 
+    def _windows(self) -> None:
+        """RMA windows (our ids in definition order, over our id of their communicator) and the index of
+        every group definition (RmaGroupSync names groups; rma_group_ids makes our ids of those it does)."""
+        a = self.asm
+        index = {ref: j for j, ref in enumerate(self.comm_refs)}
+        wins = self.d.rma_wins
+        self.win_comm = np.full(max(len(wins), 1), -1, np.int64)
+        self.win_id = np.arange(max(len(wins), 1), dtype=np.int64)
+        for k, (_ref, name, comm) in enumerate(wins):
+            j = index.get(comm, -1)
+            cid = self.comm_id.get(j) if j >= 0 else None
+            self.win_comm[k] = j
+            a.windows[k] = (cid if isinstance(cid, int) else NO_ID, self.d.string(name))
+        self.win_keys = np.array([ref for ref, _n, _c in wins], np.uint64)
+        self.win_vals = np.arange(len(wins), dtype=np.int64)
+        self.grp_keys = np.array([g.ref for g in self.d.groups], np.uint64)
+        self.grp_vals = np.arange(len(self.d.groups), dtype=np.int64)
+
+    def rma_group_ids(self, used) -> dict[int, int]:
+        """{index of a group definition: our group id (its members as ranks)} for the group indices `used`."""
+        a = self.asm
+        rank_of = {ref: rt[0] for ref, rt in self.rank_thread.items()}
+        gid_of = {ranks: gid for gid, ranks in sorted(a.groups.items(), reverse=True)}
+        out = {}
+        for i in sorted(int(x) for x in used):
+            ranks = tuple(rank_of.get(m, NO_ID) for m in self.members[self.d.groups[i].ref])
+            if ranks not in gid_of:
+                gid_of[ranks] = max(a.groups, default=-1) + 1
+                a.groups[gid_of[ranks]] = ranks
+            out[i] = gid_of[ranks]
+        return out
+
     # -- per-location tables ---------------------------------------------------------------
     def location_tables(self, ref: int, local) -> dict:
         """The kernel's tables for one location (its rank's comm ids, its team positions, its id maps)."""
@@ -354,7 +402,9 @@ class _Definitions:
         reg = _compose(self.region_keys, self.region_vals, maps.get(defs_mod.MAP_REGION))
         com = _compose(self.comm_keys, self.comm_vals, maps.get(defs_mod.MAP_COMM))
         ccs = _compose(self.cc_keys, self.cc_vals, maps.get(defs_mod.MAP_CALLING_CONTEXT))
-        return dict(rank=rank, tid=tid, reg=reg, comm=com, cc=ccs, comm_cid=cid, team_pos=team_pos)
+        win = _compose(self.win_keys, self.win_vals, maps.get(defs_mod.MAP_RMA_WIN))
+        grp = _compose(self.grp_keys, self.grp_vals, maps.get(defs_mod.MAP_GROUP))
+        return dict(rank=rank, tid=tid, reg=reg, comm=com, cc=ccs, win=win, grp=grp, comm_cid=cid, team_pos=team_pos)
 
     def where(self, ref: int, t: int) -> str:
         rank = self.rank_thread[ref][0]

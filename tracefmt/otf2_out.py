@@ -34,7 +34,7 @@ import os
 import shutil
 
 from .foreign import omp_construct_label
-from .layout import EXIT_TYPES, NO_ID, EventType, Paradigm, Role
+from .layout import EXIT_TYPES, NO_ID, EventType, Paradigm, RmaAtomic, RmaFlag, RmaSync, RmaSyncFlag, Role
 from .otf2_in import Otf2FormatError, require_otf2
 
 OTF2_UNDEFINED_UINT32 = 0xFFFFFFFF
@@ -155,6 +155,104 @@ def _collective_visits(typ) -> set[int]:
     return out
 
 
+_RMA_COLLECTIVE = (RmaSync.CREATE, RmaSync.FREE, RmaSync.FENCE)
+_RMA_TYPES = (EventType.MPI_RMA_PUT, EventType.MPI_RMA_GET, EventType.MPI_RMA_ATOMIC, EventType.MPI_RMA_SYNC)
+
+
+def _rma_groups(trace, locs) -> set[int]:
+    """The group ids the post/start/complete/wait/test records name."""
+    out: set[int] = set()
+    for L in locs:
+        ev = trace.events(L.id)
+        sel = (ev.type == EventType.MPI_RMA_SYNC) & (ev.c >= RmaSync.POST) & (ev.c <= RmaSync.TEST)
+        out.update(int(x) for x in ev.b[sel])
+    return out
+
+
+def _rma_collective_visits(typ, c) -> set[int]:
+    """Indices of the ENTERs of calls that hold a collective MPI_RMA_SYNC (create, free, fence): they get a
+    RmaCollectiveBegin after the Enter, as Score-P writes them."""
+    out: set[int] = set()
+    stack: list[int] = []
+    for i in range(len(typ)):
+        t = int(typ[i])
+        if t == EventType.ENTER:
+            stack.append(i)
+        elif t in EXIT_TYPES:
+            if stack:
+                stack.pop()
+        elif t == EventType.MPI_RMA_SYNC and int(c[i]) in _RMA_COLLECTIVE and stack:
+            out.add(stack[-1])
+    return out
+
+
+class _RmaWriter:
+    """One-sided records (format 2.3) as Score-P writes them (``SCOREP_Mpi_Rma.c``): windows as RmaWin over
+    their communicator, remote ranks as ranks of it, groups as MPI COMM_GROUP groups of ranks."""
+
+    def __init__(self, otf2, defs, D, o_comm, comm_ranks, group_of):
+        from otf2.enums import CollectiveOp, LockType, RmaAtomicType, RmaSyncLevel, RmaSyncType
+
+        self.E = dict(CollectiveOp=CollectiveOp, LockType=LockType, RmaAtomicType=RmaAtomicType,
+                      RmaSyncLevel=RmaSyncLevel, RmaSyncType=RmaSyncType)
+        self.defs, self.comm_ranks, self.group_of = defs, comm_ranks, group_of
+        self.win = {wid: D.rma_win(w.name, o_comm[w.comm])
+                    for wid, w in sorted(defs.windows.items()) if w.comm in o_comm}
+        self.matching = 0
+
+    def remote(self, wid: int, rank: int) -> int:
+        w = self.defs.windows.get(wid)
+        if rank == NO_ID or w is None:
+            return OTF2_UNDEFINED_UINT32
+        return self.comm_ranks.get(w.comm, {}).get(rank, rank)
+
+    def write(self, wr, now: int, t: int, flags: int, wid: int, b: int, c: int, d: int, e: int) -> bool:
+        """Write one record; False where the window was not exported (no communicator)."""
+        win = self.win.get(wid)
+        if win is None:
+            return False
+        E = self.E
+        if t == EventType.MPI_RMA_SYNC:
+            level = E["RmaSyncLevel"]
+            both = level(3)  # PROCESS | MEMORY (the package's enum has no name for it)
+            op = E["CollectiveOp"]
+            if c == RmaSync.CREATE:
+                wr.rma_win_create(now, win)
+                wr.rma_collective_end(now, op.CREATE_HANDLE, level.PROCESS, win, OTF2_UNDEFINED_UINT32, 0, 0)
+            elif c == RmaSync.FREE:
+                wr.rma_win_destroy(now, win)
+                wr.rma_collective_end(now, op.DESTROY_HANDLE, level.PROCESS, win, OTF2_UNDEFINED_UINT32, 0, 0)
+            elif c == RmaSync.FENCE:
+                wr.rma_collective_end(now, op.BARRIER, both, win, OTF2_UNDEFINED_UINT32, 0, 0)
+            elif RmaSync.POST <= c <= RmaSync.TEST:
+                if b not in self.group_of:
+                    return False
+                wr.rma_group_sync(now, level.PROCESS if c in (RmaSync.POST, RmaSync.START) else both, win,
+                                  self.group_of[b])
+            elif c in (RmaSync.LOCK, RmaSync.LOCK_ALL):
+                lt = E["LockType"].EXCLUSIVE if flags & RmaSyncFlag.EXCLUSIVE else E["LockType"].SHARED
+                wr.rma_acquire_lock(now, win, self.remote(wid, b), 0, lt)
+            elif c in (RmaSync.UNLOCK, RmaSync.UNLOCK_ALL):
+                wr.rma_release_lock(now, win, self.remote(wid, b), 0)
+            elif c in (RmaSync.FLUSH, RmaSync.SYNC):
+                wr.rma_sync(now, win, self.remote(wid, b), E["RmaSyncType"].MEMORY)
+            return True
+        self.matching += 1
+        remote = self.remote(wid, b)
+        if t == EventType.MPI_RMA_PUT:
+            wr.rma_put(now, win, remote, d, self.matching)
+        elif t == EventType.MPI_RMA_GET:
+            wr.rma_get(now, win, remote, d, self.matching)
+        else:
+            at = E["RmaAtomicType"]
+            kind = {RmaAtomic.ACCUMULATE: at.ACCUMULATE, RmaAtomic.COMPARE_AND_SWAP: at.COMPARE_AND_SWAP}.get(
+                c, at.FETCH_AND_ACCUMULATE)  # (Get_accumulate and Fetch_and_op: the region tells them apart)
+            wr.rma_atomic(now, win, remote, kind, d, e, self.matching)
+        if not flags & RmaFlag.NONBLOCKING:
+            wr.rma_op_complete_blocking(now, win, self.matching)
+        return True
+
+
 def _scorep_location(D, lid: int, name: str, kind, group):
     """A location with Score-P's id ``(thread << 32) | rank``.
 
@@ -261,6 +359,17 @@ def write_otf2(trace, outdir: str | os.PathLike, force: bool = False) -> list[st
                                            members=[rank_index.get(m, m) for m in members])
             parent = o_comm.get(c.parent) if c.parent != NO_ID else None
             o_comm[cid] = D.comm(c.name or f"comm {cid}", o_group[c.group], parent)
+    rma = None
+    if has_mpi and getattr(defs, "windows", None):
+        rma_groups = {}
+        for gid in sorted(_rma_groups(trace, locs)):
+            if gid not in o_group and gid in defs.groups:
+                o_group[gid] = D.group("", group_type=GroupType.COMM_GROUP, paradigm=OP.MPI,
+                                       group_flags=GroupFlag.NONE,
+                                       members=[rank_index.get(m, m) for m in defs.groups[gid]])
+            if gid in o_group:
+                rma_groups[gid] = o_group[gid]
+        rma = _RmaWriter(otf2, defs, D, o_comm, comm_ranks, rma_groups)
     omp_threads = any(L.thread > 0 for L in locs) or any(r.paradigm == Paradigm.OPENMP for r in defs.regions.values())
     if has_mpi:
         D.paradigm(OP.MPI, "MPI", ParadigmClass.PROCESS)
@@ -296,7 +405,7 @@ def write_otf2(trace, outdir: str | os.PathLike, force: bool = False) -> list[st
     # every timestamp by the same amount.  Readers see the trace starting at 0;
     # durations, and so every analysis result, are unchanged.
     shift_ns = max(0, -min((_first_ns(trace, L.id) for L in locs), default=0))
-    counters = file_ios = 0
+    counters = file_ios = rma_left = 0
     for L in locs:
         ev = trace.events(L.id)
         if len(ev) == 0:
@@ -305,6 +414,7 @@ def write_otf2(trace, outdir: str | os.PathLike, force: bool = False) -> list[st
         ts = [int(x) + shift_ns for x in (ev.time * 1e9).round().astype("int64")]
         typ, A, B, C, Dd, Ee = ev.type, ev.a, ev.b, ev.c, ev.d, ev.e
         collective = _collective_visits(typ)
+        rma_collective = _rma_collective_visits(typ, C) if rma is not None else set()
         rank = L.process
         for i in range(len(ev)):
             t = int(typ[i])
@@ -316,6 +426,8 @@ def write_otf2(trace, outdir: str | os.PathLike, force: bool = False) -> list[st
                 wr.enter(now, o_reg[rid])
                 if i in collective:
                     wr.mpi_collective_begin(now)
+                if i in rma_collective:
+                    wr.rma_collective_begin(now)
             elif t in EXIT_TYPES:
                 rid = int(A[i])
                 if i in collective:
@@ -357,8 +469,15 @@ def write_otf2(trace, outdir: str | os.PathLike, force: bool = False) -> list[st
                 counters += 1
             elif t == EventType.MPI_FILE_IO:
                 file_ios += 1
+            elif t in _RMA_TYPES:
+                if rma is None or not rma.write(wr, now, t, int(ev.flags[i]), int(A[i]), int(B[i]), int(C[i]),
+                                                int(Dd[i]), int(Ee[i])):
+                    rma_left += 1
     if counters:
         notes.append(f"{counters} COUNTER record(s) were not exported (OTF2 metrics are not written yet)")
+    if rma_left:
+        notes.append(f"{rma_left} MPI_RMA record(s) were not exported (window or group without an MPI "
+                     f"communicator)")
     if file_ios:
         notes.append(f"{file_ios} MPI_FILE_IO record(s) were not exported (OTF2 I/O records are not written yet)")
     w.close()

@@ -329,3 +329,133 @@ def write_calling_context_archive(root: Path, big: bool = False, events: list | 
     evs = calling_context_events(enc) if events is None else events
     (root / "traces" / "0.evt").write_bytes(chunked_file(enc, evs))
     return root / "traces.otf2"
+
+
+# ---------------------------------------------------------------------------------------------
+# one-sided communication (RMA) as Score-P writes it: two ranks, one thread each
+# ---------------------------------------------------------------------------------------------
+E_WIN_CREATE, E_WIN_DESTROY, E_RMA_COLL_BEGIN, E_RMA_COLL_END, E_GROUP_SYNC = range(35, 40)
+E_REQUEST_LOCK, E_ACQUIRE_LOCK, E_TRY_LOCK, E_RELEASE_LOCK, E_RMA_SYNC = range(40, 45)
+E_RMA_PUT, E_RMA_ATOMIC, E_OP_COMPLETE_BLOCKING, E_OP_COMPLETE_REMOTE = 46, 48, 49, 52
+RMA_REGIONS = ["main", "MPI_Win_create", "MPI_Win_allocate", "MPI_Win_post", "MPI_Win_test", "MPI_Win_wait",
+               "MPI_Win_start", "MPI_Put", "MPI_Win_complete", "MPI_Win_fence", "MPI_Win_lock",
+               "MPI_Fetch_and_op", "MPI_Win_flush_local", "MPI_Win_unlock", "MPI_Win_free"]
+#: global RmaWin refs (both over MPI_COMM_WORLD) and the groups rank 0 posts to / rank 1 starts on
+WIN_A, WIN_B, GROUP_ONE, GROUP_ZERO = 5, 9, 3, 4
+#: rank 1's local ids: windows through a sparse table, groups through a dense one
+RMA_WIN_MAP = {0: WIN_A, 1: WIN_B}
+RMA_GROUP_MAP = [GROUP_ZERO]
+
+
+def rma_defs(enc: Enc) -> tuple[bytes, int]:
+    S = ["", "machine", "node0", "MPI Rank 0", "MPI Rank 1", "Master thread", "MPI", "t.c", "MPI_COMM_WORLD",
+         "win A", "win B"] + RMA_REGIONS
+    ix = {s: i for i, s in enumerate(S)}
+    recs = [enc.record(5, enc.comp(1_000_000_000) + enc.comp(0) + enc.comp(10**6))]
+    recs += _strings(enc, S)
+    recs.append(enc.record(12, enc.u32(0) + enc.u32(ix["machine"]) + enc.u32(0) + enc.u32(UNDEF32)))
+    for r in (0, 1):
+        recs.append(enc.record(13, enc.u32(r) + enc.u32(ix[f"MPI Rank {r}"]) + b"\x01" + enc.u32(0)))
+        recs.append(enc.record(14, enc.comp(r) + enc.u32(ix["Master thread"]) + b"\x01" + enc.comp(0) + enc.u32(r)))
+    for rid, name in enumerate(RMA_REGIONS):  # main: FUNCTION of USER; the rest RMA (29) of MPI (4)
+        role, par, src = (1, 1, "t.c") if rid == 0 else (29, 4, "MPI")
+        body = (enc.u32(rid) + enc.u32(ix[name]) + enc.u32(0) + b"\0" + enc.u32(ix[src]) + enc.u32(0)
+                + enc.u32(0) + enc.u32(ix[name]) + bytes([role, par]) + enc.u32(0))
+        recs.append(enc.record(15, body))
+
+    def group(ref, gtype, members):
+        body = enc.u32(ref) + enc.u32(0) + b"\0" + enc.u32(len(members))
+        return enc.record(18, body + b"".join(enc.comp(m) for m in members) + bytes([gtype, 4]) + enc.u32(0))
+
+    recs.append(group(0, 4, [0, 1]))  # MPI COMM_LOCATIONS
+    recs.append(group(2, 5, [0, 1]))  # world
+    recs.append(group(GROUP_ONE, 5, [1]))
+    recs.append(group(GROUP_ZERO, 5, [0]))
+    recs.append(enc.record(22, enc.u32(0) + enc.u32(ix["MPI_COMM_WORLD"]) + enc.u32(2) + enc.u32(UNDEF32)))
+    for ref, name in ((WIN_A, "win A"), (WIN_B, "win B")):  # (OTF2 3.0's type and flags after the comm)
+        recs.append(enc.record(24, enc.u32(ref) + enc.u32(ix[name]) + enc.u32(0) + b"\x00" + enc.u32(0)))
+    return enc.header(1, 0) + b"".join(recs) + b"\x02\x01", len(recs)
+
+
+def rma_events(enc: Enc, rank: int) -> list[tuple[int, bytes]]:
+    """Rank 0: create A, allocate B, post to {1}, a test that finds the epoch open, wait, fence on B, free B
+    and A.  Rank 1 (mapped ids): the same collectives, start on {0}, a 40-byte put to rank 0, complete, an
+    exclusive lock on rank 0 of B (a failed try, a request, then the acquire), a fetch-and-op, a local
+    flush, the unlock.  Times are microseconds."""
+    E = []
+    reg = {name: i for i, name in enumerate(RMA_REGIONS)}
+    win = {WIN_A: WIN_A, WIN_B: WIN_B} if rank == 0 else {g: k for k, g in RMA_WIN_MAP.items()}
+    grp = {GROUP_ONE: GROUP_ONE} if rank == 0 else {GROUP_ZERO: 0}
+    u = enc.u32
+
+    def ev(us, rtype, body=b""):
+        E.append((us * 1000, bytes([rtype]) + body if rtype in SINGLETONS else enc.record(rtype, body)))
+
+    def coll(t0, t1, name, op, level, w):
+        ev(t0, E_ENTER, u(reg[name]))
+        ev(t0, E_RMA_COLL_BEGIN)
+        if op in (17, 19, 21):
+            ev(t1, E_WIN_CREATE, u(win[w]))
+        elif op in (18, 20, 22):
+            ev(t1, E_WIN_DESTROY, u(win[w]))
+        ev(t1, E_RMA_COLL_END, bytes([op]) + u(level) + u(win[w]) + u(UNDEF32) + enc.comp(0) + enc.comp(0))
+        ev(t1, E_LEAVE, u(reg[name]))
+
+    def call(t0, t1, name, *records):
+        ev(t0, E_ENTER, u(reg[name]))
+        for t, rtype, body in records:
+            ev(t, rtype, body)
+        ev(t1, E_LEAVE, u(reg[name]))
+
+    ev(1000, E_ENTER, u(reg["main"]))
+    coll(1100, 1200, "MPI_Win_create", 17, 1, WIN_A)  # CREATE_HANDLE
+    coll(1300, 1400, "MPI_Win_allocate", 21 if rank == 0 else 19, 1, WIN_B)  # CREATE_HANDLE_AND_ALLOCATE, ALLOCATE
+    a = u(win[WIN_A])
+    if rank == 0:
+        g = u(grp[GROUP_ONE])
+        call(1500, 1600, "MPI_Win_post", (1600, E_GROUP_SYNC, u(1) + a + g))
+        call(1700, 1750, "MPI_Win_test", (1750, E_GROUP_SYNC, u(0) + a + g))  # level NONE: still open
+        call(1800, 2500, "MPI_Win_wait", (2500, E_GROUP_SYNC, u(3) + a + g))
+    else:
+        g = u(grp[GROUP_ZERO])
+        call(1500, 1650, "MPI_Win_start", (1650, E_GROUP_SYNC, u(1) + a + g))
+        call(1700, 1720, "MPI_Put", (1710, E_RMA_PUT, a + u(0) + enc.comp(40) + enc.comp(1)))
+        call(1800, 2400, "MPI_Win_complete", (2400, E_OP_COMPLETE_REMOTE, a + enc.comp(1)),
+             (2400, E_GROUP_SYNC, u(3) + a + g))
+    coll(2600, 2700, "MPI_Win_fence", 0, 3, WIN_B)  # BARRIER
+    if rank == 1:
+        bw = u(win[WIN_B])
+        call(2740, 2790, "MPI_Win_lock", (2750, E_TRY_LOCK, bw + u(0) + enc.comp(0) + b"\x00"),
+             (2760, E_REQUEST_LOCK, bw + u(0) + enc.comp(0) + b"\x00"),
+             (2780, E_ACQUIRE_LOCK, bw + u(0) + enc.comp(0) + b"\x00"))
+        call(2800, 2820, "MPI_Fetch_and_op",
+             (2810, E_RMA_ATOMIC, bw + u(0) + b"\x07" + enc.comp(8) + enc.comp(8) + enc.comp(2)),
+             (2815, E_OP_COMPLETE_BLOCKING, bw + enc.comp(2)))
+        call(2830, 2840, "MPI_Win_flush_local", (2835, E_RMA_SYNC, bw + u(0) + b"\x00"))
+        call(2845, 2860, "MPI_Win_unlock", (2850, E_RELEASE_LOCK, bw + u(0) + enc.comp(0)))
+        call(2870, 2880, "MPI_Put", (2875, E_RMA_PUT, u(77) + u(0) + enc.comp(4) + enc.comp(3)))  # no window 77
+    coll(2900, 2950, "MPI_Win_free", 22 if rank == 0 else 20, 1, WIN_B)  # DESTROY_HANDLE_AND_DEALLOCATE, DEALLOCATE
+    coll(3000, 3100, "MPI_Win_free", 18, 1, WIN_A)  # DESTROY_HANDLE
+    ev(4000, E_LEAVE, u(reg["main"]))
+    return E
+
+
+def write_rma_archive(root: Path, big: bool = False) -> Path:
+    """The two-rank RMA archive under `root`; returns the anchor file's path."""
+    enc = Enc(big)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "traces").mkdir(exist_ok=True)
+    defs, n_defs = rma_defs(enc)
+    anchor = enc.header(0, 0, chunked=False) + b"OTF2\0" + bytes([3, 2, 3, 0, 0])
+    anchor += enc.full(CHUNK) + enc.full(4 * CHUNK) + b"\x01\x01" + enc.full(2) + enc.full(n_defs)
+    anchor += b"machine\0test writer\0\0" + enc.full(0, 4) + enc.full(0) + enc.full(0, 4) * 2 + b"\x02"
+    (root / "traces.otf2").write_bytes(anchor)
+    (root / "traces.def").write_bytes(defs)
+    (root / "traces" / "0.def").write_bytes(enc.header(1, 0) + b"\x02\x01")
+    wins = enc.record(5, b"\x08" + enc.comp(len(RMA_WIN_MAP)) + b"\x01"
+                      + b"".join(enc.comp(k) + enc.comp(v) for k, v in RMA_WIN_MAP.items()))
+    groups = enc.record(5, b"\x04" + enc.comp(len(RMA_GROUP_MAP)) + b"\0" + b"".join(enc.comp(g) for g in RMA_GROUP_MAP))
+    (root / "traces" / "1.def").write_bytes(enc.header(1, 0) + wins + groups + b"\x02\x01")
+    for r in (0, 1):
+        (root / "traces" / f"{r}.evt").write_bytes(chunked_file(enc, rma_events(enc, r)))
+    return root / "traces.otf2"
