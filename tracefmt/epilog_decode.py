@@ -1,10 +1,10 @@
-"""One EPILOG event file through the numba kernel: id tables in, event columns out.
+"""One EPILOG event file through the numba kernels: id tables in, event columns out.
 
 ``FileTables`` turns what an :class:`tracefmt.epilog.EpilogImporter` knows
 (global definitions, our location order, MPI_COMM_SELF per process) and what
 one file's context says (its rank's id maps from ``epik.map``, merged or
-per-rank, byte order) into the plain arrays ``epilog_kernels.walk_events``
-takes.  ``decode_file`` runs the kernel's counting and filling passes, words
+per-rank, byte order) into the plain arrays ``epilog_kernels.count_rows``
+and ``fill_rows`` take.  ``decode_file`` runs the counting and filling passes, words
 its error codes as one line naming the file, record type and byte offset,
 turns skipped records into trace notes, numbers the file's locks, and hands
 each location's rows to :class:`EventColumns`.
@@ -59,7 +59,7 @@ def seconds(ev: np.ndarray) -> np.ndarray:
 
 
 def kernel_columns(ev: np.ndarray) -> list[np.ndarray]:
-    """The fields of an EVENT_DTYPE array in the order walk_events takes them (time as float64)."""
+    """The fields of an EVENT_DTYPE array in the order fill_rows takes them (time as float64)."""
     return [seconds(ev)] + [ev[name] for name in _FIELDS]
 
 
@@ -185,35 +185,30 @@ def _kernel_error(f, status, data) -> Exception:
 
 
 def decode_file(imp, ctx, start: int, tb: FileTables) -> int:
-    """Run the kernel over one file; returns the number of event records it holds."""
+    """Run the kernels over one file; returns the number of event records it holds."""
     f = ctx.f
     data = np.frombuffer(f.data, np.uint8)
     n_loc = len(tb.loc_rank)
     corr = imp.file_clock(ctx)
     t0, o0, slope = corr if corr is not None else (0.0, 0.0, 0.0)
     partner_mode = 2 if ctx.merged else (1 if imp.version >= 1008 else 0)
-    pausing = tracing = -1
     rows = np.zeros(n_loc, np.int64)
     depth_cap = np.zeros(n_loc, np.int64)
     hist = np.zeros(256, np.int64)
     first_at = np.full(256, -1, np.int64)
+    big = f.byte_order == ELG_BIG_ENDIAN
 
-    def walk(fill, metc, stack_at, pos, cols):
+    def status_after(kernel, *args):
         status = np.full(K.N_STATUS, -1, np.int64)
         status[K.ST_ERROR] = K.OK
-        K.walk_events(data, start, f.byte_order == ELG_BIG_ENDIAN, metc, fill, ACTION, FIXED, HAS_METRICS,
-                      tb.loc_keys, tb.loc_vals, tb.default_loc, tb.loc_rank, tb.reg_keys, tb.reg_vals,
-                      tb.cs_keys, tb.cs_vals, tb.site_keys, tb.site_rids, tb.comm_any, tb.comm_keys, tb.comm_vals,
-                      tb.slot_kind, tb.slot_cid, tb.slot_ptr, tb.slot_ranks, tb.slot_self, tb.loc_self,
-                      partner_mode, pausing, tracing, t0, o0, slope, corr is not None,
-                      rows, depth_cap, stack_at, pos, *cols, hist, first_at, status)
+        kernel(*args, status)
         if status[K.ST_ERROR] != K.OK:
             raise _kernel_error(f, status, data)
         return status
 
-    status = walk(False, imp.metc, np.zeros(n_loc + 1, np.int64), np.zeros(n_loc, np.int64),
-                  kernel_columns(np.zeros(0, EVENT_DTYPE)))
     metc_in = imp.metc
+    status = status_after(K.count_rows, data, start, big, metc_in, ACTION, FIXED, HAS_METRICS, tb.loc_keys,
+                          tb.loc_vals, tb.default_loc, rows, depth_cap, hist, first_at)
     imp.metc = int(status[K.ST_METC])
     pausing, tracing = measurement_regions(imp, hist)
     at = np.zeros(n_loc + 1, np.int64)
@@ -221,7 +216,12 @@ def decode_file(imp, ctx, start: int, tb: FileTables) -> int:
     stack_at = np.zeros(n_loc + 1, np.int64)
     np.cumsum(depth_cap, out=stack_at[1:])
     ev = np.zeros(int(at[-1]), EVENT_DTYPE)
-    status = walk(True, metc_in, stack_at, at[:-1].copy(), kernel_columns(ev))
+    status = status_after(K.fill_rows, data, start, big, metc_in, ACTION, FIXED, HAS_METRICS, tb.loc_keys,
+                          tb.loc_vals, tb.default_loc, tb.loc_rank, tb.reg_keys, tb.reg_vals, tb.cs_keys, tb.cs_vals,
+                          tb.site_keys, tb.site_rids, tb.comm_any, tb.comm_keys, tb.comm_vals, tb.slot_kind,
+                          tb.slot_cid, tb.slot_ptr, tb.slot_ranks, tb.slot_self, tb.loc_self, partner_mode,
+                          pausing, tracing, t0, o0, slope, corr is not None, stack_at, at[:-1].copy(),
+                          *kernel_columns(ev))
     skipped_notes(imp, f, hist, first_at)
     if status[K.ST_UNDEF_COMM_AT] >= 0:
         imp.warn("undefined-comm", f"{f.path}: communicator {int(status[K.ST_UNDEF_COMM])} is not defined; its "

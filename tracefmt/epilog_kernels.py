@@ -1,14 +1,14 @@
 """Numba kernels of the EPILOG reader: one file's raw event records to our event columns.
 
-``walk_events`` runs twice over the bytes of one EPILOG file (merged trace or
-one rank's trace of an EPIK archive), from its first event record to the end:
+Two passes run over the bytes of one EPILOG file (merged trace or one rank's
+trace of an EPIK archive), from its first event record to the end:
 
-* with ``fill`` false it checks the framing, body lengths (for the number
-  of counters), location ids and ENTER/EXIT balance, and counts the rows
-  each of our locations will get and the depth of its region stack;
-* with ``fill`` true it checks everything else (region, communicator and
-  call-site ids, partner ranks, times, attributes) and writes the rows into
-  the columns, each location's rows contiguous at the cursor ``pos[loc]``.
+* ``count_rows`` checks the framing, body lengths (for the number of
+  counters), location ids and ENTER/EXIT balance, and counts the rows each
+  of our locations will get and the depth of its region stack;
+* ``fill_rows`` checks everything else (region, communicator and call-site
+  ids, partner ranks, times, attributes) and writes the rows into the
+  columns, each location's rows contiguous at the cursor ``pos[loc]``.
   The columns are the fields of one ``layout.EVENT_DTYPE`` array (the time
   field holding float64 seconds until the caller turns them into ticks), so
   the rows of one event share a cache line wherever its location's rows are.
@@ -72,36 +72,46 @@ TIME_LIMIT = 4e9
 BYTES_FROM_SEND = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _u4(data, p, big):
-    if big:
-        return (np.int64(data[p]) << 24) | (np.int64(data[p + 1]) << 16) | (np.int64(data[p + 2]) << 8) \
-            | np.int64(data[p + 3])
-    return (np.int64(data[p + 3]) << 24) | (np.int64(data[p + 2]) << 16) | (np.int64(data[p + 1]) << 8) \
-        | np.int64(data[p])
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _u8(data, p, big):
-    # written out: a loop over the 8 bytes is not unrolled inside the big kernel and costs 4x more
-    b0, b1, b2, b3 = np.uint64(data[p]), np.uint64(data[p + 1]), np.uint64(data[p + 2]), np.uint64(data[p + 3])
-    b4, b5, b6, b7 = np.uint64(data[p + 4]), np.uint64(data[p + 5]), np.uint64(data[p + 6]), np.uint64(data[p + 7])
-    if big:
-        return (b0 << np.uint64(56)) | (b1 << np.uint64(48)) | (b2 << np.uint64(40)) | (b3 << np.uint64(32)) \
-            | (b4 << np.uint64(24)) | (b5 << np.uint64(16)) | (b6 << np.uint64(8)) | b7
-    return (b7 << np.uint64(56)) | (b6 << np.uint64(48)) | (b5 << np.uint64(40)) | (b4 << np.uint64(32)) \
-        | (b3 << np.uint64(24)) | (b2 << np.uint64(16)) | (b1 << np.uint64(8)) | b0
+# Byte and table reads index with unsigned integers: numba adds a negative-index wrap-around to every
+# signed index, and with it LLVM no longer merges the byte loads of _u4/_u8 into one (byte-swapping) load.
+_0, _1, _2, _3, _4, _5, _6, _7 = (np.uint64(i) for i in range(8))
+_8, _16, _24, _32, _40, _48, _56 = (np.uint64(i) for i in (8, 16, 24, 32, 40, 48, 56))
 
 
 @njit(cache=True, nogil=True)
-def _f8(data, p, big):
-    """The double at p (its bits read as _u8 reads an integer); LLVM inlines it."""
-    return np.uint64(_u8(data, p, big)).view(np.float64)
+def _u4(data, p, big):
+    i = np.uint64(p)
+    b0, b1, b2, b3 = np.uint64(data[i]), np.uint64(data[i + _1]), np.uint64(data[i + _2]), np.uint64(data[i + _3])
+    if big:
+        return np.int64((b0 << _24) | (b1 << _16) | (b2 << _8) | b3)
+    return np.int64((b3 << _24) | (b2 << _16) | (b1 << _8) | b0)
+
+
+@njit(cache=True, nogil=True)
+def _u8(data, p, big):
+    # written out: a loop over the 8 bytes is not unrolled inside the big kernel and costs 4x more
+    i = np.uint64(p)
+    b0, b1, b2, b3 = np.uint64(data[i]), np.uint64(data[i + _1]), np.uint64(data[i + _2]), np.uint64(data[i + _3])
+    b4, b5, b6, b7 = np.uint64(data[i + _4]), np.uint64(data[i + _5]), np.uint64(data[i + _6]), \
+        np.uint64(data[i + _7])
+    if big:
+        return (b0 << _56) | (b1 << _48) | (b2 << _40) | (b3 << _32) | (b4 << _24) | (b5 << _16) | (b6 << _8) | b7
+    return (b7 << _56) | (b6 << _48) | (b5 << _40) | (b4 << _32) | (b3 << _24) | (b2 << _16) | (b1 << _8) | b0
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _metc_from(length, fixed):
+    """The number of counters a first ENTER/EXIT of ``length`` body bytes carries (no METRIC definitions)."""
+    rest = length - fixed
+    return rest // 8 if rest >= 0 and (rest % 8 == 0 or rest % 8 == 4) else np.int64(0)
+
+
+@njit(cache=True, nogil=True)
 def lookup(keys, vals, x):
-    """vals[i] where keys[i] == x (keys sorted), -1 if x is not a key; keys 0..n-1 are looked up directly."""
+    """vals[i] where keys[i] == x (keys sorted), -1 if x is not a key; keys 0..n-1 are looked up directly.
+
+    The kernels test the direct case themselves before they call this: a call per record costs more than
+    the rest of the record (and inlined, numba counts references to the two arrays on every record)."""
     n = keys.shape[0]
     if n == 0:
         return np.int64(-1)
@@ -114,47 +124,111 @@ def lookup(keys, vals, x):
 
 
 @njit(cache=True, nogil=True)
-def walk_events(data, start, big, metc_in, fill, action, fixed, has_metrics,
-                loc_keys, loc_vals, default_loc, loc_rank,
-                reg_keys, reg_vals, cs_keys, cs_vals, site_keys, site_rids,
-                comm_any, comm_keys, comm_vals, slot_kind, slot_cid, slot_ptr, slot_ranks, slot_self, loc_self,
-                partner_mode, pausing_rid, tracing_rid, t0, o0, slope, correct,
-                rows, depth_cap, stack_at, pos,
-                time, type_, flags, a, b, c, d, e,
-                hist, first_at, status):
-    """One pass over the event records of data[start:]; see the module docstring.
-
-    Per location (our index): ``rows`` and ``depth_cap`` are filled by the
-    counting pass; ``stack_at`` (offsets into one flat stack) and ``pos``
-    (write cursors) are the caller's, for the filling pass.
-    """
+def count_rows(data, start, big, metc_in, action, fixed, has_metrics, loc_keys, loc_vals, default_loc,
+               rows, depth_cap, hist, first_at, status):
+    """The counting pass over the event records of data[start:]: framing, body lengths (for the number of
+    counters), location ids and ENTER/EXIT balance are checked; ``rows`` and ``depth_cap`` get each of
+    our locations' rows and deepest region stack, ``hist``/``first_at`` each record type's count and
+    first offset; ``status[ST_METC]`` the number of counters (inferred when ``metc_in`` < 0)."""
     n = data.shape[0]
-    n_loc = loc_rank.shape[0]
+    n_lk = loc_keys.shape[0]
+    depth = np.zeros(rows.shape[0], np.int64)
     metc = metc_in
-    depth = np.zeros(n_loc, np.int64)
-    stack = np.zeros(stack_at[n_loc] if fill else 1, np.int64)
-    # pending attributes per location; slot n_loc holds those written without a location id
-    pend = np.zeros(n_loc + 1, np.int64)
-    pend_val = np.zeros((n_loc + 1, 5), np.int64)
-    events = 0
     p = start
     while p < n:
         if p + 2 > n:
             status[ST_ERROR], status[ST_OFFSET] = TRUNCATED_HEADER, p
             return
-        length = np.int64(data[p])
-        rtype = np.int64(data[p + 1])
+        length = np.int64(data[np.uint64(p)])
+        rtype = data[np.uint64(p + 1)]
         body = p + 2
         end = body + length
         if end > n:
             status[ST_ERROR], status[ST_OFFSET], status[ST_VALUE], status[ST_VALUE2] = TRUNCATED_BODY, p, rtype, \
                 length
             return
+        hist[rtype] += 1
+        if first_at[rtype] < 0:
+            first_at[rtype] = p
         act = action[rtype]
-        if not fill:
-            hist[rtype] += 1
-            if first_at[rtype] < 0:
-                first_at[rtype] = p
+        if act == A_DEF or act == A_NONE or act == A_SKIP or act == A_ATTR1 or act == A_ATTR4:
+            p = end  # attributes are checked by the filling pass
+            continue
+        # the location and length checks, as fill_rows makes them
+        fx = fixed[rtype]
+        if metc < 0 and (act == A_ENTER or act == A_EXIT or act == A_OMP_COLLEXIT):
+            metc = _metc_from(length, fx)
+        m = metc if (has_metrics[rtype] and metc > 0) else 0
+        expect = fx + 8 * m
+        if length == expect + 4:
+            x = _u4(data, body, big)
+            loc = loc_vals[np.uint64(x)] if x < n_lk and loc_keys[np.uint64(x)] == x else \
+                lookup(loc_keys, loc_vals, x)
+            if loc < 0:
+                status[ST_ERROR], status[ST_OFFSET], status[ST_VALUE] = BAD_LOCATION, p, x
+                return
+        elif length == expect:
+            loc = default_loc
+            if loc < 0:
+                status[ST_ERROR], status[ST_OFFSET] = NO_LOCATION, p
+                return
+        else:
+            status[ST_ERROR], status[ST_OFFSET], status[ST_VALUE], status[ST_VALUE2] = BAD_LENGTH, p, length, expect
+            status[ST_METC] = m
+            return
+        li = np.uint64(loc)
+        nrow = 1 + m
+        if act == A_ENTER or act == A_ENTER_CS or act == A_PAUSE or act == A_TRACE:
+            dep = depth[li] + 1
+            depth[li] = dep
+            if dep > depth_cap[li]:
+                depth_cap[li] = dep
+        elif act == A_EXIT or act == A_OMP_COLLEXIT or act == A_MPI_COLLEXIT:
+            if depth[li] == 0:
+                status[ST_ERROR], status[ST_OFFSET], status[ST_VALUE] = EMPTY_STACK, p, loc
+                return
+            depth[li] -= 1
+        elif act == A_RESUME:
+            if depth[li] > 0:
+                depth[li] -= 1
+        elif act == A_TESTED:
+            nrow = 0
+        else:
+            nrow = 1
+        rows[li] += nrow
+        p = end
+    status[ST_METC] = metc
+
+
+@njit(cache=True, nogil=True)
+def fill_rows(data, start, big, metc_in, action, fixed, has_metrics,
+              loc_keys, loc_vals, default_loc, loc_rank,
+              reg_keys, reg_vals, cs_keys, cs_vals, site_keys, site_rids,
+              comm_any, comm_keys, comm_vals, slot_kind, slot_cid, slot_ptr, slot_ranks, slot_self, loc_self,
+              partner_mode, pausing_rid, tracing_rid, t0, o0, slope, correct,
+              stack_at, pos, time, type_, flags, a, b, c, d, e, status):
+    """The filling pass, after a count_rows that found no error: checks the rest (region, communicator
+    and call-site ids, partner ranks, times, attributes) and writes each location's rows at its cursor
+    ``pos[loc]``; ``stack_at`` holds the offsets of each location's region stack in one flat stack."""
+    n = data.shape[0]
+    n_loc = loc_rank.shape[0]
+    n_lk = loc_keys.shape[0]
+    n_rk = reg_keys.shape[0]
+    metc = metc_in
+    depth = np.zeros(n_loc, np.int64)
+    stack = np.zeros(stack_at[n_loc], np.int64)
+    # pending attributes per location; slot n_loc holds those written without a location id
+    pend = np.zeros(n_loc + 1, np.int64)
+    pend_val = np.zeros((n_loc + 1, 5), np.int64)
+    n_pend = 0  # slots with attributes pending: without any (most traces) events skip the attribute step
+    events = 0
+    p = start
+    while p < n:  # count_rows has checked the framing
+        length = np.int64(data[np.uint64(p)])
+        rtype = data[np.uint64(p + 1)]
+        body = p + 2
+        end = body + length
+        act = action[rtype]
         if act == A_DEF:
             p = end
             continue
@@ -162,9 +236,6 @@ def walk_events(data, start, big, metc_in, fill, action, fixed, has_metrics,
             events += 1
         if act == A_NONE or act == A_SKIP:
             p = end
-            continue
-        if (act == A_ATTR1 or act == A_ATTR4) and not fill:
-            p = end  # attributes are checked by the filling pass
             continue
         if act == A_ATTR1 or act == A_ATTR4:
             base = 2 if act == A_ATTR1 else 5
@@ -181,73 +252,48 @@ def walk_events(data, start, big, metc_in, fill, action, fixed, has_metrics,
                 status[ST_ERROR], status[ST_OFFSET], status[ST_VALUE], status[ST_VALUE2] = BAD_ATTR_LENGTH, p, \
                     length, base
                 return
-            atype = np.int64(data[q])
-            val = np.int64(data[q + 1]) if act == A_ATTR1 else _u4(data, q + 1, big)
+            atype = np.int64(data[np.uint64(q)])
+            val = np.int64(data[np.uint64(q + 1)]) if act == A_ATTR1 else _u4(data, q + 1, big)
             if 1 <= atype <= 4:
+                if pend[lk] == 0:
+                    n_pend += 1
                 pend[lk] |= 1 << (atype - 1)
                 pend_val[lk, atype] = val
             p = end
             continue
-        # -- an event record: [lid] time fields (with metc counters where the type has them)
+        # an event record: [location id] time fields (with metc counters where the type has them)
+        fx = fixed[rtype]
         if metc < 0 and (act == A_ENTER or act == A_EXIT or act == A_OMP_COLLEXIT):
-            rest = length - fixed[rtype]  # no METRIC definitions: counters inferred from the first such record
-            metc = rest // 8 if rest >= 0 and (rest % 8 == 0 or rest % 8 == 4) else 0
+            metc = _metc_from(length, fx)
         m = metc if (has_metrics[rtype] and metc > 0) else 0
-        expect = fixed[rtype] + 8 * m
-        if length == expect + 4:
-            lid = _u4(data, body, big)
-            loc = lookup(loc_keys, loc_vals, lid)
-            if loc < 0:
-                status[ST_ERROR], status[ST_OFFSET], status[ST_VALUE] = BAD_LOCATION, p, lid
-                return
+        if length == fx + 8 * m + 4:
+            x = _u4(data, body, big)
+            loc = loc_vals[np.uint64(x)] if x < n_lk and loc_keys[np.uint64(x)] == x else \
+                lookup(loc_keys, loc_vals, x)
             q = body + 4
-        elif length == expect:
-            loc = default_loc
-            if loc < 0:
-                status[ST_ERROR], status[ST_OFFSET] = NO_LOCATION, p
-                return
-            q = body
         else:
-            status[ST_ERROR], status[ST_OFFSET], status[ST_VALUE], status[ST_VALUE2] = BAD_LENGTH, p, length, expect
-            status[ST_METC] = m
-            return
-        if not fill:  # the counting pass needs only each location's rows and stack depth
-            nrow = 1 + m
-            if act == A_ENTER or act == A_ENTER_CS or act == A_PAUSE or act == A_TRACE:
-                depth[loc] += 1
-                if depth[loc] > depth_cap[loc]:
-                    depth_cap[loc] = depth[loc]
-            elif act == A_EXIT or act == A_OMP_COLLEXIT or act == A_MPI_COLLEXIT:
-                if depth[loc] == 0:
-                    status[ST_ERROR], status[ST_OFFSET], status[ST_VALUE] = EMPTY_STACK, p, loc
-                    return
-                depth[loc] -= 1
-            elif act == A_RESUME:
-                if depth[loc] > 0:
-                    depth[loc] -= 1
-            elif act == A_TESTED:
-                nrow = 0
-            else:
-                nrow = 1
-            rows[loc] += nrow
-            p = end
-            continue
-        t = _f8(data, q, big)
+            loc = default_loc
+            q = body
+        li = np.uint64(loc)
+        t = np.uint64(_u8(data, q, big)).view(np.float64)
         if correct:
             t = t + o0 + slope * (t - t0)
         if not (-TIME_LIMIT <= t <= TIME_LIMIT):
             status[ST_ERROR], status[ST_OFFSET] = BAD_TIME, p
             return
         q += 8
-        rank = loc_rank[loc]
         # attributes apply to this event: the location's own, else those without a location id
-        ab = pend[loc]
+        ab = 0
         src = loc
-        if ab == 0:
-            ab = pend[n_loc]
-            src = n_loc
-        pend[src] = 0
-        k = pos[loc]
+        if n_pend > 0:
+            ab = pend[li]
+            if ab == 0:
+                ab = pend[n_loc]
+                src = n_loc
+            if ab != 0:
+                pend[src] = 0
+                n_pend -= 1
+        k = np.uint64(pos[li])
         nrow = 1
         mq = q  # where the counters are
         if act == A_ENTER or act == A_ENTER_CS:
@@ -264,42 +310,31 @@ def walk_events(data, start, big, metc_in, fill, action, fixed, has_metrics,
                     status[ST_ERROR], status[ST_OFFSET], status[ST_VALUE] = BAD_CALLSITE, p, cs
                     return
             else:
-                rid = lookup(reg_keys, reg_vals, x)
+                rid = reg_vals[np.uint64(x)] if x < n_rk and reg_keys[np.uint64(x)] == x else \
+                    lookup(reg_keys, reg_vals, x)
                 if rid < 0:
                     status[ST_ERROR], status[ST_OFFSET], status[ST_VALUE] = BAD_REGION, p, x
                     return
-            stack[stack_at[loc] + depth[loc]] = rid
+            dep = depth[li]
+            stack[np.uint64(stack_at[li] + dep)] = rid
+            depth[li] = dep + 1
             time[k], type_[k], a[k], b[k], c[k], d[k] = t, _E_ENTER, rid, cs, _NO_ID, _NO_ID
-            depth[loc] += 1
-            nrow += m
-        elif act == A_PAUSE or act == A_TRACE:
-            rid = pausing_rid if act == A_PAUSE else tracing_rid
-            stack[stack_at[loc] + depth[loc]] = rid
-            time[k], type_[k], a[k], b[k], c[k], d[k] = t, _E_ENTER, rid, _NO_ID, _NO_ID, _NO_ID
-            depth[loc] += 1
-            nrow += m
-        elif act == A_RESUME:
-            if depth[loc] > 0:
-                depth[loc] -= 1
-                rid = stack[stack_at[loc] + depth[loc]]
-            else:
-                rid = tracing_rid
-            time[k], type_[k], a[k] = t, _E_EXIT, rid
             nrow += m
         elif act == A_EXIT or act == A_OMP_COLLEXIT or act == A_MPI_COLLEXIT:
-            if depth[loc] == 0:
+            dep = depth[li] - 1
+            if dep < 0:  # count_rows has checked the balance; kept so that no stack index is negative
                 status[ST_ERROR], status[ST_OFFSET], status[ST_VALUE] = EMPTY_STACK, p, loc
                 return
-            depth[loc] -= 1
-            rid = stack[stack_at[loc] + depth[loc]]
+            depth[li] = dep
+            rid = stack[np.uint64(stack_at[li] + dep)]
             if (ab & 8) and pend_val[src, 4] != rid and status[ST_MISMATCH_AT] < 0:
                 status[ST_MISMATCH_AT], status[ST_MISMATCH_ATTR], status[ST_MISMATCH_OPEN] = p, pend_val[src, 4], rid
             if act == A_MPI_COLLEXIT:
                 r = q + 8 * m
                 root, cl = _u4(data, r, big), _u4(data, r + 4, big)
-                cid, root = _comm_and_partner(cl, root, loc, rank, p, comm_any, comm_keys, comm_vals, slot_kind,
-                                              slot_cid, slot_ptr, slot_ranks, slot_self, loc_self, partner_mode,
-                                              loc_keys, loc_vals, loc_rank, status, True)
+                cid, root = _comm_and_partner(cl, root, loc, loc_rank[li], p, comm_any, comm_keys, comm_vals,
+                                              slot_kind, slot_cid, slot_ptr, slot_ranks, slot_self, loc_self,
+                                              partner_mode, loc_keys, loc_vals, loc_rank, status, True)
                 if cid < 0:
                     return
                 time[k], type_[k], a[k], b[k], c[k] = t, _E_MPI_COLLEXIT, rid, cid, root
@@ -311,11 +346,25 @@ def walk_events(data, start, big, metc_in, fill, action, fixed, has_metrics,
                 else:
                     type_[k] = _E_EXIT
             nrow += m
+        elif act == A_PAUSE or act == A_TRACE:
+            rid = pausing_rid if act == A_PAUSE else tracing_rid
+            stack[np.uint64(stack_at[li] + depth[li])] = rid
+            time[k], type_[k], a[k], b[k], c[k], d[k] = t, _E_ENTER, rid, _NO_ID, _NO_ID, _NO_ID
+            depth[li] += 1
+            nrow += m
+        elif act == A_RESUME:
+            if depth[li] > 0:
+                depth[li] -= 1
+                rid = stack[np.uint64(stack_at[li] + depth[li])]
+            else:
+                rid = tracing_rid
+            time[k], type_[k], a[k] = t, _E_EXIT, rid
+            nrow += m
         elif act == A_SEND or act == A_RECV:
             pl, cl, tag = _u4(data, q, big), _u4(data, q + 4, big), _u4(data, q + 8, big)
-            cid, partner = _comm_and_partner(cl, pl, loc, rank, p, comm_any, comm_keys, comm_vals, slot_kind,
-                                             slot_cid, slot_ptr, slot_ranks, slot_self, loc_self, partner_mode,
-                                             loc_keys, loc_vals, loc_rank, status, False)
+            cid, partner = _comm_and_partner(cl, pl, loc, loc_rank[li], p, comm_any, comm_keys, comm_vals,
+                                             slot_kind, slot_cid, slot_ptr, slot_ranks, slot_self, loc_self,
+                                             partner_mode, loc_keys, loc_vals, loc_rank, status, False)
             if cid < 0:
                 return
             time[k], a[k], b[k], c[k] = t, partner, cid, tag
@@ -348,16 +397,16 @@ def walk_events(data, start, big, metc_in, fill, action, fixed, has_metrics,
         elif act == A_FORK or act == A_JOIN:
             time[k], type_[k], a[k] = t, _E_FORK if act == A_FORK else _E_JOIN, _NO_ID
         elif act == A_ALOCK or act == A_RLOCK:
-            # a = the file's lock id, b = the region open around it, e = record number: epilog_columns
+            # a = the file's lock id, b = the region open around it, e = record number: epilog_decode
             # turns them into our lock ids (one per process and lock) and kinds
             time[k], type_[k], a[k] = t, E_ACQUIRE if act == A_ALOCK else E_RELEASE, _u4(data, q, big)
-            b[k] = stack[stack_at[loc] + depth[loc] - 1] if depth[loc] > 0 else _NO_ID
+            b[k] = stack[np.uint64(stack_at[li] + depth[li] - 1)] if depth[li] > 0 else _NO_ID
             e[k] = events
-        if m > 0 and nrow > 1:
+        if nrow > 1:
             for i in range(m):
-                j = k + 1 + i
+                j = k + np.uint64(1 + i)
                 time[j], type_[j], a[j], d[j] = t, _E_COUNTER, i, _u8(data, mq + 8 * i, big)
-        pos[loc] += nrow
+        pos[li] += nrow
         p = end
     status[ST_METC] = metc
     status[ST_EVENTS] = events

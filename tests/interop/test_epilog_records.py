@@ -358,3 +358,34 @@ def test_warm_up_reads_its_tiny_trace_through_every_kernel():
     assert kinds(worker) == ["ENTER", "OMP_ACQUIRE_LOCK", "OMP_RELEASE_LOCK", "OMP_COLLEXIT"]
     assert worker["d"][1] == worker["d"][2] == 1  # release_orders: the release gets its acquisition's order
     assert worker["b"][3] == 0 and (worker["c"][0], worker["d"][0]) == (0, 1)
+
+
+def test_sparse_location_and_region_ids_go_through_the_sorted_lookup(tmp_path):
+    """Ids that are not 0..n-1 miss the kernels' direct lookup and take the sorted one."""
+    w = ElgWriter(lids=True)
+    S = Strings(w)
+    for lid, rank in ((70_000, 0), (4_000_000_000, 1)):
+        w.process(rank, S(f"rank {rank}"))
+        w.location(lid, 0, 0, rank, 0)
+    for rid, name in ((7, "main"), (100_000, "solve")):
+        w.region(rid, S(name), NO_ID, NO_ID, NO_ID, S(USR), 1)
+    w.metric(0, S("PAPI_TOT_CYC"), S("cycles"))
+    w.last_def()
+    for lid in (70_000, 4_000_000_000):
+        w.enter(lid, 0.0, 7, metv=(1,))
+        w.enter(lid, 1.0, 100_000, metv=(2,))
+        w.exit(lid, 2.0, metv=(3,))
+        w.exit(lid, 3.0, metv=(4,))
+    asm = same_as_reference(w.save(tmp_path / "sparse.elg"))
+    for ev in asm.events.values():
+        assert ev["a"][ev["type"] == E.ENTER].tolist() == [7, 100_000]
+        assert ev["d"][ev["type"] == E.COUNTER].tolist() == [1, 2, 3, 4]
+    w = ElgWriter(lids=True)
+    S = Strings(w)
+    w.process(0, S("rank 0"))
+    w.location(70_000, 0, 0, 0, 0)
+    w.region(7, S("main"), NO_ID, NO_ID, NO_ID, S(USR), 1)
+    w.last_def()
+    w.enter(70_000, 0.0, 8)
+    with pytest.raises(TraceFormatError, match="region 8 is not defined"):
+        epilog.read(w.save(tmp_path / "bad.elg"))
