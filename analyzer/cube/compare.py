@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,6 +39,29 @@ Loc = tuple[int, int]  # (rank, thread)
 # --------------------------------------------------------------------------
 # Summaries: a result keyed by names
 # --------------------------------------------------------------------------
+class PerLocation(Mapping):
+    """A cube metric's ``(rank, thread) -> value`` as one float64 per location, read through the summary's
+    one location index: a dict per metric cost about 100 bytes per location and metric (a hostile cube of
+    many metrics and locations took hundreds of MiB)."""
+
+    __slots__ = ("_index", "values")
+
+    def __init__(self, index: dict[Loc, int], values: np.ndarray):
+        self._index, self.values = index, values
+
+    def __getitem__(self, loc: Loc) -> float:
+        return float(self.values[self._index[loc]])
+
+    def __iter__(self):
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __repr__(self) -> str:
+        return f"PerLocation({dict(self)!r})"
+
+
 @dataclass
 class MetricSummary:
     name: str
@@ -47,8 +71,8 @@ class MetricSummary:
     description: str
     diagnosis: str
     total: float
-    per_callpath: dict[str, float]
-    per_location: dict[Loc, float]
+    per_callpath: dict[str, float]  # cubes: the nonzero call paths only (a missing one is 0)
+    per_location: Mapping[Loc, float]  # cubes: a PerLocation over every location
     #: cubes summarised with ``cells=True``: [len(Summary.callpaths), len(Summary.locations)]
     cells: np.ndarray | None = None
 
@@ -83,14 +107,25 @@ def parse_loc_key(key: str, source: str) -> Loc:
 
 
 def summarize(cube: Cube, source: str = "<cube>", cells: bool = False) -> Summary:
-    """A cube by names; with ``cells`` also every metric's values per (call path, location)."""
+    """A cube by names; with ``cells`` also every metric's values per (call path, location).
+
+    A metric is built dense one at a time (the cube's values keep at most one); what stays is, per metric,
+    its nonzero call paths and one float64 per location, and nothing for a metric without values."""
     locs = [(int(loc.rank), int(loc.thread)) for loc in cube.locations]
     paths = list(dict.fromkeys(cube.callpaths))
+    index = {loc: i for i, loc in enumerate(dict.fromkeys(locs))}
+    column = np.array([index[loc] for loc in locs], np.int64)
+    zeros = np.zeros(len(index))
+    zeros.flags.writeable = False
     metrics: dict[str, MetricSummary] = {}
     for m in cube.metrics:
-        per_loc: dict[Loc, float] = {}
-        for loc, v in zip(locs, cube.per_location(m.name).tolist()):
-            per_loc[loc] = per_loc.get(loc, 0.0) + float(v)
+        if m.name in cube.values:
+            # locations with the same (rank, thread) added in location order, as a dict would
+            per_loc = np.bincount(column, weights=cube.per_location(m.name), minlength=len(index))
+            total = float(cube.total(m.name))
+            per_cp = {str(k): float(v) for k, v in cube.per_callpath(m.name, nonzero=True).items()}  # 0 if absent
+        else:  # no values stored: all zero, and no pass over cnodes x locations
+            per_loc, total, per_cp = zeros, 0.0, {}
         metrics[m.name] = MetricSummary(
             name=m.name,
             display_name=m.display_name or m.name,
@@ -98,11 +133,11 @@ def summarize(cube: Cube, source: str = "<cube>", cells: bool = False) -> Summar
             parent=m.parent or None,
             description=m.description or "",
             diagnosis=m.diagnosis or "",
-            total=float(cube.total(m.name)),
-            per_callpath={str(k): float(v) for k, v in cube.per_callpath(m.name, nonzero=True).items()},  # 0 if absent
-            per_location=per_loc,
+            total=total,
+            per_callpath=per_cp,
+            per_location=PerLocation(index, per_loc),
         )
-    out = Summary(source, "cube", metrics, cube, paths, list(dict.fromkeys(locs)))
+    out = Summary(source, "cube", metrics, cube, paths, list(index))
     if cells:
         _add_cells(out, cube, locs)
     return out
@@ -253,6 +288,41 @@ def _keyed(base: dict, new: dict, rtol: float, atol: float) -> list[Change]:
     return out
 
 
+def _location_alignment(base: Summary, new: Summary):
+    """For two cube summaries: the union of their locations (base's, then new's others) and where each side's
+    locations sit in it; None otherwise."""
+    if base.locations is None or new.locations is None:
+        return None
+    keys = list(base.locations)
+    at = {k: i for i, k in enumerate(keys)}
+    for k in new.locations:
+        if k not in at:
+            at[k] = len(keys)
+            keys.append(k)
+    return keys, np.arange(len(base.locations)), np.array([at[k] for k in new.locations], np.int64)
+
+
+def _on_union(m: MetricSummary | None, pos: np.ndarray, n: int) -> np.ndarray | None:
+    out = np.zeros(n)
+    if m is None or not m.per_location:
+        return out
+    if isinstance(m.per_location, PerLocation):
+        out[pos] = m.per_location.values
+        return out
+    return None
+
+
+def _keyed_locations(mb, mn, align, rtol: float, atol: float) -> list[Change] | None:
+    """:func:`_keyed` over two cube summaries' locations as arrays (a Python loop per location and metric took
+    seconds for thousands of each); None where a side is not a :class:`PerLocation`."""
+    keys, pos_b, pos_n = align
+    vb, vn = _on_union(mb, pos_b, len(keys)), _on_union(mn, pos_n, len(keys))
+    if vb is None or vn is None:
+        return None
+    bad = ~(np.abs(vb - vn) <= atol + rtol * np.maximum(np.abs(vb), np.abs(vn)))
+    return [Change(keys[i], float(vb[i]), float(vn[i])) for i in np.flatnonzero(bad).tolist()]
+
+
 def _cells(a: Summary, ma: MetricSummary, b: Summary, mb: MetricSummary, rtol: float, atol: float) -> list[Change]:
     """Cells that differ over the union of both sides' call paths and locations, sorted by path, then location."""
     paths = sorted(set(a.callpaths) | set(b.callpaths))
@@ -283,6 +353,7 @@ def compare(base: Summary, new: Summary, rtol: float = 0.0, atol: float = 0.0, n
     """
     if names is None:
         names = list(base.metrics) + [n for n in new.metrics if n not in base.metrics]
+    align = _location_alignment(base, new)
     out = []
     for name in names:
         mb, mn = base.metrics.get(name), new.metrics.get(name)
@@ -299,7 +370,9 @@ def compare(base: Summary, new: Summary, rtol: float = 0.0, atol: float = 0.0, n
         )
         d.total_differs = differs(d.base, d.new, rtol, atol)
         d.callpaths = _keyed(mb.per_callpath if mb else {}, mn.per_callpath if mn else {}, rtol, atol)
-        d.locations = _keyed(mb.per_location if mb else {}, mn.per_location if mn else {}, rtol, atol)
+        d.locations = _keyed_locations(mb, mn, align, rtol, atol) if align else None
+        if d.locations is None:
+            d.locations = _keyed(mb.per_location if mb else {}, mn.per_location if mn else {}, rtol, atol)
         if cells and mb is not None and mn is not None and mb.cells is not None and mn.cells is not None:
             d.cells = _cells(base, mb, new, mn, rtol, atol)
         out.append(d)

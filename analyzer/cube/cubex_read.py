@@ -16,7 +16,6 @@ system trees inside a CUBE4 anchor, metrics without data.
 from __future__ import annotations
 
 import re
-import struct
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -24,11 +23,12 @@ import numpy as np
 
 from tracefmt.inflate import InflateError, gzip_cap, inflate
 
+from .cubex_data import Compressed, CompressedRows, check_finite, read_metric, rows_of
 from .model import Cube, CubeFormatError, LocationInfo, MetricInfo, RegionInfo
 # DENSE_BYTES_* and check_dense_size stay importable from here: the HDF5 reader's limit
 from .stored_rows import DENSE_BYTES_FLOOR, DENSE_BYTES_RATIO, ONE_METRIC_FLOOR, ONE_METRIC_RATIO  # noqa: F401
 from .stored_rows import HeldBudget, RowValues, StoredRows, check_dense_size, check_one_dense_metric
-from .tar import DATA_MAGIC, INDEX_DENSE, INDEX_MAGIC, INDEX_NONE, INDEX_SPARSE, ZDATA_MAGIC, TarMember, scan_tar
+from .tar import scan_tar
 
 
 # CUBE dtype -> (numpy type code, is integer).  Non-scalar types (RATE,
@@ -95,14 +95,24 @@ def read_cubex(path) -> Cube:
             problems.append(f"{path}: metric {m.name!r} (id {mid}) has no data members; read as zeros")
             continue
         check_one_dense_metric(path, n_c, n_l, len(raw), ONE_METRIC_RATIO, ONE_METRIC_FLOOR)
-        rows, data = _read_metric(raw, idx, dat, parsed.dtypes[m.name], n_c, n_l, f"{path}: metric {m.name!r}",
-                                  problems, held)
+        where = f"{path}: metric {m.name!r}"
+        rows, source = read_metric(raw, idx, dat, parsed.dtypes[m.name], n_c, n_l, where, problems, held)
         positions = parsed.inclusive_positions if parsed.inclusive[m.name] else parsed.exclusive_positions
-        got = StoredRows.nonzero(positions[rows], data)
-        del data
-        if got is not None and parsed.inclusive[m.name] and m.aggregation == "sum":
-            got = got.minus_children(parsed.cnode_parent)
+        parent = parsed.cnode_parent if parsed.inclusive[m.name] and m.aggregation == "sum" else None
+        if isinstance(source, Compressed):  # decoded here to be checked, kept compressed (see CompressedRows)
+            lazy = CompressedRows(source, rows, positions, parent, n_l)
+            got = lazy.load()
+            if got is not None:
+                check_finite(m.name, got)
+                held.take(got, m.name)  # the values a pass over the metrics decodes again
+                lazy.nbytes = got.nbytes
+                stored[m.name] = lazy
+            del got
+            continue
+        got = rows_of(rows, source, positions, parent)
+        del source
         if got is not None:
+            check_finite(m.name, got)
             held.take(got, m.name)
             stored[m.name] = got
     # every caller's pass over the metrics builds each one dense: their work is bounded as HDF5's memory is
@@ -153,6 +163,7 @@ def read_cube3(path) -> Cube:
         cn = np.array(sorted(by_cnode), np.int64)
         held = StoredRows.nonzero(cn, np.array([by_cnode[c] for c in cn.tolist()], np.float64).reshape(cn.size, n_l))
         if held is not None:
+            check_finite(name, held)
             budget.take(held, name)
             stored[name] = held
     # every caller's pass over the metrics builds each one dense: their work is bounded as HDF5's memory is
@@ -160,14 +171,8 @@ def read_cube3(path) -> Cube:
     return _cube_from_anchor(parsed, stored, problems)
 
 
-def _cube_from_anchor(parsed: _Anchor, stored: dict[str, StoredRows], problems: list[str]) -> Cube:
+def _cube_from_anchor(parsed: _Anchor, stored: dict, problems: list[str]) -> Cube:
     """The cube of a parsed anchor and its values' nonzero rows (both readers end here)."""
-    for name, held in stored.items():
-        bad = np.argwhere(~np.isfinite(held.data))
-        if bad.size:
-            r, loc = bad[0]
-            raise CubeFormatError(f"metric {name!r}: value at cnode {held.rows[r]}, location {loc} is "
-                                  f"{held.data[r, loc]}")
     cube = Cube(
         parsed.metrics,
         parsed.regions,
@@ -242,94 +247,6 @@ def _parse_xml(data: bytes, where: str, problems: list[str]) -> ET.Element:
             problems.append(f"{where}: unescaped '&' read as text (not well-formed XML)")
             return root
     raise CubeFormatError(first)
-
-
-def _read_metric(raw, idx: TarMember, dat: TarMember, dtype: str, n_c: int, n_l: int, where: str, problems,
-                 held: HeldBudget):
-    """(row positions, data [rows, n_l] float64) of one metric."""
-    ib = bytes(raw[idx.offset : idx.offset + idx.size])
-    iwhere = f"{where}: index member at byte {idx.offset}"
-    if ib[:11] != INDEX_MAGIC or len(ib) < 18:
-        raise CubeFormatError(f"{iwhere}: does not start with {INDEX_MAGIC!r}")
-    probe = ib[11:15]
-    if probe == b"\x01\x00\x00\x00":
-        e = "<"
-    elif probe == b"\x00\x00\x00\x01":
-        e = ">"
-    else:
-        raise CubeFormatError(f"{iwhere}: endianness probe at offset 11 is {probe!r}, expected 1 in either order")
-    fmt = ib[17]
-    if fmt == INDEX_SPARSE:
-        if len(ib) < 22:
-            raise CubeFormatError(f"{iwhere}: sparse index without a row count (18-byte header only)")
-        (count,) = struct.unpack(e + "I", ib[18:22])
-        if len(ib) < 22 + 4 * count:
-            raise CubeFormatError(f"{iwhere}: claims {count} rows but holds {(len(ib) - 22) // 4}")
-        if count > n_c:  # each cnode has one row at most
-            raise CubeFormatError(f"{iwhere}: claims {count} rows but the call tree has {n_c} cnodes")
-        rows = np.frombuffer(ib, e + "u4", count, 22).astype(np.int64)
-        if count and rows.max() >= n_c:
-            raise CubeFormatError(f"{iwhere}: row position {rows.max()} but the call tree has {n_c} cnodes")
-        if np.any(np.diff(rows) <= 0):
-            problems.append(f"{where}: index positions not strictly ascending (cubelib would read zeros)")
-    elif fmt == INDEX_DENSE:
-        rows = np.arange(n_c, dtype=np.int64)
-    elif fmt == INDEX_NONE:
-        rows = np.zeros(0, np.int64)
-    else:
-        raise CubeFormatError(f"{iwhere}: unsupported index format {fmt} at offset 17 (1 sparse, 3 dense)")
-    db = bytes(raw[dat.offset : dat.offset + dat.size])
-    dwhere = f"{where}: data member at byte {dat.offset}"
-    np_dtype = np.dtype(e + dtype)
-    need = rows.size * n_l
-    if db.startswith(ZDATA_MAGIC):
-        # what the index lists, and all compressed members together as much as a gzip'ed archive may inflate
-        if held.inflate_left <= 0:
-            raise CubeFormatError(f"{dwhere}: the compressed members before it inflate to more than a file of "
-                                  f"{held.file_bytes} bytes may hold (a decompression bomb?)")
-        payload = _inflate(db, e, dwhere, min(need * np_dtype.itemsize + (1 << 20), held.inflate_left))
-        held.inflate_left -= len(payload)
-    elif db.startswith(DATA_MAGIC):
-        payload = db[len(DATA_MAGIC) :]
-    else:
-        raise CubeFormatError(f"{dwhere}: does not start with {DATA_MAGIC!r} or {ZDATA_MAGIC!r}")
-    have = len(payload) // np_dtype.itemsize
-    if have < need:
-        raise CubeFormatError(
-            f"{dwhere}: holds {have} values of {np_dtype.itemsize} bytes, but {rows.size} rows x {n_l} locations "
-            f"= {need} are needed"
-        )
-    if have > need:
-        problems.append(f"{dwhere}: {have - need} values more than the index lists; ignored (as cubelib does)")
-    data = np.frombuffer(payload, np_dtype, need).astype(np.float64, copy=False).reshape(rows.size, n_l)
-    return rows, data
-
-
-def _inflate(db: bytes, e: str, where: str, cap: int) -> bytes:
-    """Compressed data: count K, K (row start, block start, block size) triples, K zlib streams, inflated to
-    at most ``cap`` bytes in all."""
-    start = len(ZDATA_MAGIC)
-    try:
-        (k,) = struct.unpack(e + "Q", db[start : start + 8])
-        if 24 * k > len(db) - start - 8:  # checked before the table is unpacked
-            raise struct.error
-        table = struct.unpack(e + "Q" * (3 * k), db[start + 8 : start + 8 + 24 * k])
-    except struct.error:
-        raise CubeFormatError(f"{where}: compressed data header is truncated") from None
-    pos = start + 8 + 24 * k
-    parts = []
-    for i in range(k):
-        size = table[3 * i + 2]
-        if size == 0:  # an empty block holds no rows
-            continue
-        # blocks follow the table back to back (pycubexr reads them the same way)
-        try:
-            parts.append(inflate(db[pos : pos + size], cap, gzip=False))
-        except InflateError as err:
-            raise CubeFormatError(f"{where}: compressed block {i} at byte {pos}: {err}") from None
-        cap -= len(parts[-1])
-        pos += size
-    return b"".join(parts)
 
 
 class _Anchor:
@@ -435,7 +352,7 @@ def _parse_metrics(parent_el: ET.Element, parent: str | None, out: _Anchor, wher
             url=_text(el, "url"),
             aggregation=agg,
         )
-        if any(m.name == name for m in out.metrics):
+        if name in out.dtypes:  # a dict: a scan of the metrics so far was quadratic (17,778 metrics took 10 s)
             raise CubeFormatError(f"{mwhere}: unique name used twice")
         out.metrics.append(info)
         out.metric_elements.append(el)

@@ -7,7 +7,9 @@ would cost gigabytes the file never held.  The readers therefore keep each
 metric as its nonzero rows (:class:`StoredRows`), and :class:`RowValues`, the
 cube's ``values`` mapping, builds a metric's dense array when it is asked for
 and keeps only the last one built (callers ask for one metric several times in
-a row): the memory held is what the file holds, plus one dense metric.  The dense array is read-only, because a
+a row): the memory held is what the file holds, plus one dense metric.  A metric stored compressed is held as
+its compressed member and decoded on each access (:class:`analyzer.cube.cubex_data.CompressedRows`), so a file
+whose values deflate many times costs its size too.  The dense array is read-only, because a
 change to it would be lost; a caller that needs to change values assigns a new
 array (``cube.values[name] = arr``), which is then kept.
 """
@@ -34,7 +36,8 @@ class StoredRows:
         keep = np.flatnonzero(np.any(data != 0, axis=1))
         if keep.size == 0:
             return None
-        rows, data = rows[keep], data[keep]
+        if keep.size < rows.size:  # else the rows as they are (data may be a read-only view of what was read)
+            rows, data = rows[keep], data[keep]
         if rows.size > 1 and np.any(np.diff(rows) <= 0):  # unsorted or repeated positions
             uniq, inv = np.unique(rows, return_inverse=True)
             summed = np.zeros((uniq.size, data.shape[1]), np.float64)
@@ -154,8 +157,9 @@ def _rebuild(stored, names, shape, dense):
 #: metric is about the size of the file)
 ONE_METRIC_RATIO = 4
 ONE_METRIC_FLOOR = 16 << 20
-#: the nonzero rows held for all metrics together: HELD_RATIO times the file's size or HELD_FLOOR bytes
-#: (only compressed data can hold more than the file; measured values deflate about 2 times)
+#: the nonzero rows of all metrics together: HELD_RATIO times the file's size or HELD_FLOOR bytes (only
+#: compressed data can hold more than the file; measured values deflate about 2 times); compressed ones are held
+#: as their members and count here as what every pass over the metrics decodes again
 HELD_RATIO = 8
 HELD_FLOOR = 16 << 20
 #: HDF5 cubes hold every metric dense: DENSE_BYTES_RATIO times the file's size or DENSE_BYTES_FLOOR; the same

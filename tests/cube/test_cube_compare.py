@@ -33,3 +33,53 @@ def test_metric_on_one_side_only():
     b = summary_from_json({"metrics": {}}, "b")
     (d,) = compare(a, b)
     assert d.presence == "base only" and d.changed and (d.base, d.new) == (1, 0.0)
+
+
+def test_locations_compared_as_arrays_as_a_dict_per_metric_would_be():
+    import dataclasses
+
+    from analyzer.cube import LocationInfo
+
+    a = small_cube()
+    v = {n: np.array(a.values[n]) for n in a.metric_names}
+    v["late_sender"][3, 2] += 0.25
+    v["time"][0, 0] -= 1.0
+    b = small_cube(values=v)
+    b.locations = b.locations[:2] + [LocationInfo("cluster", "n2", 2, 0)]  # a location on one side only
+    sa, sb = summarize(a), summarize(b)
+
+    def as_dicts(s):
+        return dataclasses.replace(s, locations=None, metrics={
+            n: dataclasses.replace(m, per_location=dict(m.per_location)) for n, m in s.metrics.items()})
+
+    for rtol, atol in ((0.0, 0.0), (0.0, 0.3), (0.5, 0.0)):
+        fast = compare(sa, sb, rtol, atol, names=["time", "late_sender", "visits", "nonexistent"][:3])
+        slow = compare(as_dicts(sa), as_dicts(sb), rtol, atol, names=["time", "late_sender", "visits"])
+        assert [[(c.key, c.base, c.new) for c in d.locations] for d in fast] == \
+               [[(c.key, c.base, c.new) for c in d.locations] for d in slow]
+    assert any(d.locations for d in compare(sa, sb))
+
+
+def test_summaries_do_not_grow_with_metrics_times_locations(tmp_path):
+    """A small cube declaring hundreds of metrics without values over hundreds of locations: a summary holding
+    a dict entry per metric and location took 15 MB; it stays within twice a sane file's of the same size."""
+    import tracemalloc
+
+    from hostile_cubes import hostile_cubex
+
+    from analyzer.cube import read_cubex
+
+    peaks = {}
+    for kind in ("sane", "void_metrics"):
+        size = hostile_cubex(tmp_path / f"{kind}.cubex", kind, 256 << 10)
+        cube = read_cubex(tmp_path / f"{kind}.cubex")
+        tracemalloc.start()
+        s = summarize(cube)
+        peaks[kind] = tracemalloc.get_traced_memory()[1]
+        compare(s, s)  # what it adds is a MetricDiff per metric
+        peaks[kind, "compared"] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    cells = len(cube.metrics) * cube.n_locations
+    assert cells > 200_000 and size < 300 << 10
+    assert peaks["void_metrics"] < 2 * peaks["sane"]
+    assert peaks["void_metrics", "compared"] < 2 * cells  # not even a float per metric and location

@@ -92,3 +92,34 @@ def test_all_metrics_with_data_are_bounded_as_dense_work(tmp_path, monkeypatch):
     monkeypatch.setattr(sr, "DENSE_BYTES_FLOOR", 16 << 20)  # 6 metrics x 4 MiB pass it
     with pytest.raises(CubeFormatError, match=r"x \d+ metrics need .* GiB as dense values"):
         read_cubex(path)
+
+
+def test_a_compressed_cube_costs_its_size_not_its_inflated_values(tmp_path):
+    """A legitimate compressed cube (as Scalasca's writer stores data) whose values deflate many times: a wait
+    state on one location in 256.  Its metrics are held as their members and decoded when asked for; every
+    value reads as the same cube's uncompressed file gives it."""
+    from hostile_cubes import _cube, compressed_cubex
+
+    n_c, n_l = 512, 256
+    rng = np.random.default_rng(5)
+
+    def rows_of(i):
+        data = np.zeros((n_c, n_l))
+        data[:, i % n_l] = rng.random(n_c) + 1.0
+        return StoredRows(np.arange(n_c), data)
+
+    cube = _cube(n_c, n_l, 8, rows_of)
+    size = compressed_cubex(cube, tmp_path / "z.cubex")
+    write_cubex(cube, tmp_path / "plain.cubex")
+    tracemalloc.start()
+    got = read_cubex(tmp_path / "z.cubex")
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert 8 * n_c * n_l * len(cube.metrics) > 10 * size  # the values inflated: 8 MiB from 300 kB
+    assert held < 2 * size
+    plain = read_cubex(tmp_path / "plain.cubex")
+    for m in cube.metrics:
+        assert np.array_equal(got.values[m.name], plain.values[m.name])
+        assert got.values[m.name].sum() > 0
+    back = pickle.loads(pickle.dumps(got.values))
+    assert np.array_equal(back["m3"], plain.values["m3"])

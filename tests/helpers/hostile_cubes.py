@@ -4,11 +4,15 @@ twice the memory of a sane file of the same size.
 
 * ``sane``: our own kind of cube: a call tree of a few hundred call paths, 64 locations, every metric with a
   value in every cell (the file is mostly values);
+* ``sane_compressed``: the same values stored as Scalasca's cubew writes compressed data (``ZCUBEX.DATA``, one
+  zlib block per row at level 1): the hostile kinds that compress are compared with a sane cube of their kind;
 * ``many_sparse``: the file is mostly its anchor: as many call paths x locations as one dense metric may take
   (:data:`analyzer.cube.cubex_read.ONE_METRIC_FLOOR`), and as many metrics as fit, each storing one row (a
   reader that holds every metric dense needs metrics x call paths x locations x 8 bytes);
 * ``zeros``: the same shape, every metric storing all its rows as zeros (a dense index);
-* ``compressed``: the same shape, every metric's rows all 1.0 in one zlib block (about 1000 : 1).
+* ``compressed``: the same shape, every metric's rows all 1.0 in one zlib block (about 1000 : 1);
+* ``void_metrics``: a few call paths, and half the file locations, half metrics without values (no data
+  members): a summary holding a value per metric and location as a dict entry took 100 bytes each.
 
 The cubes are built with row-stored values, so building one never holds more than one dense metric.
 """
@@ -25,7 +29,7 @@ import numpy as np
 from analyzer.cube import Cube, LocationInfo, MetricInfo, RegionInfo, write_cubex
 from analyzer.cube.stored_rows import RowValues, StoredRows
 
-KINDS = ("sane", "many_sparse", "zeros", "compressed")
+KINDS = ("sane", "sane_compressed", "many_sparse", "zeros", "compressed", "void_metrics")
 
 
 def _cube(n_c: int, n_l: int, n_m: int, rows_of) -> Cube:
@@ -45,17 +49,47 @@ def _cube(n_c: int, n_l: int, n_m: int, rows_of) -> Cube:
     return cube
 
 
-def sane_cubex(path, target_bytes: int = 1 << 20) -> int:
-    """A cube with every cell set, about ``target_bytes`` long; returns its size."""
+def sane_cubex(path, target_bytes: int = 1 << 20, compressed: bool = False) -> int:
+    """A cube with every cell set, about ``target_bytes`` long (``compressed``: its data members as cubew
+    writes them compressed); returns its size."""
     n_c, n_l = 256, 64
-    n_m = max(1, target_bytes // (n_c * n_l * 8))
+    per_metric = n_c * n_l * 8
+    if compressed:  # measured values deflate little: the size of one metric's member, compressed
+        rows = np.random.default_rng(18).random((n_c, n_l)) + 1.0
+        per_metric = len(_zrows(rows))
+    n_m = max(1, target_bytes // per_metric)
     rng = np.random.default_rng(18)
 
     def rows_of(i):
         return StoredRows(np.arange(n_c), rng.random((n_c, n_l)) + 1.0 / (i + 1))
 
-    write_cubex(_cube(n_c, n_l, n_m, rows_of), path)
+    cube = _cube(n_c, n_l, n_m, rows_of)
+    if compressed:
+        return compressed_cubex(cube, path)
+    write_cubex(cube, path)
     return path.stat().st_size
+
+
+def compressed_cubex(cube: Cube, path) -> int:
+    """``cube`` written with its data members compressed as Scalasca's cubew writes them; returns the size."""
+    write_cubex(cube, path)
+    members = _members(path)
+    for name in [n for n in members if n.endswith(".data")]:
+        values = np.frombuffer(members[name], "<f8", offset=len(b"CUBEX.DATA")).reshape(-1, cube.n_locations)
+        members[name] = b"ZCUBEX.DATA" + _zrows(values)
+    path.write_bytes(_tar(members))
+    return path.stat().st_size
+
+
+def _zrows(values: np.ndarray) -> bytes:
+    """Compressed data as cubew writes it: a block per row (zlib level 1), a (row start, block start, block
+    size) triple each, then the blocks."""
+    blocks = [zlib.compress(row.tobytes(), 1) for row in values]
+    table, start = [], 0
+    for i, b in enumerate(blocks):
+        table += [i * values.shape[1] * 8, start, len(b)]
+        start += len(b)
+    return struct.pack(f"<Q{len(table)}Q", len(blocks), *table) + b"".join(blocks)
 
 
 def _shape(target_bytes: int, metric_bytes: int) -> tuple[int, int]:
@@ -66,26 +100,50 @@ def _shape(target_bytes: int, metric_bytes: int) -> tuple[int, int]:
 
 def hostile_cubex(path, kind: str, target_bytes: int = 1 << 20, metric_bytes: int = 16 << 20) -> int:
     """A hostile cube of ``kind`` (see the module docstring) about ``target_bytes`` long; returns its size."""
-    if kind == "sane":
-        return sane_cubex(path, target_bytes)
+    if kind in ("sane", "sane_compressed"):
+        return sane_cubex(path, target_bytes, compressed=kind == "sane_compressed")
+    if kind == "void_metrics":
+        return _void_metrics(path, target_bytes)
     n_c, n_l = _shape(target_bytes, metric_bytes)
+    block = None
+    if kind != "many_sparse":  # one block for every metric (the same bytes)
+        block = b"ZCUBEX.DATA" + _zblock(bytes(8 * n_c * n_l) if kind == "zeros" else np.ones(n_c * n_l).tobytes())
+    # as many metrics as make the file about target_bytes long: the size of 4 metrics' file, and the size per
+    # metric from a larger one (first 36 metrics, then the estimate: sizes grow in 10 kB tar records)
+    m0, s0 = 4, _write_hostile(path, kind, n_c, n_l, 4, block)
+    m1, size = 36, _write_hostile(path, kind, n_c, n_l, 36, block)
+    for _ in range(2):
+        n_m = max(2, m0 + round((target_bytes - s0) * (m1 - m0) / max(1, size - s0)))
+        if n_m == m1:
+            break
+        m1, size = n_m, _write_hostile(path, kind, n_c, n_l, n_m, block)
+    return size
+
+
+def _void_metrics(path, target_bytes: int) -> int:
+    def write(n_l: int, n_m: int) -> int:
+        write_cubex(_cube(4, n_l, n_m, lambda i: StoredRows(np.array([3]), np.ones((1, n_l)))), path)
+        members = _members(path)  # the time metric keeps its values, the others lose their members
+        first = next(n for n in members if n.endswith(".index"))[: -len(".index")]
+        path.write_bytes(_tar({n: d for n, d in members.items()
+                               if not n.endswith((".index", ".data")) or n.startswith(first + ".")}))
+        return path.stat().st_size
+
+    base = write(100, 100)
+    per_loc, per_metric = (write(1100, 100) - base) / 1000, (write(100, 1100) - base) / 1000
+    half = max(0.0, target_bytes - base) / 2
+    return write(100 + int(half / per_loc), 100 + int(half / per_metric))
+
+
+def _write_hostile(path, kind: str, n_c: int, n_l: int, n_m: int, block: bytes | None) -> int:
     one = StoredRows(np.array([n_c - 1]), np.ones((1, n_l)))
-    probe = _cube(n_c, n_l, 1, lambda i: one)
-    write_cubex(probe, path)
-    anchor_bytes = path.stat().st_size
-    per_metric = 8 * n_l + 1600 if kind == "many_sparse" else 1600 + 8 * n_c * n_l // 1000
-    n_m = max(2, (target_bytes - anchor_bytes) // per_metric)
     write_cubex(_cube(n_c, n_l, n_m, lambda i: one), path)
     if kind == "many_sparse":
         return path.stat().st_size
     members = _members(path)
     for name in [n for n in members if n.endswith(".index")]:
         members[name] = b"CUBEX.INDEX" + struct.pack("<IHB", 1, 0, 3)  # dense: every row stored
-        data = name[: -len(".index")] + ".data"
-        if kind == "zeros":
-            members[data] = b"ZCUBEX.DATA" + _zblock(bytes(8 * n_c * n_l))
-        else:
-            members[data] = b"ZCUBEX.DATA" + _zblock(np.ones(n_c * n_l).tobytes())
+        members[name[: -len(".index")] + ".data"] = block
     path.write_bytes(_tar(members))
     return path.stat().st_size
 
