@@ -80,3 +80,14 @@ def by_keys(major: np.ndarray, minor: np.ndarray, tie: np.ndarray) -> np.ndarray
     if (int(major.max()) + 1) * n_minor * n_tie >= 1 << 62:
         return np.lexsort((tie, minor, major))
     return np.argsort((major * n_minor + minor) * n_tie + tie, kind="stable")
+
+
+def dense_ids(x) -> np.ndarray:
+    """``np.unique(x, return_inverse=True)[1]``: each value's rank among the distinct values, without a sort
+    where the values are non-negative ids of a range not much larger than their number."""
+    x = np.asarray(x, np.int64)
+    if len(x) == 0 or x.min() < 0 or x.max() >= 4 * len(x) + (1 << 16):
+        return np.unique(x, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    from .kernels.backward_build import dense_ids as kernel
+
+    return kernel(x, int(x.max()) + 1)

@@ -37,8 +37,9 @@ import numpy as np
 
 from tracefmt.layout import Role
 
-from .array_ops import by_keys, csr, group_max, group_min, local_ranks, lookup, operation_in, pairs_in
+from .array_ops import by_keys, csr, dense_ids, group_max, group_min, local_ranks, lookup, operation_in, pairs_in
 from .instances import cached, late_sender_instances, mpi_operations
+from .kernels.backward_build import point_cuts, touch_order
 from .tables import Table
 
 #: the replay tables the backward replay reads (every pattern using it requires them all)
@@ -125,17 +126,6 @@ def backward_inputs(ctx) -> BackwardInputs:
 
 
 
-def _cuts_of(P: Table, kind: int, n_rows: int, default=None) -> np.ndarray:
-    """Per row of the linked table: the cut of its point of ``kind`` (``default`` where it has none)."""
-    out = np.full(n_rows, -1, np.int64) if default is None else np.array(default, np.int64, copy=True)
-    sel = (P["kind"] == kind) & (P["row"] >= 0)
-    out[P["row"][sel]] = P["cut"][sel]
-    return out
-
-
-
-
-
 def _pos(x):
     return np.where(np.isfinite(x) & (x > 0), x, 0.0)
 
@@ -149,13 +139,10 @@ def _points(**cols) -> dict:
     return base
 
 
-def _p2p(ctx, M, P, loc_rank):
-    """Late Sender and Late Receiver points (Scalasca 2.6: MpiPattern, SynchpointHandler bws/fws)."""
-    n = len(M)
-    send_cut = _cuts_of(P, _SEND, n)
-    sendc_cut = _cuts_of(P, _SENDC, n, send_cut)
-    recv_cut = _cuts_of(P, _RECV, n)
-    recvp_cut = _cuts_of(P, _RECVP, n, recv_cut)
+def _p2p(ctx, M, cuts, loc_rank):
+    """Late Sender and Late Receiver points (Scalasca 2.6: MpiPattern, SynchpointHandler bws/fws); ``cuts``:
+    :func:`patterns.kernels.backward_build.point_cuts`."""
+    send_cut, sendc_cut, recv_cut, recvp_cut, _ = cuts
     parts = []
     ls = late_sender_instances(ctx)
     m = np.asarray(ls["message"], np.int64)
@@ -206,11 +193,11 @@ def _p2p(ctx, M, P, loc_rank):
 
 
 
-def _collectives(ctx, C, P):
+def _collectives(ctx, C, cuts):
     """MPI collective points (Scalasca 2.6: MpiCommunicationHandler, SynchpointHandler)."""
     if len(C) == 0:
         return [], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), {}
-    cut = _cuts_of(P, _COLL, len(C))
+    cut = cuts[4]
     role = ctx.region_role[np.maximum(np.asarray(C["region"], np.int64), 0)]
     ops = mpi_operations(ctx)
     typ = np.full(len(C), -1)
@@ -221,13 +208,13 @@ def _collectives(ctx, C, P):
     ok = (typ >= 0) & (C["n_members"] >= 2) & (cut > 0) & (C["region"] >= 0)
     if "complete" in C:
         ok &= C["complete"]
-    _, inst = np.unique(np.asarray(C["instance"], np.int64), return_inverse=True)
+    inst = dense_ids(C["instance"])
     bad = np.zeros(inst.max() + 1 if len(inst) else 0, bool)
     np.logical_or.at(bad, inst, ~ok)
     rows = np.flatnonzero(~bad[inst])
     if len(rows) == 0:
         return [], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), {}
-    _, inst = np.unique(inst[rows], return_inverse=True)
+    inst = dense_ids(inst[rows])
     ni = int(inst.max()) + 1
     comms = ctx.trace.defs.comms if ctx.trace is not None else {}
     rank = np.asarray(C["rank"], np.int64)[rows]
@@ -349,7 +336,7 @@ def _openmp(ctx, P):
     if len(s):
         br = P["row"][s]
         inst = np.asarray(B["instance"], np.int64)[br]
-        _, dense = np.unique(inst, return_inverse=True)
+        dense = dense_ids(inst)
         enter = B["enter"][br]
         latest = np.full(int(dense.max()) + 1, -np.inf)
         np.maximum.at(latest, dense, enter)
@@ -369,8 +356,10 @@ def _build(ctx) -> BackwardInputs:
     P, S, M, C = ctx.table("sync_points"), ctx.table("time_segments"), ctx.table("messages"), ctx.table("collectives")
     loc_rank = np.asarray(ctx.location_process, np.int64)
     n_ranks = int(loc_rank.max()) + 1 if L else 0
-    p2p, n_pairs, pair_type = _p2p(ctx, M, P, loc_rank) if len(M) else ([], 0, np.zeros(0, np.int64))
-    coll, c_inst, c_rank, c_sp, c_info = _collectives(ctx, C, P)
+    cuts = point_cuts(np.asarray(P["kind"]), np.asarray(P["row"], np.int64), np.asarray(P["cut"], np.int64), len(M),
+                      len(C))
+    p2p, n_pairs, pair_type = _p2p(ctx, M, cuts, loc_rank) if len(M) else ([], 0, np.zeros(0, np.int64))
+    coll, c_inst, c_rank, c_sp, c_info = _collectives(ctx, C, cuts)
     parts = p2p + coll + _init_finalize(ctx, P) + _openmp(ctx, P)
     cols = ("loc", "cut", "wait", "total", "compl", "cnode", "time", "mpi", "sr_kind", "sr_arg", "role", "ref", "ref2")
     if parts:
@@ -476,7 +465,7 @@ def _build(ctx) -> BackwardInputs:
     t_kind = np.concatenate([np.full(len(p2p), T_WAITER), np.full(len(p2p), T_CAUSER),
                              np.full(len(hm_sp), T_MEMBER), np.full(len(idle), T_IDLE)]).astype(np.int64)
     t_h = np.concatenate([p2p, p2p, grp_h, idle]).astype(np.int64)
-    ot = np.lexsort((-t_cut, t_loc))
+    ot = _touch_order(t_loc, t_cut, L)
     # critical path start: where the latest rank leaves MPI_Finalize, else the end of the master that ends last
     fin = idx[(role == 5) & (ref2 == 1)]
     n_fin = int((role == 5).sum())
@@ -523,6 +512,17 @@ def _build(ctx) -> BackwardInputs:
         h_kind=h[:, 0], h_type=h[:, 1], h_a=h[:, 2], h_b=h[:, 3], h_n=h[:, 4], hm_off=hm_off, hm_sp=hm_sp,
         tc_off=csr(t_loc[ot], L), tc_kind=t_kind[ot], tc_h=t_h[ot],
     )
+
+
+def _touch_order(t_loc: np.ndarray, t_cut: np.ndarray, L: int) -> np.ndarray:
+    """``np.lexsort((-t_cut, t_loc))``: by location, then from the last cut to the first (the end: int64 max)."""
+    if len(t_loc) == 0:
+        return np.zeros(0, np.int64)
+    finite = t_cut[t_cut < np.iinfo(np.int64).max]
+    top = int(finite.max()) + 1 if len(finite) else 1
+    if t_loc.min() < 0 or t_loc.max() >= L or (len(finite) and finite.min() < 0) or top > 8 * len(t_cut) + (1 << 20):
+        return np.lexsort((-t_cut, t_loc))
+    return touch_order(t_loc, t_cut, L, top)
 
 
 def _last_master(ctx) -> int:

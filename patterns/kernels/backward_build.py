@@ -1,0 +1,88 @@
+"""One-pass steps of building the backward replay's inputs (``patterns.backward``) where NumPy needs sorts.
+
+* :func:`point_cuts`: per message and per collective row, the cut of its synchronisation point of each
+  kind, in one pass over the ``sync_points`` table instead of two comparisons and a scatter per kind;
+* :func:`touch_order`: the touches ordered by location, then by cut from the last to the first (equal
+  keys in their given order), as ``np.lexsort((-cut, loc))`` gives it, by two counting sorts;
+* :func:`dense_ids`: ``np.unique(x, return_inverse=True)[1]`` for non-negative ids of a bounded range,
+  by marking the ids present instead of sorting them.
+
+Slow reference: NumPy's own ``lexsort`` / ``unique`` and a loop per kind (``tests/patterns/
+test_backward_build.py``).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+# sync_points kinds (patterns.tables.CUT_KINDS)
+SEND, SEND_COMPLETE, RECV, RECV_REQUEST, COLLECTIVE = 1, 2, 3, 4, 5
+
+
+@numba.njit(cache=True, nogil=True)
+def point_cuts(kind, row, cut, n_messages, n_collectives):
+    """``(send, send_complete, recv, recv_request, collective)`` cuts per linked row, -1 where it has no such
+    point; a message's completion defaults to its send, its posting to its receive (blocking calls).  A row
+    named by two points of one kind gets the later one's cut."""
+    out = np.full((4, n_messages), -1, np.int64)
+    coll = np.full(n_collectives, -1, np.int64)
+    for i in range(kind.shape[0]):
+        k, r = kind[i], row[i]
+        if r < 0:
+            continue
+        if SEND <= k <= RECV_REQUEST:
+            if r < n_messages:
+                out[k - 1, r] = cut[i]
+        elif k == COLLECTIVE and r < n_collectives:
+            coll[r] = cut[i]
+    for r in range(n_messages):
+        if out[1, r] < 0:
+            out[1, r] = out[0, r]
+        if out[3, r] < 0:
+            out[3, r] = out[2, r]
+    return out[0], out[1], out[2], out[3], coll
+
+
+@numba.njit(cache=True, nogil=True)
+def _counting_order(key, n_keys, order):
+    """``order`` stably re-sorted by ``key[order]`` (keys in 0 .. n_keys-1)."""
+    count = np.zeros(n_keys + 1, np.int64)
+    for i in range(order.shape[0]):
+        count[key[order[i]] + 1] += 1
+    for k in range(n_keys):
+        count[k + 1] += count[k]
+    out = np.empty_like(order)
+    for i in range(order.shape[0]):
+        k = key[order[i]]
+        out[count[k]] = order[i]
+        count[k] += 1
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def touch_order(loc, cut, n_loc, top):
+    """Indices ordering the touches by ``loc`` (0 .. n_loc-1) ascending, then ``cut`` descending, ties in
+    index order; a cut at or above ``top`` sorts as ``top`` (the end of the location), one below 0 as 0."""
+    n = loc.shape[0]
+    rev = np.empty(n, np.int64)  # descending cut as an ascending key
+    for i in range(n):
+        c = cut[i]
+        rev[i] = top - (top if c >= top else (c if c > 0 else 0))
+    order = np.arange(n)
+    order = _counting_order(rev, top + 1, order)
+    return _counting_order(loc, n_loc, order)
+
+
+@numba.njit(cache=True, nogil=True)
+def dense_ids(x, top):
+    """Each value's rank among the distinct values of ``x`` (all in 0 .. top-1)."""
+    present = np.zeros(top + 1, np.int64)
+    for i in range(x.shape[0]):
+        present[x[i] + 1] = 1
+    for v in range(top):
+        present[v + 1] += present[v]
+    out = np.empty(x.shape[0], np.int64)
+    for i in range(x.shape[0]):
+        out[i] = present[x[i]]
+    return out

@@ -1,0 +1,54 @@
+"""The one-pass builders of the backward replay's inputs (patterns/kernels/backward_build.py) against the NumPy
+operations and loops they replace."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from patterns.array_ops import dense_ids
+from patterns.backward import _touch_order
+from patterns.kernels.backward_build import point_cuts
+
+BIG = np.iinfo(np.int64).max
+
+
+def _point_cuts_reference(kind, row, cut, n_m, n_c):
+    def of(k, n, default=None):
+        out = [-1] * n if default is None else list(default)
+        for kk, r, c in zip(kind.tolist(), row.tolist(), cut.tolist()):
+            if kk == k and 0 <= r < n:
+                out[r] = c
+        return out
+
+    send, recv = of(1, n_m), of(3, n_m)
+    return send, of(2, n_m, send), recv, of(4, n_m, recv), of(5, n_c)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_point_cuts_matches_reference(seed):
+    rng = np.random.default_rng(seed)
+    n, n_m, n_c = int(rng.integers(0, 50)), int(rng.integers(0, 12)), int(rng.integers(0, 6))
+    kind = rng.integers(1, 11, n).astype(np.int8)
+    row = rng.integers(-1, max(n_m, n_c) + 2, n)
+    cut = rng.integers(1, 100, n)
+    got = point_cuts(kind, row, cut, n_m, n_c)
+    assert [g.tolist() for g in got] == [list(r) for r in _point_cuts_reference(kind, row, cut, n_m, n_c)]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_touch_order_is_the_lexsort(seed):
+    rng = np.random.default_rng(seed)
+    n, L = int(rng.integers(0, 200)), int(rng.integers(1, 6))
+    loc = rng.integers(0, L, n)
+    cut = rng.integers(1, 30, n)
+    cut[rng.random(n) < 0.1] = BIG  # the end of a location
+    if seed == 7 and n:
+        cut[0] = -3  # not a cut the builder makes: the NumPy path
+    assert _touch_order(loc, cut, L).tolist() == np.lexsort((-cut, loc)).tolist()
+
+
+@pytest.mark.parametrize("values", [[], [5], [3, 3, 0, 7, 3, 0], list(range(20, 0, -2)), [2, 10**9, 2], [-1, 4, -1]])
+def test_dense_ids_is_unique_inverse(values):
+    x = np.array(values, np.int64)
+    assert dense_ids(x).tolist() == np.unique(x, return_inverse=True)[1].reshape(-1).tolist()
