@@ -7,7 +7,7 @@ Part 1 decodes one synthetic big-endian per-rank EPILOG stream of N records
 id and ``--metrics`` counter values, as a Scalasca 1.4 Blue Gene/Q run writes
 them) with ``EpilogImporter.read_events`` (the kernel's counting and filling
 passes) and then the whole-trace fix-ups (``finish``: teams, locks, receive
-bytes, ticks).  Rates are records (not output rows) per second of wall-clock
+bytes, ticks; wall-clock and CPU time).  Rates are records (not output rows) per second of wall-clock
 and of CPU time (one thread: CPU time is the per-core rate; of ``--repeat``
 runs the one with the least CPU time is shown, as other load only adds).  The slow
 Python reference reader (``tests/helpers/epilog_reference.py``) decodes the
@@ -94,7 +94,7 @@ def main(argv: list[str]) -> int:
     print(f"EPILOG decoding: {n:,} records ({len(data) / 1e6:.0f} MB, big-endian, {args.metrics} metrics, "
           f"{N_LOC} locations)")
     print(f"{'reader':<22} {'records':>11} {'rows':>11} {'decode s':>9} {'cpu s':>7} {'Mrec/s':>8} "
-          f"{'Mrec/cpu-s':>10} {'fix-ups s':>9}")
+          f"{'Mrec/cpu-s':>10} {'fix-ups s':>9} {'cpu s':>7}")
     rows = [("numba kernel", n, data, epilog.EpilogImporter)]
     if args.reference > 0:
         sys.path.insert(0, _HELPERS)
@@ -104,9 +104,9 @@ def main(argv: list[str]) -> int:
         rows.append(("python reference", k, synthetic_stream(k, args.metrics), ReferenceImporter))
     for name, count, blob, importer in rows:
         runs = [decode(blob, args.metrics, importer) for _ in range(args.repeat if name.startswith("numba") else 1)]
-        wd, cd, wf, _cf, n_rows = min(runs, key=lambda r: r[1])  # the run with the least CPU time
+        wd, cd, wf, cf, n_rows = min(runs, key=lambda r: r[1])  # the run with the least CPU time
         print(f"{name:<22} {count:>11,} {n_rows:>11,} {wd:>9.3f} {cd:>7.3f} {count / wd / 1e6:>8.1f} "
-              f"{count / cd / 1e6:>10.1f} {wf:>9.3f}")
+              f"{count / cd / 1e6:>10.1f} {wf:>9.3f} {cf:>7.3f}")
     if args.archive:
         sys.path.insert(0, _HELPERS)
         from epilog_samples import epik_bgq

@@ -116,6 +116,7 @@ class EpilogImporter:
         self._said: set[str] = set()
         self.locks: dict[tuple[int, int], int] = {}  # (rank, EPILOG lock id) -> our lock id
         self.columns = EventColumns()
+        self.record_counts = np.zeros(256, np.int64)  # records of each type in the files decoded so far
         self._setup_definitions()
 
     def warn(self, key: str, msg: str, note: bool = False) -> None:

@@ -23,12 +23,16 @@ import numpy as np
 
 from . import epilog_kernels as K
 from .epilog_decode import seconds
+from .epilog_records import R
 from .layout import NO_ID, EventType, Role
 
 
 def _teams(imp, cols: dict[int, dict]) -> None:
     a = imp.asm
     parallel = np.array(sorted(rid for rid, r in a.regions.items() if r.role == Role.OMP_PARALLEL), np.int64)
+    n = imp.record_counts
+    if not len(parallel) and not (n[R.OMP_FORK] or n[R.OMP_JOIN]):
+        return  # no team to number and no parallel region to enter
     by_rank: dict[int, list[int]] = {}
     for i, rank in enumerate(imp.loc_rank.tolist()):
         by_rank.setdefault(rank, []).append(i)  # in our order: by thread number
@@ -42,6 +46,8 @@ def _teams(imp, cols: dict[int, dict]) -> None:
             ev = cols[i]
             tid = a.locations[i].thread
             entered = threads.setdefault(tid, np.zeros(n_teams, np.bool_))
+            if not len(parallel):
+                continue  # without parallel regions a thread enters no team (OMP_COLLEXITs keep b NO_ID)
             early = K.thread_teams(ev["type"], seconds(ev), ev["a"], ev["b"], ev["c"], ev["d"], parallel,
                                    fork_times, tid, entered)
             if early == early:
@@ -89,6 +95,8 @@ def _lock_orders(imp, cols: dict[int, dict]) -> None:
 
 
 def _receive_bytes(imp, cols: dict[int, dict]) -> None:
+    if not imp.record_counts[R.MPI_RECV]:
+        return  # no receive to complete
     send_keys, recv_keys, recv_at = [], [], []
     for i, ev in cols.items():
         rank = int(imp.loc_rank[i])
@@ -142,15 +150,11 @@ def _ticks(imp, cols: dict[int, np.ndarray], origin: float, ticks_per_second: fl
     for i, ev in cols.items():
         if not len(ev):
             continue
-        ticks = np.rint((seconds(ev) - origin) * ticks_per_second).astype(np.int64)
-        back = np.flatnonzero(ticks[1:] < ticks[:-1])
-        if len(back):
-            k = int(back[0])
+        back = K.to_ticks(seconds(ev), ev["time"], origin, ticks_per_second)
+        if back >= 0:
             loc = imp.asm.locations[i]
-            imp.warn(f"order-{i}", f"rank {loc.rank} thread {loc.thread}: event {k + 1} is earlier than event "
-                                   f"{k}; times kept as recorded")
-        np.maximum(ticks, 0, out=ticks)
-        ev["time"] = ticks.view(np.uint64)
+            imp.warn(f"order-{i}", f"rank {loc.rank} thread {loc.thread}: event {back} is earlier than event "
+                                   f"{back - 1}; times kept as recorded")
 
 
 def finish_assembly(imp):

@@ -45,6 +45,8 @@ for _code, _act in {
     R.EXIT_TRACING: K.A_RESUME, R.ATTR_UI1: K.A_ATTR1, R.ATTR_UI4: K.A_ATTR4,
 }.items():
     ACTION[_code] = _act
+#: the lock records (fill_rows lists their rows)
+LOCK_CODES = np.flatnonzero((ACTION == K.A_ALOCK) | (ACTION == K.A_RLOCK))
 FIXED = np.zeros(256, np.int64)
 HAS_METRICS = np.zeros(256, np.bool_)
 for _code, (_fixed, _hasm) in EVENT_FIXED.items():
@@ -210,18 +212,20 @@ def decode_file(imp, ctx, start: int, tb: FileTables) -> int:
     status = status_after(K.count_rows, data, start, big, metc_in, ACTION, FIXED, HAS_METRICS, tb.loc_keys,
                           tb.loc_vals, tb.default_loc, rows, depth_cap, hist, first_at)
     imp.metc = int(status[K.ST_METC])
+    imp.record_counts += hist
     pausing, tracing = measurement_regions(imp, hist)
     at = np.zeros(n_loc + 1, np.int64)
     np.cumsum(rows, out=at[1:])
     stack_at = np.zeros(n_loc + 1, np.int64)
     np.cumsum(depth_cap, out=stack_at[1:])
     ev = np.zeros(int(at[-1]), EVENT_DTYPE)
+    lock_rows = np.zeros(int(hist[LOCK_CODES].sum()), np.int64)
     status = status_after(K.fill_rows, data, start, big, metc_in, ACTION, FIXED, HAS_METRICS, tb.loc_keys,
                           tb.loc_vals, tb.default_loc, tb.loc_rank, tb.reg_keys, tb.reg_vals, tb.cs_keys, tb.cs_vals,
                           tb.site_keys, tb.site_rids, tb.comm_any, tb.comm_keys, tb.comm_vals, tb.slot_kind,
                           tb.slot_cid, tb.slot_ptr, tb.slot_ranks, tb.slot_self, tb.loc_self, partner_mode,
                           pausing, tracing, t0, o0, slope, corr is not None, stack_at, at[:-1].copy(),
-                          *kernel_columns(ev))
+                          *kernel_columns(ev), lock_rows)
     skipped_notes(imp, f, hist, first_at)
     if status[K.ST_UNDEF_COMM_AT] >= 0:
         imp.warn("undefined-comm", f"{f.path}: communicator {int(status[K.ST_UNDEF_COMM])} is not defined; its "
@@ -231,7 +235,7 @@ def decode_file(imp, ctx, start: int, tb: FileTables) -> int:
         imp.warn("exit-region", f"{f.path}: byte offset {int(status[K.ST_MISMATCH_AT])}: exit names region "
                                 f"{int(status[K.ST_MISMATCH_ATTR])} but region {int(status[K.ST_MISMATCH_OPEN])} "
                                 f"is open")
-    number_locks(imp, ev, at)
+    number_locks(imp, ev, at, lock_rows)
     for loc in np.flatnonzero(at[1:] > at[:-1]).tolist():
         imp.columns.add(loc, ev[at[loc]:at[loc + 1]])
     return int(status[K.ST_EVENTS])
@@ -260,21 +264,18 @@ def skipped_notes(imp, f, hist, first_at) -> None:
                                  f"at byte offset {int(first_at[code])}: {why}", note=True)
 
 
-def number_locks(imp, cols: np.ndarray, at: np.ndarray) -> None:
+def number_locks(imp, cols: np.ndarray, at: np.ndarray, rows: np.ndarray) -> None:
     """Our lock ids (one per process and EPILOG lock, numbered in the order the file first uses them) in
-    a; b and e, which held the region open around the record and the record number, back to 0."""
-    kind = cols["type"]
-    idx = np.flatnonzero((kind == K.E_ACQUIRE) | (kind == K.E_RELEASE))
-    if not len(idx):
+    a of the lock records' rows (``rows``, in record order); b, which held the region open around the
+    record, back to 0."""
+    if not len(rows):
         return
-    idx = idx[np.argsort(cols["e"][idx], kind="stable")]  # in record order
-    rank = imp.loc_rank[np.searchsorted(at, idx, side="right") - 1]  # rows are grouped by location
-    keys = np.stack([rank, cols["a"][idx].astype(np.int64)], axis=1)
+    rank = imp.loc_rank[np.searchsorted(at, rows, side="right") - 1]  # rows are grouped by location
+    keys = np.stack([rank, cols["a"][rows].astype(np.int64)], axis=1)
     uniq, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
     ids = np.empty(len(uniq), np.int64)
-    top = cols["b"][idx]
+    top = cols["b"][rows]
     for u in np.argsort(first).tolist():  # one call per distinct lock, in the order of first use
         ids[u] = imp.lock_id(int(uniq[u, 0]), int(uniq[u, 1]), int(top[first[u]]))
-    cols["a"][idx] = ids[inverse.reshape(-1)]
-    cols["b"][idx] = 0
-    cols["e"][idx] = 0
+    cols["a"][rows] = ids[inverse.reshape(-1)]
+    cols["b"][rows] = 0

@@ -206,10 +206,11 @@ def fill_rows(data, start, big, metc_in, action, fixed, has_metrics,
               reg_keys, reg_vals, cs_keys, cs_vals, site_keys, site_rids,
               comm_any, comm_keys, comm_vals, slot_kind, slot_cid, slot_ptr, slot_ranks, slot_self, loc_self,
               partner_mode, pausing_rid, tracing_rid, t0, o0, slope, correct,
-              stack_at, pos, time, type_, flags, a, b, c, d, e, status):
+              stack_at, pos, time, type_, flags, a, b, c, d, e, lock_rows, status):
     """The filling pass, after a count_rows that found no error: checks the rest (region, communicator
     and call-site ids, partner ranks, times, attributes) and writes each location's rows at its cursor
-    ``pos[loc]``; ``stack_at`` holds the offsets of each location's region stack in one flat stack."""
+    ``pos[loc]``; ``stack_at`` holds the offsets of each location's region stack in one flat stack.
+    ``lock_rows`` gets the rows of the lock records in record order (one per such record counted)."""
     n = data.shape[0]
     n_loc = loc_rank.shape[0]
     n_lk = loc_keys.shape[0]
@@ -222,6 +223,7 @@ def fill_rows(data, start, big, metc_in, action, fixed, has_metrics,
     pend_val = np.zeros((n_loc + 1, 5), np.int64)
     n_pend = 0  # slots with attributes pending: without any (most traces) events skip the attribute step
     events = 0
+    n_lock = 0
     p = start
     while p < n:  # count_rows has checked the framing
         length = np.int64(data[np.uint64(p)])
@@ -397,11 +399,12 @@ def fill_rows(data, start, big, metc_in, action, fixed, has_metrics,
         elif act == A_FORK or act == A_JOIN:
             time[k], type_[k], a[k] = t, _E_FORK if act == A_FORK else _E_JOIN, _NO_ID
         elif act == A_ALOCK or act == A_RLOCK:
-            # a = the file's lock id, b = the region open around it, e = record number: epilog_decode
-            # turns them into our lock ids (one per process and lock) and kinds
+            # a = the file's lock id, b = the region open around it: epilog_decode turns them into our
+            # lock ids (one per process and lock) and kinds
             time[k], type_[k], a[k] = t, E_ACQUIRE if act == A_ALOCK else E_RELEASE, _u4(data, q, big)
             b[k] = stack[np.uint64(stack_at[li] + depth[li] - 1)] if depth[li] > 0 else _NO_ID
-            e[k] = events
+            lock_rows[n_lock] = k
+            n_lock += 1
         if nrow > 1:
             for i in range(m):
                 j = k + np.uint64(1 + i)
@@ -449,6 +452,22 @@ def _comm_and_partner(cl, x, loc, rank, p, comm_any, comm_keys, comm_vals, slot_
         status[ST_ERROR], status[ST_OFFSET], status[ST_VALUE], status[ST_VALUE2] = BAD_RANK, p, x, cid
         return np.int64(-1), np.int64(0)
     return cid, slot_ranks[lo + x]
+
+
+@njit(cache=True, nogil=True)
+def to_ticks(seconds, ticks, origin, ticks_per_second):
+    """Times in seconds to ticks from origin, in place (``ticks`` is the same memory as ``seconds``, as
+    uint64): rint((t - origin) * ticks_per_second), as numpy rounds it, at least 0; returns the first k
+    whose ticks (before that floor) are earlier than those of k - 1, or -1."""
+    back = -1
+    prev = np.int64(0)
+    for i in range(seconds.shape[0]):
+        v = np.int64(np.rint((seconds[i] - origin) * ticks_per_second))
+        if i > 0 and v < prev and back < 0:
+            back = i
+        prev = v
+        ticks[i] = np.uint64(v) if v > 0 else np.uint64(0)
+    return back
 
 
 @njit(cache=True, nogil=True)
