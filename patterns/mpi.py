@@ -28,6 +28,7 @@ from .instances import (late_receiver_instances, late_sender_instances, mpi_barr
                         mpi_wait_nxn_instances, wait_severity)
 from .mpi_counts import COUNT_PATTERNS
 from .mpi_io import IO_COUNT_PATTERNS, IO_TIME_PATTERNS
+from .mpi_rma import RMA_COMM_PATTERNS, RMA_COUNT_PATTERNS, RMA_SYNC_PATTERNS, RMA_TIME_PATTERNS
 
 
 # --------------------------------------------------------------------------
@@ -464,5 +465,6 @@ class MpiLateBroadcast(Pattern):
 
 PATTERNS = [Mpi, MpiCommunication, MpiPoint2point, MpiLateSender, MpiLateSenderWo, MpiLswoDifferent, MpiLswoSame,
             MpiLateReceiver, MpiCollective, MpiEarlyReduce, MpiEarlyScan, MpiLateBroadcast, MpiWaitNxn,
-            MpiNxnCompletion, MpiSynchronization, MpiSyncCollective, MpiBarrierWait, MpiBarrierCompletion, MpiIo,
-            *IO_TIME_PATTERNS, MpiInitExit] + COUNT_PATTERNS + IO_COUNT_PATTERNS
+            MpiNxnCompletion, *RMA_COMM_PATTERNS, MpiSynchronization, MpiSyncCollective, MpiBarrierWait,
+            MpiBarrierCompletion, *RMA_SYNC_PATTERNS, MpiIo, *IO_TIME_PATTERNS, MpiInitExit,
+            *RMA_TIME_PATTERNS] + COUNT_PATTERNS + RMA_COUNT_PATTERNS[:-2] + IO_COUNT_PATTERNS + RMA_COUNT_PATTERNS[-2:]

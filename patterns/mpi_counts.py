@@ -18,6 +18,7 @@ import numpy as np
 
 from .api import Pattern, Severity
 from .instances import late_receiver_instances, late_sender_instances
+from .rma_epochs import rma_bytes, rma_comm_count, rma_sync_count
 
 
 def _at(cnode, loc, value) -> Severity:
@@ -106,12 +107,12 @@ class Syncs(_Count):
     unit = "occ"
     description = (
         "Number of synchronisation operations: zero-byte point-to-point messages (each end) and collectives that "
-        "transfer no data."
+        "transfer no data, and (format 2.3) one-sided synchronisations."
     )
     diagnosis = _SYNC_HINT
-    requires = ("messages", "collectives")
+    requires = ("messages", "collectives", "mpi_rma_ops")
     depends = ()
-    terms = (zero_byte_sends, zero_byte_receives, collective_syncs)
+    terms = (zero_byte_sends, zero_byte_receives, collective_syncs, rma_sync_count)
 
 
 class SyncsP2p(_Count):
@@ -220,12 +221,13 @@ class Comms(_Count):
     unit = "occ"
     description = (
         "Number of communication operations: point-to-point messages with data (each end) and collectives that "
-        "transfer data."
+        "transfer data, and (format 2.3) one-sided transfers."
     )
     diagnosis = _COMM_HINT
-    requires = ("messages", "collectives")
+    requires = ("messages", "collectives", "mpi_rma_ops")
     depends = ()
-    terms = (data_sends, data_receives, collective_exchanges, collective_sources, collective_destinations)
+    terms = (data_sends, data_receives, collective_exchanges, collective_sources, collective_destinations,
+             rma_comm_count)
 
 
 class CommsP2p(_Count):
@@ -375,12 +377,12 @@ class Bytes(_Count):
     display_name = "Bytes transferred"
     unit = "bytes"
     description = (
-        "Bytes sent and received in point-to-point messages and collectives."
+        "Bytes sent and received in point-to-point messages, collectives and (format 2.3) one-sided transfers."
     )
     diagnosis = _BYTES_HINT
-    requires = ("messages", "collectives")
+    requires = ("messages", "collectives", "mpi_rma_ops")
     depends = ()
-    terms = (bytes_sent, bytes_received, collective_bytes_out, collective_bytes_in)
+    terms = (bytes_sent, bytes_received, collective_bytes_out, collective_bytes_in, rma_bytes)
 
 
 class BytesP2p(_Count):

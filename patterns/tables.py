@@ -245,6 +245,24 @@ MPI_FILE_OPS = {
     "time": "f8",
 }
 
+# One row per MPI one-sided event (MPI_RMA_PUT / _GET / _ATOMIC / _SYNC, format 2.3), per location in event order,
+# with the times of the MPI call it lies in (patterns.mpi_rma matches epochs from them).
+MPI_RMA_OPS = {
+    "loc": "i4",
+    "rank": "i4",
+    "cnode": "i4",  # call path of the MPI call that made it (-1: outside every call)
+    "op": "i4",  # tracefmt.layout.EventType: MPI_RMA_PUT, _GET, _ATOMIC or _SYNC
+    "kind": "i4",  # RmaSync kind (MPI_RMA_SYNC), RmaAtomic op (MPI_RMA_ATOMIC), else 0
+    "flags": "i4",  # RmaFlag / RmaSyncFlag
+    "window": "i8",
+    "peer": "i8",  # target rank (transfers, LOCK, UNLOCK, FLUSH), group id (POST, START, ...), -1: none
+    "sent": "i8",  # bytes sent (puts, atomics)
+    "recvd": "i8",  # bytes received (gets, atomics)
+    "enter": "f8",  # the call's ENTER and EXIT times
+    "exit": "f8",
+    "time": "f8",  # the event's own time
+}
+
 # Every location's time line, cut at its synchronisation points (the input of the backward replay,
 # patterns.backward).  Cut points are numbered 1, 2, ... per location in event order (sync_points);
 # interval j of a location is the time from cut j-1 to cut j (interval 1 from its first event,
@@ -294,6 +312,7 @@ TABLES = {
     "omp_task_fragments": OMP_TASK_FRAGMENTS,
     "threads": THREADS,
     "mpi_file_ops": MPI_FILE_OPS,
+    "mpi_rma_ops": MPI_RMA_OPS,
     "time_segments": TIME_SEGMENTS,
     "sync_points": SYNC_POINTS,
 }

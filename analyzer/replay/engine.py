@@ -38,8 +38,8 @@ from tracefmt.reader import Events
 
 from .calltree import SYNTHETIC_ROOT_NAME, CallTreeBuilder
 from patterns.context import AnalysisContext
-from patterns.tables import MPI_FILE_OPS, TABLE_NAMES, Table
-from .extract import file_io_fragment, fragments
+from patterns.tables import MPI_FILE_OPS, MPI_RMA_OPS, TABLE_NAMES, Table
+from .extract import file_io_fragment, fragments, rma_fragment
 from .kernels import location as K
 from .kernels.bundles import KnownTeams
 from .kernels.counters import counter_increments
@@ -266,6 +266,9 @@ def _walk_process(events, proc, pending, role, names, path, share, progress, cou
             file_ops = file_io_fragment(loc, cols, res.calls)
             if file_ops is not None:
                 fr["file_ops"] = file_ops
+            rma_ops = rma_fragment(loc, proc, cols, res.calls)
+            if rma_ops is not None:
+                fr["rma_ops"] = rma_ops
             task_deps = dependence_fragment(loc, cols)
             if task_deps is not None:
                 fr["task_deps"] = task_deps
@@ -458,7 +461,7 @@ def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
             frags.setdefault(k, []).append(v)
     frags = {k: frags.get(k, []) for k in ("sends", "recvs", "collectives", "forks", "joins", "members",
                                            "barriers", "locks", "cuts", "segments", "send_cuts", "recv_cuts",
-                                           "tasks", "task_creates", "task_deps", "threads", "file_ops")}
+                                           "tasks", "task_creates", "task_deps", "threads", "file_ops", "rma_ops")}
 
     # only the wanted tables are matched and built (the kernel still cuts every
     # location's rows of all of them: cheap next to matching, and one fused pass)
@@ -484,6 +487,10 @@ def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
         ops = concat(frags["file_ops"])
         tbl["mpi_file_ops"] = (Table({k: np.ascontiguousarray(ops[k], dt) for k, dt in MPI_FILE_OPS.items()})
                                if ops else Table.empty(MPI_FILE_OPS))
+    if "mpi_rma_ops" in want:  # MPI one-sided events (format 2.3)
+        ops = concat(frags["rma_ops"])
+        tbl["mpi_rma_ops"] = (Table({k: np.ascontiguousarray(ops[k], dt) for k, dt in MPI_RMA_OPS.items()})
+                              if ops else Table.empty(MPI_RMA_OPS))
     for t in tbl.values():
         remap_cnodes(t, new_id)
     if want & TIMELINE_TABLES:

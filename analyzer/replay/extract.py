@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracefmt.event_codes import MPI_FILE_IO
+from tracefmt.event_codes import MPI_FILE_IO, MPI_RMA_ATOMIC, MPI_RMA_GET, MPI_RMA_PUT, MPI_RMA_SYNC
+from tracefmt.layout import NO_ID
 
 from .kernels import location as K
 from .kernels.file_io import file_io_rows
+from .kernels.rma import rma_rows
 
 #: fragment kinds (the fields of ``kernels.bundles.Rows``), with their column names
 KINDS = (
@@ -67,3 +69,33 @@ def file_io_fragment(loc: int, events, calls) -> dict[str, np.ndarray] | None:
     node = np.where(call >= 0, calls.node[np.maximum(call, 0)], -1)
     return {"loc": np.full(len(call), loc, np.int32), "cnode": node.astype(np.int32), "flags": flags.astype(np.int32),
             "bytes": nbytes, "time": time}
+
+
+def rma_fragment(loc: int, rank: int, events, calls) -> dict[str, np.ndarray] | None:
+    """The location's MPI one-sided events (format 2.3) as ``mpi_rma_ops`` rows with builder call-tree ids and
+    the times of the call each lies in, or None when it has none (one vectorised test)."""
+    et = events.type
+    if not ((et >= MPI_RMA_PUT) & (et <= MPI_RMA_SYNC)).any():
+        return None
+    ev, call = rma_rows(et, calls.node.shape[0])
+    inside = call >= 0
+    at = np.maximum(call, 0)
+    op = et[ev].astype(np.int32)
+    d, e = events.d[ev].astype(np.int64), events.e[ev].astype(np.int64)
+    get = op == MPI_RMA_GET
+    peer = events.b[ev].astype(np.int64)
+    return {
+        "loc": np.full(len(ev), loc, np.int32),
+        "rank": np.full(len(ev), rank, np.int32),
+        "cnode": np.where(inside, calls.node[at], -1).astype(np.int32),
+        "op": op,
+        "kind": np.where((op == MPI_RMA_SYNC) | (op == MPI_RMA_ATOMIC), events.c[ev], 0).astype(np.int32),
+        "flags": events.flags[ev].astype(np.int32),
+        "window": events.a[ev].astype(np.int64),
+        "peer": np.where(peer == NO_ID, -1, peer),
+        "sent": np.where(get | (op == MPI_RMA_SYNC), 0, d),
+        "recvd": np.where(get, d, np.where(op == MPI_RMA_ATOMIC, e, 0)),
+        "enter": np.where(inside, calls.enter[at], events.time[ev]),
+        "exit": np.where(inside, calls.exit[at], events.time[ev]),
+        "time": events.time[ev].astype(np.float64),
+    }

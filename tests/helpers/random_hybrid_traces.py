@@ -5,7 +5,8 @@ forward; messages, collectives, teams and locks are generated consistently
 With ``tasks=True`` they also hold OpenMP tasks (created in a single, run in the barrier by any thread,
 nested ones run in a taskwait, untied ones suspended on one thread and resumed on another) and POSIX
 threads (created and joined by a rank's master, running one after another on one extra location per
-rank) and MPI file I/O (individual and collective reads and writes with MPI_FILE_IO records); without it the
+rank), MPI file I/O (individual and collective reads and writes with MPI_FILE_IO records) and MPI one-sided
+communication (windows with fence, post/start/complete/wait and lock epochs, format 2.3); without it the
 traces, and the random sequence behind them, are those of earlier versions.  ``deps=True`` (with ``tasks``)
 adds task dependences: some tasks depend on one or two tasks created before them in the same single and
 start after those completed (the others' traces and random sequence stay as with ``tasks`` alone)."""
@@ -15,7 +16,7 @@ from __future__ import annotations
 import random
 
 import tracefmt
-from tracefmt.layout import FileIoFlag, LockKind, TaskFlag, TaskSwitch
+from tracefmt.layout import FileIoFlag, LockKind, RmaAtomic, RmaSync, RmaSyncFlag, TaskFlag, TaskSwitch
 
 
 def random_trace(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int = 25, tasks: bool = False,
@@ -47,7 +48,7 @@ def random_builder(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int =
     req_no = {k: 0 for k in locs}
     kinds = ["msg", "msg", "nbmsg", "coll", "subcoll", "omp", "nest"]
     if tasks:
-        kinds += ["tasks", "tasks", "pthreads", "file_io"]
+        kinds += ["tasks", "tasks", "pthreads", "file_io", "rma"]
         for r in range(n_ranks):  # the pthreads' location of each rank
             locs[(r, n_threads)] = b.location(rank=r, thread=n_threads)
             clock[(r, n_threads)] = 0.0
@@ -62,6 +63,9 @@ def random_builder(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int =
             continue
         if kind == "file_io":
             _file_io_step(b, rng, locs, now, n_ranks)
+            continue
+        if kind == "rma":
+            _rma_step(b, rng, locs, clock, now, n_ranks)
             continue
         if kind in ("msg", "nbmsg"):
             src, dst = rng.sample(range(n_ranks), 2)
@@ -228,6 +232,71 @@ def _file_io_step(b, rng, locs, now, n_ranks):
     b.enter(locs[k], now(k), "MPI_File_read_at")
     b.file_io(locs[k], now(k), rng.randrange(1, 1 << 20), FileIoFlag.READ)
     b.exit(locs[k], now(k))
+
+
+def _rma_step(b, rng, locs, clock, now, n_ranks):
+    """Every rank's master creates an MPI window, fences an epoch of random puts, gets and accumulates, one
+    random pair makes a post/start/complete/wait epoch, some masters lock a random target (exclusive or
+    shared) around a transfer, and all free the window (format 2.3 RMA events).  Collective calls end together
+    after the last one began, a start after its post began, a wait after the complete began, as MPI makes them."""
+    w = b.window()
+    masters = [(r, 0) for r in range(n_ranks)]
+
+    def call(k, region, kind, t0=None, t1=None, **kw):
+        t0 = now(k) if t0 is None else t0
+        t1 = now(k) if t1 is None else t1
+        clock[k] = max(clock[k], t1)
+        b.enter(locs[k], t0, region)
+        b.rma_sync(locs[k], t1, w, kind, **kw)
+        b.exit(locs[k], t1)
+
+    def collective(region, kind):
+        enters = {k: now(k) for k in masters}
+        end = max(enters.values()) + rng.random() * 0.1
+        for k in masters:
+            call(k, region, kind, enters[k], end + next_tick())
+
+    def next_tick():
+        return rng.random() * 1e-3
+
+    def transfer(k, target):
+        which = rng.choice(("MPI_Put", "MPI_Get", "MPI_Accumulate"))
+        b.enter(locs[k], now(k), which)
+        n = rng.randrange(1, 1 << 16)
+        if which == "MPI_Put":
+            b.rma_put(locs[k], now(k), w, target, n)
+        elif which == "MPI_Get":
+            b.rma_get(locs[k], now(k), w, target, n)
+        else:
+            b.rma_atomic(locs[k], now(k), w, target, RmaAtomic.ACCUMULATE, sent=n)
+        b.exit(locs[k], now(k))
+
+    collective("MPI_Win_create", RmaSync.CREATE)
+    collective("MPI_Win_fence", RmaSync.FENCE)
+    for k in masters:
+        for _ in range(rng.randrange(3)):
+            transfer(k, rng.randrange(n_ranks))
+    collective("MPI_Win_fence", RmaSync.FENCE)
+    if n_ranks >= 2:
+        o, t = ((r, 0) for r in rng.sample(range(n_ranks), 2))
+        posted = now(t)
+        call(t, "MPI_Win_post", RmaSync.POST, posted, group=[o[0]])
+        began = now(o)
+        call(o, "MPI_Win_start", RmaSync.START, began, max(began, posted) + next_tick(), group=[t[0]])
+        for _ in range(rng.randrange(3)):
+            transfer(o, t[0])
+        completed = now(o)
+        call(o, "MPI_Win_complete", RmaSync.COMPLETE, completed, group=[t[0]])
+        waited = now(t)
+        call(t, "MPI_Win_wait", RmaSync.WAIT, waited, max(waited, completed) + next_tick(), group=[o[0]])
+    for k in masters:
+        if rng.random() < 0.7:
+            target = rng.randrange(n_ranks)
+            flags = RmaSyncFlag.EXCLUSIVE if rng.random() < 0.5 else 0
+            call(k, "MPI_Win_lock", RmaSync.LOCK, target=target, flags=flags)
+            transfer(k, target)
+            call(k, "MPI_Win_unlock", RmaSync.UNLOCK, target=target)
+    collective("MPI_Win_free", RmaSync.FREE)
 
 
 def _thread_step(b, rng, locs, clock, now, thread_no, n_ranks, n_threads, lock):

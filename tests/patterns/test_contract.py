@@ -64,7 +64,7 @@ def test_paradigm_is_declared_on_subtree_roots_and_optional_depends_is_declared(
     assert Pattern.paradigm is None and Pattern().unmeasured(None) is None
     assert Pattern.optional_depends == ()
     declared = {p.name: p.paradigm for p in patterns.load_patterns(plugins=False) if p.paradigm is not None}
-    assert declared == {"mpi": "mpi", "syncs": "mpi", "comms": "mpi", "bytes": "mpi", "mpi_file_ops": "mpi", "mpi_file_bytes": "mpi", "omp_time": "openmp",
+    assert declared == {"mpi": "mpi", "syncs": "mpi", "comms": "mpi", "bytes": "mpi", "mpi_file_ops": "mpi", "mpi_file_bytes": "mpi", "mpi_rma_pairsync_count": "mpi", "omp_time": "openmp",
                         "omp_idle_threads": "openmp", "omp_false_sharing": "openmp", "delay_mpi": "mpi",
                         "delay_omp": "openmp",
                         "omp_task_creation": "openmp", "omp_task_execution": "openmp", "pthread_time": "pthread"}
