@@ -99,14 +99,11 @@ def _receive_bytes(imp, cols: dict[int, dict]) -> None:
         return  # no receive to complete
     send_keys, recv_keys, recv_at = [], [], []
     for i, ev in cols.items():
-        rank = int(imp.loc_rank[i])
-        s = np.flatnonzero(ev["type"] == int(EventType.MPI_SEND))
-        r = np.flatnonzero(ev["type"] == int(EventType.MPI_RECV))
-        send_keys.append(np.stack([np.full(len(s), rank), ev["a"][s], ev["b"][s], ev["c"][s],
-                                   ev["d"][s].astype(np.int64)], axis=1).astype(np.int64))
-        recv_keys.append(np.stack([ev["a"][r], np.full(len(r), rank), ev["b"][r], ev["c"][r]], axis=1)
-                         .astype(np.int64))
-        recv_at.append((i, r))
+        s, r, at = K.messages(ev["type"], ev["a"], ev["b"], ev["c"], ev["d"], imp.loc_rank[i])
+        send_keys.append(s)
+        recv_keys.append(r)
+        if len(at):
+            recv_at.append((i, at))
     sends, recvs = np.concatenate(send_keys), np.concatenate(recv_keys)
     if not len(recvs):
         return

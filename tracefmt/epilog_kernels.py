@@ -471,6 +471,32 @@ def to_ticks(seconds, ticks, origin, ticks_per_second):
 
 
 @njit(cache=True, nogil=True)
+def messages(type_, a, b, c, d, rank):
+    """One location's sends as rows (rank, partner, communicator, tag, bytes), its receives as rows
+    (partner, rank, communicator, tag), and the receives' row numbers."""
+    ns = nr = 0
+    for i in range(type_.shape[0]):
+        if type_[i] == _E_SEND:
+            ns += 1
+        elif type_[i] == _E_RECV:
+            nr += 1
+    sends = np.empty((ns, 5), np.int64)
+    recvs = np.empty((nr, 4), np.int64)
+    at = np.empty(nr, np.int64)
+    ns = nr = 0
+    for i in range(type_.shape[0]):
+        if type_[i] == _E_SEND:
+            sends[ns, 0], sends[ns, 1], sends[ns, 2], sends[ns, 3] = rank, a[i], b[i], c[i]
+            sends[ns, 4] = np.int64(d[i])
+            ns += 1
+        elif type_[i] == _E_RECV:
+            recvs[nr, 0], recvs[nr, 1], recvs[nr, 2], recvs[nr, 3] = a[i], rank, b[i], c[i]
+            at[nr] = i
+            nr += 1
+    return sends, recvs, at
+
+
+@njit(cache=True, nogil=True)
 def release_orders(type_, a, d, n_locks):
     """Releases get the order of the acquisition they end (the latest open one of the same lock on this
     location); returns the index of the first release without an acquisition, or -1."""
