@@ -6,6 +6,8 @@ twice the memory of a sane file of the same size.
   value in every cell (the file is mostly values);
 * ``sane_compressed``: the same values stored as Scalasca's cubew writes compressed data (``ZCUBEX.DATA``, one
   zlib block per row at level 1): the hostile kinds that compress are compared with a sane cube of their kind;
+* ``sane_calltree``: a file that is mostly its anchor, as a serial program's profile of a large C++ call tree
+  (one location, two metrics, tens of thousands of call paths and regions): ``void_metrics`` is compared with it;
 * ``many_sparse``: the file is mostly its anchor: as many call paths x locations as one dense metric may take
   (:data:`analyzer.cube.cubex_read.ONE_METRIC_FLOOR`), and as many metrics as fit, each storing one row (a
   reader that holds every metric dense needs metrics x call paths x locations x 8 bytes);
@@ -29,7 +31,7 @@ import numpy as np
 from analyzer.cube import Cube, LocationInfo, MetricInfo, RegionInfo, write_cubex
 from analyzer.cube.stored_rows import RowValues, StoredRows
 
-KINDS = ("sane", "sane_compressed", "many_sparse", "zeros", "compressed", "void_metrics")
+KINDS = ("sane", "sane_compressed", "sane_calltree", "many_sparse", "zeros", "compressed", "void_metrics")
 
 
 def _cube(n_c: int, n_l: int, n_m: int, rows_of) -> Cube:
@@ -102,6 +104,8 @@ def hostile_cubex(path, kind: str, target_bytes: int = 1 << 20, metric_bytes: in
     """A hostile cube of ``kind`` (see the module docstring) about ``target_bytes`` long; returns its size."""
     if kind in ("sane", "sane_compressed"):
         return sane_cubex(path, target_bytes, compressed=kind == "sane_compressed")
+    if kind == "sane_calltree":
+        return _sane_calltree(path, target_bytes)
     if kind == "void_metrics":
         return _void_metrics(path, target_bytes)
     n_c, n_l = _shape(target_bytes, metric_bytes)
@@ -118,6 +122,28 @@ def hostile_cubex(path, kind: str, target_bytes: int = 1 << 20, metric_bytes: in
             break
         m1, size = n_m, _write_hostile(path, kind, n_c, n_l, n_m, block)
     return size
+
+
+def _sane_calltree(path, target_bytes: int) -> int:
+    def write(n_c: int) -> int:
+        rng = np.random.default_rng(18)
+        parent = (rng.random(n_c) * np.arange(n_c)).astype(np.int64)  # a random tree, about 2.7 ln(n) deep
+        parent[0] = -1
+        n_r = max(2, n_c // 4)
+        region = np.concatenate([[0], rng.integers(1, n_r, n_c - 1)])
+        regions = [RegionInfo("main")] + [RegionInfo(f"app{j % 97}::Solver{j % 13}::step_{j}") for j in range(1, n_r)]
+        metrics = [MetricInfo("time", "Time", None, "sec", "time"), MetricInfo("visits", "Visits", None, "occ", "visits")]
+        cube = Cube(metrics, regions, parent, region, [LocationInfo("m", "n0", 0, 0)], strict=False)
+        cube.values = RowValues({"time": StoredRows(np.arange(n_c), rng.random((n_c, 1)) + 1e-3),
+                                 "visits": StoredRows(np.arange(n_c), rng.integers(1, 1000, (n_c, 1)).astype(float))},
+                                ["time", "visits"], (n_c, 1))
+        write_cubex(cube, path)
+        return path.stat().st_size
+
+    n0, s0 = 1000, write(1000)
+    n_c, size = 10000, write(10000)
+    n_c = max(2, n0 + round((target_bytes - s0) * (n_c - n0) / max(1, size - s0)))
+    return write(n_c)
 
 
 def _void_metrics(path, target_bytes: int) -> int:
