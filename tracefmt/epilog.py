@@ -372,8 +372,8 @@ def open_epilog(path: str | os.PathLike):
 
 def warm_up() -> TraceAssembly:
     """Compile (or load from numba's cache) every EPILOG kernel by reading a tiny merged trace: a
-    parallel region of two threads with a lock, the shapes every kernel's signature depends on
-    (``analyzer.warmup`` may call it; it returns what it read)."""
+    message to itself, a parallel region of two threads with a lock, the shapes every kernel's signature
+    depends on (``analyzer.warmup`` may call it; it returns what it read)."""
     def rec(rtype: int, fmt: str, *vals) -> bytes:
         body = struct.pack("<" + fmt, *vals)
         return bytes([len(body), rtype]) + body
@@ -383,7 +383,9 @@ def warm_up() -> TraceAssembly:
         rec(R.STRING, "IB5s", 0, 0, b"main\0"), rec(R.STRING, "IB15s", 1, 0, b"!$omp parallel\0"),
         rec(R.LOCATION, "5I", 0, 0, 0, 0, 0), rec(R.LOCATION, "5I", 1, 0, 0, 0, 1),
         rec(R.REGION, "6IB", 0, 0, no, no, no, no, 1), rec(R.REGION, "6IB", 1, 1, no, no, no, no, 11),
-        rec(R.LAST_DEF, ""), rec(R.ENTER, "IdI", 0, 0.0, 0), rec(R.OMP_FORK, "Id", 0, 0.1),
+        rec(R.MPI_COMM, "IBIB", 0, 0, 1, 1), rec(R.LAST_DEF, ""), rec(R.ENTER, "IdI", 0, 0.0, 0),
+        rec(R.MPI_SEND, "IdIIII", 0, 0.05, 0, 0, 1, 8), rec(R.MPI_RECV, "IdIII", 0, 0.06, 0, 0, 1),
+        rec(R.OMP_FORK, "Id", 0, 0.1),
         rec(R.ENTER, "IdI", 0, 0.1, 1), rec(R.ENTER, "IdI", 1, 0.1, 1), rec(R.OMP_ALOCK, "IdI", 1, 0.2, 0),
         rec(R.OMP_RLOCK, "IdI", 1, 0.3, 0), rec(R.OMP_COLLEXIT, "Id", 0, 0.4), rec(R.OMP_COLLEXIT, "Id", 1, 0.4),
         rec(R.OMP_JOIN, "Id", 0, 0.5), rec(R.EXIT, "Id", 0, 1.0)])

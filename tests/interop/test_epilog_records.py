@@ -358,6 +358,7 @@ def test_warm_up_reads_its_tiny_trace_through_every_kernel():
     assert kinds(worker) == ["ENTER", "OMP_ACQUIRE_LOCK", "OMP_RELEASE_LOCK", "OMP_COLLEXIT"]
     assert worker["d"][1] == worker["d"][2] == 1  # release_orders: the release gets its acquisition's order
     assert worker["b"][3] == 0 and (worker["c"][0], worker["d"][0]) == (0, 1)
+    assert master[master["type"] == E.MPI_RECV]["d"].tolist() == [8]  # messages: bytes from the send
 
 
 def test_sparse_location_and_region_ids_go_through_the_sorted_lookup(tmp_path):
