@@ -14,8 +14,9 @@ import pytest
 
 import analyzer
 import tracefmt
-from runtime_harness import MPI_TOOLS, assert_valid, events, trace_mpi_sample
+from runtime_harness import EXPERT_RUN, MPI_ENV, MPI_TOOLS, SAMPLES, assert_valid, events, need, run, trace_mpi_sample
 from tracefmt.layout import NO_ID, EventType, RmaAtomic, RmaFlag, RmaSync, RmaSyncFlag, Role
+from tracefmt.validate import validate
 
 pytestmark = pytest.mark.runtime
 
@@ -165,3 +166,38 @@ def test_fortran_calls_recorded(mpi, runtime_built, tmp_path):
                          ("MPI_Win_free", SYNC, 0, w, NO_ID, RmaSync.FREE, 0, 0)]}
     for loc, info in trace.defs.locations.items():
         assert rma_records(trace, loc) == want[info.process], info
+
+
+@pytest.mark.parametrize("mpi", sorted(MPI_TOOLS))
+def test_spool_of_a_killed_rank_keeps_windows_and_groups(mpi, runtime_built, tmp_path):
+    """samples/runtime/mpi_rma_crash.c: rank 1 is killed after STEPS epochs; the per-process traces (rank 1's
+    spool file, in its local ids) merge into one trace whose RMA records name one window and the right
+    groups.  (Open MPI's SIGTERM lets rank 0 write its whole trace; MPICH kills it too, so both are spools.)"""
+    from tracefmt.cli import main as expert_trace
+
+    tools = MPI_TOOLS[mpi]
+    need(tools["cc"])
+    run([tools["cc"], "-g", str(SAMPLES / "mpi_rma_crash.c"), "-o", "crash"], cwd=tmp_path)
+    env = dict(MPI_ENV, EXPERT_BUFFER_SIZE="64k", OMPI_MCA_odls_base_sigkill_timeout="1")
+    p = run(tools["run"] + ["2", str(EXPERT_RUN), "-o", "c.elg", "./crash", "600"], cwd=tmp_path, env=env,
+            check=False)
+    assert p.returncode != 0
+    assert expert_trace(["merge", str(tmp_path / "c.elg")]) == 0
+    trace = tracefmt.open(str(tmp_path / "c.elg"))
+    (w,) = trace.defs.windows
+    assert trace.defs.comms[trace.defs.windows[w].comm].ranks == (0, 1)
+    groups = {RmaSync.POST: (1,), RmaSync.WAIT: (1,), RmaSync.START: (0,), RmaSync.COMPLETE: (0,)}
+    for loc, info in trace.defs.locations.items():
+        recs = rma_records(trace, loc)
+        assert len(recs) > 1000, info  # (each rank's 64 KiB buffers hold 1638 records; 600 steps make 7800)
+        for call, t, flags, win, b, c, d, e in recs:
+            assert win == w
+            if t == SYNC and c in groups:
+                assert trace.defs.groups[b] == groups[RmaSync(c)], call
+            elif t == PUT:
+                assert b == 1 - info.process or call == "MPI_Put" and b == 0, call
+    # what validation finds is the cut itself, once each: the unfinished file, rank 1's last epoch left open
+    # (and rank 0's, where its buffer ended), the fence and the epochs rank 1 never reached
+    cut = ("did not finish", "is never completed", "never ends", "makes none", "exposure epoch(s) to it")
+    problems = [str(p) for p in validate(trace)]
+    assert len(problems) <= len(cut) and all(any(c in p for c in cut) for p in problems), problems
