@@ -76,6 +76,8 @@ def _useful(ctx) -> np.ndarray:
 
 def ideal_elapsed(ctx) -> tuple[float, float]:
     """(elapsed time T, elapsed time on an ideal network), both from the earliest event of the run."""
+    from .array_ops import dense_ids
+    from .kernels.backward_build import interval_sums
     from .kernels.ideal import COLL_ALL, COLL_N2ONE, COLL_ONE2N, ideal_replay
 
     L = ctx.n_locations
@@ -92,16 +94,11 @@ def ideal_elapsed(ctx) -> tuple[float, float]:
     # computation per interval: not MPI communication, not an OpenMP barrier (the replay makes those waits
     # itself); MPI_Init, MPI_Finalize and the like keep their time
     comp_cnode = ~np.isin(ctx.region_role[ctx.calltree.region], _SYNCHRONISING)  # per call path, then per row
-    comp_seg = comp_cnode[np.asarray(S["cnode"], np.int64)]
     n_cuts = np.bincount(np.asarray(P["loc"], np.int64), minlength=L)
     cut_off = np.concatenate([[0], np.cumsum(n_cuts)]).astype(np.int64)
-    seg_loc, seg_cut = np.asarray(S["loc"], np.int64), np.asarray(S["cut"], np.int64)
-    inner = comp_seg & (seg_cut <= n_cuts[seg_loc])
-    seg_time = np.asarray(S["time"], np.float64)
-    # np.bincount adds in the order of np.add.at: the same sums, faster
-    comp = np.bincount(cut_off[seg_loc[inner]] + seg_cut[inner] - 1, weights=seg_time[inner], minlength=len(P))
-    outer = comp_seg & ~inner
-    comp_last = np.bincount(seg_loc[outer], weights=seg_time[outer], minlength=L)
+    # per interval ending at a cut point (its row of P) and per location after its last one
+    comp, comp_last = interval_sums(np.asarray(S["loc"]), np.asarray(S["cut"]), np.asarray(S["cnode"]),
+                                    np.asarray(S["time"], np.float64), comp_cnode, n_cuts, cut_off, len(P), L)
     # complete collectives of two or more members; their members' locations and rows
     c_inst = np.full(len(C), -1, np.int64)
     c_type = np.zeros(0, np.int64)
@@ -109,7 +106,7 @@ def ideal_elapsed(ctx) -> tuple[float, float]:
     if len(C):
         ok = (C["n_members"] >= 2) & (C["complete"] if "complete" in C else True)
         rows = np.flatnonzero(ok)
-        _, dense = np.unique(np.asarray(C["instance"], np.int64)[rows], return_inverse=True)
+        dense = dense_ids(np.asarray(C["instance"], np.int64)[rows])
         c_inst[rows] = dense
         o = rows[np.argsort(dense, kind="stable")]
         c_rows, c_loc = o.astype(np.int64), np.asarray(C["loc"], np.int64)[o]
@@ -127,7 +124,7 @@ def ideal_elapsed(ctx) -> tuple[float, float]:
     if len(B):
         ok = np.asarray(B["team"], np.int64) >= 0
         rows = np.flatnonzero(ok)
-        _, dense = np.unique(np.asarray(B["instance"], np.int64)[rows], return_inverse=True)
+        dense = dense_ids(np.asarray(B["instance"], np.int64)[rows])
         b_inst[rows] = dense
         o = rows[np.argsort(dense, kind="stable")]
         b_loc = np.asarray(B["loc"], np.int64)[o]
