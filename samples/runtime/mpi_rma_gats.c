@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#define LATE_MS 150
+#define LATE_MS 300
 #define MAXR 64
 
 static void work_ms(long ms)

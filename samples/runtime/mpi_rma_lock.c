@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#define HOLD_MS 150
+#define HOLD_MS 300
 #define MAXR 64
 
 static void work_ms(long ms)
