@@ -8,7 +8,8 @@ whose group holds target t pairs with the k-th POST of t whose group holds o; a 
 its origin has open on the window (after the origin's last collective synchronisation or START, before the
 next); a lock epoch is LOCK .. UNLOCK of one target on one location (LOCK_ALL .. UNLOCK_ALL: a shared epoch on
 every process of the window).  Epochs are matched in Python, one loop step per synchronisation call (one-sided
-traces hold few of them next to their events).
+traces hold few of them next to their events); the collective synchronisations (create, fence, free), which
+fence-based codes make in every iteration, are computed vectorised.
 """
 
 from __future__ import annotations
@@ -31,10 +32,12 @@ _NO_TIME = -np.inf
 
 
 class _Sink:
-    """(cnode, location, value) contributions of one metric."""
+    """(cnode, location, value) contributions of one metric: single ones from the epoch loops, arrays from the
+    vectorised collectives."""
 
     def __init__(self):
         self.c, self.l, self.v = [], [], []
+        self.parts = []
 
     def add(self, cnode, loc, value) -> None:
         if value > 0 and cnode >= 0:
@@ -42,17 +45,41 @@ class _Sink:
             self.l.append(int(loc))
             self.v.append(float(value))
 
+    def add_many(self, cnode, loc, value) -> None:
+        keep = (value > 0) & (cnode >= 0)
+        self.parts.append((cnode[keep].astype(np.int64), loc[keep].astype(np.int64), value[keep].astype(np.float64)))
+
     def severity(self) -> Severity:
-        return Severity(np.array(self.c, np.int64), np.array(self.l, np.int64), np.array(self.v, np.float64))
+        parts = [(np.array(self.c, np.int64), np.array(self.l, np.int64), np.array(self.v, np.float64)), *self.parts]
+        return Severity(*(np.concatenate([p[k] for p in parts]) for k in range(3)))
 
 
 _METRICS = ("wait_at_create", "wait_at_free", "wait_at_fence", "early_fence", "sync_late_post", "comm_late_post",
             "early_wait", "late_complete", "sync_lock", "comm_lock", "pairsync", "pairsync_unneeded")
+#: the synchronisations of general active target and passive target epochs (matched by the epoch loops)
+_EPOCH_KINDS = (RmaSync.POST, RmaSync.START, RmaSync.COMPLETE, RmaSync.WAIT, RmaSync.TEST, RmaSync.LOCK,
+                RmaSync.UNLOCK, RmaSync.LOCK_ALL, RmaSync.UNLOCK_ALL)
 
 
 def rma_instances(ctx) -> dict[str, Severity]:
     """Every RMA wait state and pair-wise synchronisation count, by metric key (see ``_METRICS``)."""
     return cached(ctx, "patterns.mpi_rma.instances", lambda: _compute(ctx))
+
+
+def group_ids(*cols) -> np.ndarray:
+    """Dense id per row of the distinct tuples of ``cols`` (in their sorted order)."""
+    n = len(cols[0])
+    if n == 0:
+        return np.zeros(0, np.int64)
+    order = np.lexsort(cols[::-1])
+    new = np.zeros(n, bool)
+    new[0] = True
+    for c in cols:
+        cs = c[order]
+        new[1:] |= cs[1:] != cs[:-1]
+    ids = np.empty(n, np.int64)
+    ids[order] = np.cumsum(new) - 1
+    return ids
 
 
 def _compute(ctx) -> dict[str, Severity]:
@@ -61,38 +88,118 @@ def _compute(ctx) -> dict[str, Severity]:
     if len(T) == 0:
         return {k: s.severity() for k, s in out.items()}
     defs = ctx.trace.defs
-    cols = {k: np.asarray(T[k]) for k in ("loc", "rank", "cnode", "op", "kind", "flags", "window", "peer", "enter",
-                                          "exit", "time")}
     # each process's rows in its order (several threads of one process: by time, then location and row)
-    order = np.lexsort((np.arange(len(T)), cols["loc"], cols["time"], cols["rank"], cols["window"]))
-    rows = [dict(zip(cols, vals)) for vals in zip(*(cols[k][order].tolist() for k in cols))]
-    by_win_rank: dict[tuple[int, int], list[dict]] = defaultdict(list)
-    for r in rows:
-        by_win_rank[(r["window"], r["rank"])].append(r)
+    order = np.lexsort((np.arange(len(T)), np.asarray(T["loc"]), np.asarray(T["time"]), np.asarray(T["rank"]),
+                        np.asarray(T["window"])))
+    cols = {k: np.asarray(T[k])[order] for k in ("loc", "rank", "cnode", "op", "kind", "flags", "window", "peer",
+                                                 "enter", "exit", "time")}
 
     def comm_ranks(w):
         win = defs.windows.get(w)
         comm = defs.comms.get(win.comm) if win is not None else None
         return tuple(comm.ranks) if comm is not None else ()
 
+    _collectives(cols, comm_ranks, out)
+    _epochs(cols, comm_ranks, defs, out)
+    return {k: s.severity() for k, s in out.items()}
+
+
+def _collectives(c, comm_ranks, out) -> None:
+    """Wait at create / free / fence, early fence and the fences' pair-wise synchronisations, vectorised over the
+    rows (``c``: the table's columns, each (window, process)'s rows together and in order)."""
+    n = len(c["op"])
+    w, rank, kind, enter, exit_ = c["window"], c["rank"], c["kind"], c["enter"], c["exit"]
+    is_t = np.isin(c["op"], (PUT, GET, ATOMIC))
+    is_c = (c["op"] == SYNC) & np.isin(kind, [int(k) for k in _COLLECTIVE_KINDS])
+    # collective synchronisations before each row on its (window, process): a transfer's fence epoch, a
+    # collective's sequence number
+    first = np.ones(n, bool)
+    first[1:] = (w[1:] != w[:-1]) | (rank[1:] != rank[:-1])
+    start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
+    cum = np.cumsum(is_c)
+    before = cum - is_c - (cum[start] - is_c[start])
+    ci, ti = np.flatnonzero(is_c), np.flatnonzero(is_t)
+    if len(ci) == 0:
+        return
+    cw, crank, cseq, ckind = w[ci], rank[ci], before[ci], kind[ci]
+    inst = group_ids(cw, cseq)
+    k = int(inst.max()) + 1
+    latest = np.full(k, -np.inf)
+    np.maximum.at(latest, inst, enter[ci])
+    earliest_exit = np.full(k, np.inf)
+    np.minimum.at(earliest_exit, inst, exit_[ci])
+    kmin, kmax = np.full(k, 1 << 30), np.full(k, -1)
+    np.minimum.at(kmin, inst, ckind)
+    np.maximum.at(kmax, inst, ckind)
+    count = np.bincount(inst, minlength=k)
+    size = np.zeros(len(ci), np.int64)
+    member = np.zeros(len(ci), bool)
+    for win in np.unique(cw).tolist():
+        sel = cw == win
+        ranks = comm_ranks(win)
+        size[sel] = len(ranks)
+        member[sel] = np.isin(crank[sel], ranks)
+    outsider = np.zeros(k, bool)
+    outsider[inst[~member]] = True
+    complete = (count[inst] == size) & (size >= 2) & (kmin[inst] == kmax[inst]) & ~outsider[inst]
+    lat = latest[inst]
+    wait = np.where(complete & (earliest_exit[inst] > lat) & (enter[ci] < lat), lat - enter[ci], 0.0)
+    cn, cl = c["cnode"][ci], c["loc"][ci]
+    for kk, key in ((RmaSync.CREATE, "wait_at_create"), (RmaSync.FREE, "wait_at_free"),
+                    (RmaSync.FENCE, "wait_at_fence")):
+        m = ckind == kk
+        out[key].add_many(cn[m], cl[m], wait[m])
+    # the latest exit of a transfer to each fence's process in the epoch it closes, and the partners there
+    tw, tpeer, torigin, tepoch = w[ti], c["peer"][ti], rank[ti], before[ti]
+    nt = len(ti)
+    g = group_ids(np.concatenate([tw, cw]), np.concatenate([tpeer, crank]), np.concatenate([tepoch, cseq]))
+    last_op = np.full(int(g.max()) + 1, -np.inf)
+    np.maximum.at(last_op, g[:nt], exit_[ti])
+    lo = last_op[g[nt:]]
+    early = (wait > 0) & (ckind == RmaSync.FENCE) & (enter[ci] < lo) & (lo <= exit_[ci])
+    out["early_fence"].add_many(cn[early], cl[early], np.minimum(lo[early], lat[early]) - enter[ci][early])
+    # partners: (window, epoch, x, y) for y that accessed x or was accessed by x
+    pw = np.concatenate([tw, tw])
+    pe = np.concatenate([tepoch, tepoch])
+    px = np.concatenate([tpeer, torigin])
+    py = np.concatenate([torigin, tpeer])
+    pairs = group_ids(pw, pe, px, py)
+    uniq = np.unique(pairs, return_index=True)[1]
+    fence = ckind == RmaSync.FENCE
+    gx = group_ids(np.concatenate([pw[uniq], cw]), np.concatenate([pe[uniq], cseq]), np.concatenate([px[uniq], crank]))
+    n_partners = np.bincount(gx[:len(uniq)], minlength=int(gx.max()) + 1)[gx[len(uniq):]]
+    out["pairsync"].add_many(cn[fence], cl[fence], size[fence].astype(np.float64))
+    out["pairsync_unneeded"].add_many(cn[fence], cl[fence], np.maximum(size - n_partners, 0)[fence].astype(np.float64))
+
+
+def _epochs(c, comm_ranks, defs, out) -> None:
+    """General active target and passive target epochs: a loop over the rows of each (window, process) that has
+    such synchronisations (fence-only windows have none)."""
+    epochal = (c["op"] == SYNC) & np.isin(c["kind"], [int(k) for k in _EPOCH_KINDS])
+    if not epochal.any():
+        return
+    w, rank = c["window"], c["rank"]
+    wanted = set(zip(w[epochal].tolist(), rank[epochal].tolist()))
+    pick = np.flatnonzero(np.fromiter(((a, b) in wanted for a, b in zip(w.tolist(), rank.tolist())), bool, len(w)))
+    names = list(c)
+    rows = [dict(zip(names, vals)) for vals in zip(*(c[k][pick].tolist() for k in names))]
+    by_win_rank: dict[tuple[int, int], list[dict]] = defaultdict(list)
+    for r in rows:
+        by_win_rank[(r["window"], r["rank"])].append(r)
+
     def group(gid):
         return tuple(defs.groups.get(gid, ()))
 
     transfers = (PUT, GET, ATOMIC)
-    # ---- epochs of every (window, process): collective sequence numbers, access / exposure / lock epochs
-    colls = defaultdict(list)  # (window, seq) -> rows
-    epoch_ops = defaultdict(list)  # (window, origin, fence epoch) -> transfers
     access = defaultdict(list)  # (window, origin) -> [{"start", "complete", "group", "ops"}]
     exposure = defaultdict(list)  # (window, target) -> [{"post", "end", "group"}]
     locks = defaultdict(list)  # (window, target) -> [{"lock", "unlock", "exclusive", "ops", "loc"}]
     for (w, rank), seq_rows in by_win_rank.items():
-        n_coll = 0
         acc = None
         held = {}  # (loc, target) -> open lock epoch
         for r in seq_rows:
             op, kind = r["op"], r["kind"]
             if op in transfers:
-                epoch_ops[(w, rank, n_coll)].append(r)
                 if acc is not None:
                     acc["ops"].append(r)
                 for key in ((r["loc"], r["peer"]), (r["loc"], -2)):
@@ -101,11 +208,7 @@ def _compute(ctx) -> dict[str, Severity]:
                 continue
             if op != SYNC:
                 continue
-            if kind in _COLLECTIVE_KINDS:
-                colls[(w, n_coll)].append(r)
-                r["seq"] = n_coll
-                n_coll += 1
-            elif kind == RmaSync.START:
+            if kind == RmaSync.START:
                 acc = {"start": r, "complete": None, "group": group(r["peer"]), "ops": [], "origin": rank}
                 access[(w, rank)].append(acc)
             elif kind == RmaSync.COMPLETE and acc is not None:
@@ -129,48 +232,8 @@ def _compute(ctx) -> dict[str, Severity]:
                     ep["unlock"] = r
                     for t in ([target] if target != -2 else comm_ranks(w)):
                         locks[(w, t)].append(ep)
-
-    _collectives(colls, epoch_ops, comm_ranks, out)
     _active_target(access, exposure, out)
     _lock_contention(locks, out)
-    return {k: s.severity() for k, s in out.items()}
-
-
-def _collectives(colls, epoch_ops, comm_ranks, out) -> None:
-    """Wait at create / free / fence, early fence and the fences' pair-wise synchronisations."""
-    sink = {RmaSync.CREATE: out["wait_at_create"], RmaSync.FREE: out["wait_at_free"],
-            RmaSync.FENCE: out["wait_at_fence"]}
-    last_op = {}  # (window, target, epoch) -> latest exit of a transfer to it
-    partners = defaultdict(set)  # (window, rank, epoch) -> ranks it accessed or was accessed by
-    for (w, origin, epoch), ops in epoch_ops.items():
-        for r in ops:
-            key = (w, r["peer"], epoch)
-            last_op[key] = max(last_op.get(key, _NO_TIME), r["exit"])
-            partners[key].add(origin)
-            partners[(w, origin, epoch)].add(r["peer"])
-    for (w, seq), members in colls.items():
-        ranks = comm_ranks(w)
-        kinds = {m["kind"] for m in members}
-        fence = kinds == {int(RmaSync.FENCE)}
-        if fence:  # counted at every fence, as Scalasca does: the processes it may have to wait for
-            for m in members:
-                out["pairsync"].add(m["cnode"], m["loc"], len(ranks))
-                unneeded = len(ranks) - len(partners.get((w, m["rank"], seq), set()) & set(ranks))
-                out["pairsync_unneeded"].add(m["cnode"], m["loc"], unneeded)
-        complete = len(kinds) == 1 and len(ranks) >= 2 and sorted(m["rank"] for m in members) == sorted(ranks)
-        if not complete:
-            continue
-        latest = max(m["enter"] for m in members)
-        earliest_exit = min(m["exit"] for m in members)
-        if earliest_exit <= latest:  # the calls do not overlap: no synchronisation to blame
-            continue
-        for m in members:
-            if m["enter"] >= latest:
-                continue
-            sink[RmaSync(m["kind"])].add(m["cnode"], m["loc"], latest - m["enter"])
-            lo = last_op.get((w, m["rank"], seq), _NO_TIME)
-            if fence and m["enter"] < lo <= m["exit"]:
-                out["early_fence"].add(m["cnode"], m["loc"], min(lo, latest) - m["enter"])
 
 
 def _active_target(access, exposure, out) -> None:

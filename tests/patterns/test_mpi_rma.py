@@ -289,3 +289,70 @@ def test_the_random_traces_give_the_same_json_over_mpi_ranks(tmp_path):
     assert run.returncode == 0, run.stderr
     assert out.read_bytes() == serial.read_bytes()
     assert b"mpi_rma_wait_at_fence" in serial.read_bytes()
+
+
+def collective_reference(ctx):
+    """Slow counterpart of the vectorised collectives of patterns.rma_epochs: {(metric, cnode, loc): value} of
+    wait at create / free / fence, early fence and the fences' pair-wise counts, row by row."""
+    from collections import defaultdict
+
+    T = ctx.table("mpi_rma_ops")
+    defs = ctx.trace.defs
+    rows = [{k: T[k][i].item() for k in T} for i in range(len(T))]
+    rows.sort(key=lambda r: (r["window"], r["rank"], r["time"], r["loc"]))
+    seq, colls, last_op, partners = defaultdict(int), defaultdict(list), {}, defaultdict(set)
+    for r in rows:
+        key = (r["window"], r["rank"])
+        if r["op"] == tracefmt.layout.EventType.MPI_RMA_SYNC and r["kind"] in (RmaSync.CREATE, RmaSync.FENCE,
+                                                                             RmaSync.FREE):
+            colls[(r["window"], seq[key])].append(dict(r, seq=seq[key]))
+            seq[key] += 1
+        elif r["op"] != tracefmt.layout.EventType.MPI_RMA_SYNC:
+            k = (r["window"], r["peer"], seq[key])
+            last_op[k] = max(last_op.get(k, -np.inf), r["exit"])
+            partners[k].add(r["rank"])
+            partners[(r["window"], r["rank"], seq[key])].add(r["peer"])
+    out = defaultdict(float)
+    name = {RmaSync.CREATE: "wait_at_create", RmaSync.FREE: "wait_at_free", RmaSync.FENCE: "wait_at_fence"}
+    for (w, s), members in colls.items():
+        ranks = defs.comms[defs.windows[w].comm].ranks
+        for m in members:
+            if m["kind"] == RmaSync.FENCE:
+                out[("pairsync", m["cnode"], m["loc"])] += len(ranks)
+                out[("pairsync_unneeded", m["cnode"], m["loc"])] += len(ranks) - len(partners[(w, m["rank"], s)])
+        if len({m["kind"] for m in members}) != 1 or sorted(m["rank"] for m in members) != sorted(ranks) or \
+                len(ranks) < 2:
+            continue
+        latest = max(m["enter"] for m in members)
+        if min(m["exit"] for m in members) <= latest:
+            continue
+        for m in members:
+            if m["enter"] < latest:
+                out[(name[m["kind"]], m["cnode"], m["loc"])] += latest - m["enter"]
+                lo = last_op.get((w, m["rank"], s), -np.inf)
+                if m["kind"] == RmaSync.FENCE and m["enter"] < lo <= m["exit"]:
+                    out[("early_fence", m["cnode"], m["loc"])] += min(lo, latest) - m["enter"]
+    return {k: v for k, v in out.items() if v > 0}
+
+
+@pytest.mark.parametrize("seed", [0, 2, 4, 8, 11])
+def test_vectorised_collectives_match_the_reference(seed):
+    from patterns.rma_epochs import rma_instances
+
+    cube = analyze(random_trace(seed, n_ranks=3, n_threads=2, steps=40, tasks=True), plugins=False)
+    inst = rma_instances(cube.context)
+    got = {}
+    for key in ("wait_at_create", "wait_at_free", "wait_at_fence", "early_fence", "pairsync", "pairsync_unneeded"):
+        sev = inst[key]
+        if key.startswith("pairsync"):  # the epoch loops add the complete / wait counts: fences only here
+            fence = {c for c, name in enumerate(cube.context.region_name) if name == "MPI_Win_fence"}
+            keep = np.isin(cube.context.calltree.region[sev.cnode], list(fence))
+        else:
+            keep = np.ones(len(sev.value), bool)
+        for c, l, v in zip(sev.cnode[keep].tolist(), sev.location[keep].tolist(), sev.value[keep].tolist()):
+            got[(key, c, l)] = got.get((key, c, l), 0.0) + v
+    want = collective_reference(cube.context)
+    assert any(k[0] == "wait_at_fence" for k in want)
+    assert got.keys() == want.keys()
+    for k, v in want.items():
+        assert got[k] == pytest.approx(v, abs=1e-12), k
