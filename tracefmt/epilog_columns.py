@@ -77,6 +77,7 @@ def _lock_orders(imp, cols: dict[int, dict]) -> None:
         lock.append(ev["a"][idx].astype(np.int64))
         loc.append(np.full(len(idx), i, np.int64))
         where.append(idx)
+    at = np.cumsum([0] + [len(w) for w in where])  # each location's acquisitions, in the order of cols
     t, lock, loc, where = (np.concatenate(x) for x in (t, lock, loc, where))
     order = np.lexsort((loc, t, lock))  # by lock, then time, then location
     lock_sorted = lock[order]
@@ -84,8 +85,8 @@ def _lock_orders(imp, cols: dict[int, dict]) -> None:
     rank_in_lock = np.arange(len(order)) - np.repeat(start, np.diff(np.r_[start, len(order)]))
     numbers = np.empty(len(order), np.uint64)
     numbers[order] = rank_in_lock + 1
-    for i, ev in cols.items():
-        mine = loc == i
+    for n, (i, ev) in enumerate(cols.items()):
+        mine = slice(at[n], at[n + 1])
         ev["d"][where[mine]] = numbers[mine]
         bad = K.release_orders(ev["type"], ev["a"], ev["d"], n_locks)
         if bad >= 0:
