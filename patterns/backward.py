@@ -39,7 +39,7 @@ from tracefmt.layout import Role
 
 from .array_ops import by_keys, csr, dense_ids, group_max, group_min, local_ranks, lookup, operation_in, pairs_in
 from .instances import cached, late_sender_instances, mpi_operations
-from .kernels.backward_build import point_cuts, touch_order
+from .kernels.backward_build import point_cuts, profile_sums, touch_order
 from .tables import Table
 
 #: the replay tables the backward replay reads (every pattern using it requires them all)
@@ -474,7 +474,7 @@ def _build(ctx) -> BackwardInputs:
         start_loc, start_sp = int(sp["loc"][fin[0]]), int(fin[0])
     else:
         start_loc, start_sp = _last_master(ctx), -1
-    seg_loc = np.asarray(S["loc"], np.int64)
+    seg_loc = np.asarray(S["loc"])
     n_cuts = np.zeros(L, np.int64)
     if len(P):
         np.maximum.at(n_cuts, np.asarray(P["loc"], np.int64), np.asarray(P["cut"], np.int64))
@@ -487,7 +487,7 @@ def _build(ctx) -> BackwardInputs:
     sp_i = np.empty((n_sp, 7), np.int64)
     for c, k in enumerate(("loc", "cut", "cnode", "mpi", "sr_kind", "sr_arg")):
         sp_i[:, c] = sp[k]
-    seg_off, seg_cut = csr(seg_loc, L), np.asarray(S["cut"], np.int64)
+    seg_off, seg_cut = _offsets(seg_loc, L), np.asarray(S["cut"], np.int64)
     sp_off = csr(sp_i[:, 0], L)
     sp_i[:, 6] = point_segments(seg_off, seg_cut, sp_off, sp_i[:, 1].copy())
     sp_f = np.empty((n_sp, 4), np.float64)
@@ -512,6 +512,13 @@ def _build(ctx) -> BackwardInputs:
         h_kind=h[:, 0], h_type=h[:, 1], h_a=h[:, 2], h_b=h[:, 3], h_n=h[:, 4], hm_off=hm_off, hm_sp=hm_sp,
         tc_off=csr(t_loc[ot], L), tc_kind=t_kind[ot], tc_h=t_h[ot],
     )
+
+
+def _offsets(loc: np.ndarray, L: int) -> np.ndarray:
+    """:func:`csr` of rows grouped by location in ascending order (the time maps): by binary search."""
+    if len(loc) and (loc[0] < 0 or loc[-1] >= L or not (loc[1:] >= loc[:-1]).all()):
+        return csr(loc, L)
+    return np.searchsorted(loc, np.arange(L + 1)).astype(np.int64)
 
 
 def _touch_order(t_loc: np.ndarray, t_cut: np.ndarray, L: int) -> np.ndarray:
@@ -561,7 +568,5 @@ def time_profile(ctx) -> np.ndarray:
     """Σ of the time maps per (call path, location): the time the backward replay works with."""
     S = ctx.table("time_segments")
     out = np.zeros((ctx.n_cnodes, ctx.n_locations))
-    C, L = out.shape
-    out += np.bincount(np.asarray(S["cnode"], np.int64) * L + np.asarray(S["loc"], np.int64),
-                       weights=np.asarray(S["time"], np.float64), minlength=C * L).reshape(C, L)
+    profile_sums(np.asarray(S["cnode"]), np.asarray(S["loc"]), np.asarray(S["time"], np.float64), out)
     return out

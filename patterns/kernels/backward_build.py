@@ -7,7 +7,8 @@
 * :func:`dense_ids`: ``np.unique(x, return_inverse=True)[1]`` for non-negative ids of a bounded range,
   by marking the ids present instead of sorting them;
 * :func:`interval_sums`: the computation time per synchronisation interval that POP's ideal-network replay
-  starts from (``patterns.pop``), in one pass over ``time_segments`` instead of masks and gathers.
+  starts from (``patterns.pop``), in one pass over ``time_segments`` instead of masks and gathers;
+* :func:`profile_sums`: the time maps summed per (call path, location), without a combined key per row.
 
 Slow reference: NumPy's own ``lexsort`` / ``unique`` and a loop per kind (``tests/patterns/
 test_backward_build.py``).
@@ -106,3 +107,10 @@ def interval_sums(seg_loc, seg_cut, seg_cnode, seg_time, keep, n_cuts, cut_off, 
         else:
             last[l] += seg_time[r]
     return comp, last
+
+
+@numba.njit(cache=True, nogil=True)
+def profile_sums(cnode, loc, time, out):
+    """``out[cnode[r], loc[r]] += time[r]`` in row order (the additions of ``np.bincount`` with weights)."""
+    for r in range(cnode.shape[0]):
+        out[cnode[r], loc[r]] += time[r]

@@ -75,3 +75,25 @@ def test_interval_sums_is_the_bincount(seed):
     assert np.array_equal(comp, np.bincount(cut_off[loc[inner]] + cut[inner] - 1, weights=t[inner],
                                             minlength=int(n_cuts.sum())))
     assert np.array_equal(last, np.bincount(loc[outer], weights=t[outer], minlength=L))
+
+
+def test_profile_sums_is_the_bincount():
+    from patterns.kernels.backward_build import profile_sums
+
+    rng = np.random.default_rng(3)
+    C, L, n = 7, 3, 500
+    cnode, loc = rng.integers(0, C, n).astype(np.int32), rng.integers(0, L, n).astype(np.int32)
+    t = rng.random(n) * 10.0 ** rng.integers(-6, 3, n)
+    out = np.zeros((C, L))
+    profile_sums(cnode, loc, t, out)
+    want = np.bincount(cnode.astype(np.int64) * L + loc, weights=t, minlength=C * L).reshape(C, L)
+    assert np.array_equal(out, want)
+
+
+@pytest.mark.parametrize("loc", [[], [0, 0, 1, 3, 3], [2, 0, 1], [0, 5]])
+def test_offsets_are_the_counts(loc):
+    from patterns.array_ops import csr
+    from patterns.backward import _offsets
+
+    loc = np.array(loc, np.int32)
+    assert _offsets(loc, 4).tolist() == csr(loc, 4).tolist()
