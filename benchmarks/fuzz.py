@@ -1,7 +1,7 @@
 """Fuzz campaign over every reader and command: ``python -m benchmarks fuzz --mutants 5000``.
 
-Per input kind (our ``.elg``, a merged EPILOG file, an EPIK directory, an OTF2 archive, CUBE4, CUBE3, a JSON
-summary) ``--mutants`` mutants of one small file go through the commands that take that kind, in turn
+Per input kind (our ``.elg``, a merged EPILOG file, an EPIK directory, an OTF2 archive, CUBE4 plain and with
+compressed data, CUBE3, a JSON summary) ``--mutants`` mutants of one small file go through the commands that take that kind, in turn
 (``expert-analyze``, ``expert-trace check/info/dump/convert``, ``expert-profile``; ``expert-report``,
 ``expert-diff``, ``expert-check``).  The engine is ``tests/helpers/fuzzing.py`` (the fast test
 ``tests/fuzz/test_fuzz.py`` runs it at a small size).  Prints a table per kind: mutants, results, clean

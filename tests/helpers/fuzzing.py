@@ -46,6 +46,7 @@ KINDS = {
     "epik": TRACE_COMMANDS,
     "otf2": TRACE_COMMANDS,
     "cubex": RESULT_COMMANDS,
+    "cubez": RESULT_COMMANDS,  # our .cubex with its data members compressed, as Scalasca's writer stores them
     "cube3": RESULT_COMMANDS,
     "json": RESULT_COMMANDS,
 }
@@ -90,6 +91,11 @@ def make_seed(kind: str, where: Path) -> Path:
     import tracefmt
 
     cube = analyze(tracefmt.open(make_seed("elg", where)))
+    if kind == "cubez":
+        from hostile_cubes import compressed_cubex
+
+        compressed_cubex(cube, where / "seed.cubex")
+        return where / "seed.cubex"
     path = where / ("seed.cubex" if kind == "cubex" else "seed.json")
     (write_cubex if kind == "cubex" else write_json)(cube, path)
     return path
