@@ -39,7 +39,7 @@ from tracefmt.layout import Role
 
 from .array_ops import by_keys, csr, dense_ids, group_max, group_min, local_ranks, lookup, operation_in, pairs_in
 from .instances import cached, late_sender_instances, mpi_operations
-from .kernels.backward_build import point_cuts, profile_sums, touch_order
+from .kernels.backward_build import grouped_offsets, point_cuts, profile_sums, touch_order
 from .tables import Table
 
 #: the replay tables the backward replay reads (every pattern using it requires them all)
@@ -515,10 +515,9 @@ def _build(ctx) -> BackwardInputs:
 
 
 def _offsets(loc: np.ndarray, L: int) -> np.ndarray:
-    """:func:`csr` of rows grouped by location in ascending order (the time maps): by binary search."""
-    if len(loc) and (loc[0] < 0 or loc[-1] >= L or not (loc[1:] >= loc[:-1]).all()):
-        return csr(loc, L)
-    return np.searchsorted(loc, np.arange(L + 1)).astype(np.int64)
+    """:func:`csr` of rows grouped by location in ascending order (the time maps), in one pass."""
+    grouped, off = grouped_offsets(loc, L)
+    return off if grouped else csr(loc, L)
 
 
 def _touch_order(t_loc: np.ndarray, t_cut: np.ndarray, L: int) -> np.ndarray:

@@ -97,3 +97,14 @@ def test_offsets_are_the_counts(loc):
 
     loc = np.array(loc, np.int32)
     assert _offsets(loc, 4).tolist() == csr(loc, 4).tolist()
+
+
+@pytest.mark.parametrize("loc", [[], [0, 0, 1, 3, 3], [2, 0, 1], [0, 5], [-1, 0]])
+def test_grouped_offsets(loc):
+    from patterns.kernels.backward_build import grouped_offsets
+
+    loc = np.array(loc, np.int32)
+    grouped, off = grouped_offsets(loc, 4)
+    assert grouped == (len(loc) == 0 or (loc.min() >= 0 and loc.max() < 4 and (np.diff(loc) >= 0).all()))
+    if grouped:
+        assert off.tolist() == [0] + np.cumsum(np.bincount(loc, minlength=4)).tolist()
