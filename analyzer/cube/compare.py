@@ -320,7 +320,9 @@ def _keyed_locations(mb, mn, align, rtol: float, atol: float) -> list[Change] | 
     if vb is None or vn is None:
         return None
     bad = ~(np.abs(vb - vn) <= atol + rtol * np.maximum(np.abs(vb), np.abs(vn)))
-    return [Change(keys[i], float(vb[i]), float(vn[i])) for i in np.flatnonzero(bad).tolist()]
+    # in _keyed's order: base's keys, then new's others; new's alone when base lacks the metric
+    order = pos_n[bad[pos_n]] if mb is None else np.flatnonzero(bad)
+    return [Change(keys[i], float(vb[i]), float(vn[i])) for i in order.tolist()]
 
 
 def _cells(a: Summary, ma: MetricSummary, b: Summary, mb: MetricSummary, rtol: float, atol: float) -> list[Change]:
