@@ -83,14 +83,23 @@ def _compose(idmap, resolve) -> dict[int, int]:
 
 
 class FileTables:
-    """The kernel's lookup tables for one file."""
+    """The kernels' lookup tables for one file.
+
+    The kernels number the file's locations 0..n-1 (slots: ``slot_loc`` holds our location of each, in
+    our order), so that what they allocate per location, and the Python that sizes it, is as large as
+    the file's own locations: a rank's file of an archive with thousands of locations has its threads."""
 
     def __init__(self, imp, ctx):
         d = imp.defs
-        self.loc_rank = imp.loc_rank
-        own = dict(imp.loc_index)
-        self.loc_keys, self.loc_vals = _pairs({k: v for k, v in _compose(ctx.loc_map, own).items() if v >= 0})
-        self.default_loc = own.get(ctx.default_location, -1) if ctx.default_location is not None else -1
+        own = imp.loc_index
+        ours = {k: v for k, v in _compose(ctx.loc_map, own).items() if v >= 0}
+        default = own.get(ctx.default_location, -1) if ctx.default_location is not None else -1
+        slots = sorted(set(ours.values()) | ({default} if default >= 0 else set()))
+        slot_of = {loc: j for j, loc in enumerate(slots)}
+        self.slot_loc = np.array(slots, np.int64)
+        self.loc_rank = imp.loc_rank[self.slot_loc]
+        self.loc_keys, self.loc_vals = _pairs({k: slot_of[v] for k, v in ours.items()})
+        self.default_loc = slot_of.get(default, -1)
         regions = {rid: rid for rid in imp.asm.regions}
         self.reg_keys, self.reg_vals = _pairs({k: v for k, v in _compose(ctx.region_map, regions).items() if v >= 0})
         sites = {cs: (erid if erid in imp.asm.regions else -1) for cs, (_f, _l, erid, _r) in d.callsites.items()}
@@ -190,7 +199,7 @@ def decode_file(imp, ctx, start: int, tb: FileTables) -> int:
     """Run the kernels over one file; returns the number of event records it holds."""
     f = ctx.f
     data = np.frombuffer(f.data, np.uint8)
-    n_loc = len(tb.loc_rank)
+    n_loc = len(tb.loc_rank)  # the file's locations (FileTables.slot_loc)
     corr = imp.file_clock(ctx)
     t0, o0, slope = corr if corr is not None else (0.0, 0.0, 0.0)
     partner_mode = 2 if ctx.merged else (1 if imp.version >= 1008 else 0)
@@ -205,6 +214,8 @@ def decode_file(imp, ctx, start: int, tb: FileTables) -> int:
         status[K.ST_ERROR] = K.OK
         kernel(*args, status)
         if status[K.ST_ERROR] != K.OK:
+            if status[K.ST_ERROR] == K.EMPTY_STACK:  # the kernels say the slot
+                status[K.ST_VALUE] = tb.slot_loc[status[K.ST_VALUE]]
             raise _kernel_error(f, status, data)
         return status
 
@@ -235,9 +246,9 @@ def decode_file(imp, ctx, start: int, tb: FileTables) -> int:
         imp.warn("exit-region", f"{f.path}: byte offset {int(status[K.ST_MISMATCH_AT])}: exit names region "
                                 f"{int(status[K.ST_MISMATCH_ATTR])} but region {int(status[K.ST_MISMATCH_OPEN])} "
                                 f"is open")
-    number_locks(imp, ev, at, lock_rows)
-    for loc in np.flatnonzero(at[1:] > at[:-1]).tolist():
-        imp.columns.add(loc, ev[at[loc]:at[loc + 1]])
+    number_locks(imp, ev, at, tb.loc_rank, lock_rows)
+    for j in np.flatnonzero(at[1:] > at[:-1]).tolist():
+        imp.columns.add(int(tb.slot_loc[j]), ev[at[j]:at[j + 1]])
     return int(status[K.ST_EVENTS])
 
 
@@ -264,13 +275,13 @@ def skipped_notes(imp, f, hist, first_at) -> None:
                                  f"at byte offset {int(first_at[code])}: {why}", note=True)
 
 
-def number_locks(imp, cols: np.ndarray, at: np.ndarray, rows: np.ndarray) -> None:
+def number_locks(imp, cols: np.ndarray, at: np.ndarray, slot_rank: np.ndarray, rows: np.ndarray) -> None:
     """Our lock ids (one per process and EPILOG lock, numbered in the order the file first uses them) in
     a of the lock records' rows (``rows``, in record order); b, which held the region open around the
     record, back to 0."""
     if not len(rows):
         return
-    rank = imp.loc_rank[np.searchsorted(at, rows, side="right") - 1]  # rows are grouped by location
+    rank = slot_rank[np.searchsorted(at, rows, side="right") - 1]  # rows are grouped by slot
     keys = np.stack([rank, cols["a"][rows].astype(np.int64)], axis=1)
     uniq, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
     ids = np.empty(len(uniq), np.int64)

@@ -407,3 +407,12 @@ def test_times_going_backwards_are_kept_and_said_once(tmp_path):
         "rank 0 thread 0: event 2 is earlier than event 1; times kept as recorded"]
     assert asm.events[0]["time"].tolist() == [0, 2_000_000_002, 1_500_000_000, 1_250_000_000, 3_000_000_000,
                                               4_000_000_000]
+
+
+def test_an_exit_without_open_region_names_our_location_not_the_files_slot(tmp_path):
+    d = epik_hybrid(str(tmp_path / "h"), compress=False)
+    # rank 1's file numbers its two locations 0 and 1; local location 1 is global 3, our location 3
+    with open(os.path.join(d, "ELG", "00001"), "ab") as f:
+        f.write(bytes([12, 102]) + struct.pack(">Id", 1, 4.5))  # big-endian EXIT of local location 1
+    with pytest.raises(TraceFormatError, match="exit with no open region on our location 3$"):
+        epilog.read(d)
