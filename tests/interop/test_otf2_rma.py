@@ -204,3 +204,33 @@ def test_handwritten_rma_archive(tmp_path, big):
         assert got == want, rank
     trace = open_any(anchor)
     assert [str(p) for p in validate(trace)] == []
+
+
+def test_fuzzed_rma_archives_give_only_trace_format_errors(tmp_path):
+    """One byte of an event file, the global or a local definition file changed: the archive is read (with
+    problems) or refused with our one error naming it; never an exception of another kind or a crash."""
+    import random
+    import shutil
+
+    from tracefmt.errors import TraceFormatError
+
+    base = otf2_bytes.write_rma_archive(tmp_path / "base").parent
+    rng = random.Random(35)
+    outcomes = {"read": 0, "error": 0}
+    for k in range(120):
+        work = tmp_path / f"m{k}"
+        shutil.copytree(base, work)
+        victim = work / ("traces/1.evt", "traces/0.evt", "traces.def", "traces/1.def")[k % 4]
+        data = bytearray(victim.read_bytes())
+        i = rng.randrange(len(data))
+        data[i] = rng.choice([0, 1, 2, 3, 0x7F, 0xFE, 0xFF, data[i] ^ 1 << rng.randrange(8)])
+        victim.write_bytes(bytes(data))
+        try:
+            trace = otf2_native.open_otf2(work)
+            validate(trace)
+            outcomes["read"] += 1
+        except TraceFormatError as exc:
+            assert str(exc).startswith(str(work)), exc
+            outcomes["error"] += 1
+        shutil.rmtree(work)
+    assert outcomes["read"] and outcomes["error"]
