@@ -13,6 +13,7 @@ BENCHMARKS = {
     "epilog": "benchmarks.epilog",
     "fuzz": "benchmarks.fuzz",
     "tasks": "benchmarks.tasks",
+    "rma": "benchmarks.rma",
 }
 
 

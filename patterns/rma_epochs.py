@@ -300,26 +300,29 @@ def _lock_contention(locks, out) -> None:
     for (_, target), eps in locks.items():
         # Scalasca's order: latest unlock first; the next one is the earlier holder it may have waited for
         queue = sorted(eps, key=lambda e: (-e["unlock"]["time"], e["loc"], e["unlock"]["exit"]))
-        while len(queue) >= 2:
-            current = queue.pop(0)
+        i = 0  # the queue's head
+        while len(queue) - i >= 2:
+            current = queue[i]
+            i += 1
             scheduled = [current]
             reference = None
             if current["exclusive"]:
-                reference = queue[0]
+                reference = queue[i]
             else:
-                while queue:
-                    if queue[0]["exclusive"]:
-                        reference = queue[0]
+                while i < len(queue):
+                    if queue[i]["exclusive"]:
+                        reference = queue[i]
                         break
-                    scheduled.append(queue.pop(0))
+                    scheduled.append(queue[i])
+                    i += 1
             if reference is None:
                 break
             release = reference["unlock"]["exit"]
             for ep in scheduled:
-                if ep is reference or ep["loc"] == reference["loc"]:
+                if ep["loc"] == reference["loc"]:
                     continue
-                for r, key in ((ep["lock"], "sync_lock"), *((op, "comm_lock") for op in ep["ops"] if op["peer"] == target),
-                               (ep["unlock"], "sync_lock")):
+                ops = [(op, "comm_lock") for op in ep["ops"] if op["peer"] == target]
+                for r, key in ((ep["lock"], "sync_lock"), *ops, (ep["unlock"], "sync_lock")):
                     if r["enter"] <= release < r["exit"]:
                         out[key].add(r["cnode"], r["loc"], release - r["enter"])
                         break
