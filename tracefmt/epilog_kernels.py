@@ -5,7 +5,9 @@ trace of an EPIK archive), from its first event record to the end:
 
 * ``count_rows`` checks the framing, body lengths (for the number of
   counters), location ids and ENTER/EXIT balance, and counts the rows each
-  of our locations will get and the depth of its region stack;
+  of the file's locations will get and the depth of its region stack (the
+  kernels' location numbers are the file's: ``epilog_decode.FileTables``
+  maps location ids to them and them to ours);
 * ``fill_rows`` checks everything else (region, communicator and call-site
   ids, partner ranks, times, attributes) and writes the rows into the
   columns, each location's rows contiguous at the cursor ``pos[loc]``.
@@ -128,7 +130,7 @@ def count_rows(data, start, big, metc_in, action, fixed, has_metrics, loc_keys, 
                rows, depth_cap, hist, first_at, status):
     """The counting pass over the event records of data[start:]: framing, body lengths (for the number of
     counters), location ids and ENTER/EXIT balance are checked; ``rows`` and ``depth_cap`` get each of
-    our locations' rows and deepest region stack, ``hist``/``first_at`` each record type's count and
+    the file's locations' rows and deepest region stack, ``hist``/``first_at`` each record type's count and
     first offset; ``status[ST_METC]`` the number of counters (inferred when ``metc_in`` < 0)."""
     n = data.shape[0]
     n_lk = loc_keys.shape[0]
