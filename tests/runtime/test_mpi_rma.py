@@ -201,3 +201,23 @@ def test_spool_of_a_killed_rank_keeps_windows_and_groups(mpi, runtime_built, tmp
     cut = ("did not finish", "is never completed", "never ends", "makes none", "exposure epoch(s) to it")
     problems = [str(p) for p in validate(trace)]
     assert len(problems) <= len(cut) and all(any(c in p for c in cut) for p in problems), problems
+
+
+@pytest.mark.parametrize("mpi", sorted(MPI_TOOLS))
+def test_shared_and_dynamic_windows(mpi, runtime_built, tmp_path):
+    """samples/runtime/mpi_rma_shared.c (2 ranks on one node): a shared window over the node's communicator,
+    a dynamic one over MPI_COMM_WORLD; attach and detach are calls without records."""
+    trace = tracefmt.open(str(trace_mpi_sample(tmp_path, mpi, "mpi_rma_shared.c", 2)))
+    assert_valid(trace)
+    d = trace.defs
+    shared, dynamic = sorted(d.windows)
+    assert d.comms[d.windows[shared].comm].ranks == d.comms[d.windows[dynamic].comm].ranks == (0, 1)
+    assert d.comms[d.windows[dynamic].comm].name == "MPI_COMM_WORLD"
+    assert d.comms[d.windows[shared].comm].name == "MPI_Comm_split_type"
+    for loc in trace.location_ids.tolist():
+        assert [(r[0], r[3], r[5]) for r in rma_records(trace, loc)] == [
+            ("MPI_Win_allocate_shared", shared, RmaSync.CREATE), ("MPI_Win_fence", shared, RmaSync.FENCE),
+            ("MPI_Win_fence", shared, RmaSync.FENCE), ("MPI_Win_free", shared, RmaSync.FREE),
+            ("MPI_Win_create_dynamic", dynamic, RmaSync.CREATE), ("MPI_Win_free", dynamic, RmaSync.FREE)]
+        calls = [e[1] for e in events(trace, loc) if e[0] == EventType.ENTER]
+        assert "MPI_Win_attach" in calls and "MPI_Win_detach" in calls
