@@ -118,6 +118,7 @@ class EpilogImporter:
         self.columns = EventColumns()
         self.record_counts = np.zeros(256, np.int64)  # records of each type in the files decoded so far
         self._setup_definitions()
+        self.loc_messages = np.zeros(len(self.lids), np.int64)  # sends and receives of each location so far
 
     def warn(self, key: str, msg: str, note: bool = False) -> None:
         """Say msg once per key: in problems (damage) or, with ``note``, in notes (something not analysed)."""

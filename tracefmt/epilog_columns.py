@@ -96,10 +96,12 @@ def _lock_orders(imp, cols: dict[int, dict]) -> None:
 
 
 def _receive_bytes(imp, cols: dict[int, dict]) -> None:
-    if not imp.record_counts[R.MPI_RECV]:
+    locs = np.flatnonzero(imp.loc_messages).tolist()  # in the order of cols, as the sends' places are counted
+    if not imp.record_counts[R.MPI_RECV] or not locs:
         return  # no receive to complete
     send_keys, recv_keys, recv_at = [], [], []
-    for i, ev in cols.items():
+    for i in locs:
+        ev = cols[i]
         s, r, at = K.messages(ev["type"], ev["a"], ev["b"], ev["c"], ev["d"], imp.loc_rank[i])
         send_keys.append(s)
         recv_keys.append(r)

@@ -231,12 +231,14 @@ def decode_file(imp, ctx, start: int, tb: FileTables) -> int:
     np.cumsum(depth_cap, out=stack_at[1:])
     ev = np.zeros(int(at[-1]), EVENT_DTYPE)
     lock_rows = np.zeros(int(hist[LOCK_CODES].sum()), np.int64)
+    messages = np.zeros(n_loc, np.int64)
     status = status_after(K.fill_rows, data, start, big, metc_in, ACTION, FIXED, HAS_METRICS, tb.loc_keys,
                           tb.loc_vals, tb.default_loc, tb.loc_rank, tb.reg_keys, tb.reg_vals, tb.cs_keys, tb.cs_vals,
                           tb.site_keys, tb.site_rids, tb.comm_any, tb.comm_keys, tb.comm_vals, tb.slot_kind,
                           tb.slot_cid, tb.slot_ptr, tb.slot_ranks, tb.slot_self, tb.loc_self, partner_mode,
                           pausing, tracing, t0, o0, slope, corr is not None, stack_at, at[:-1].copy(),
-                          *kernel_columns(ev), lock_rows)
+                          *kernel_columns(ev), lock_rows, messages)
+    imp.loc_messages[tb.slot_loc] += messages
     skipped_notes(imp, f, hist, first_at)
     if status[K.ST_UNDEF_COMM_AT] >= 0:
         imp.warn("undefined-comm", f"{f.path}: communicator {int(status[K.ST_UNDEF_COMM])} is not defined; its "

@@ -208,11 +208,12 @@ def fill_rows(data, start, big, metc_in, action, fixed, has_metrics,
               reg_keys, reg_vals, cs_keys, cs_vals, site_keys, site_rids,
               comm_any, comm_keys, comm_vals, slot_kind, slot_cid, slot_ptr, slot_ranks, slot_self, loc_self,
               partner_mode, pausing_rid, tracing_rid, t0, o0, slope, correct,
-              stack_at, pos, time, type_, flags, a, b, c, d, e, lock_rows, status):
+              stack_at, pos, time, type_, flags, a, b, c, d, e, lock_rows, messages, status):
     """The filling pass, after a count_rows that found no error: checks the rest (region, communicator
     and call-site ids, partner ranks, times, attributes) and writes each location's rows at its cursor
     ``pos[loc]``; ``stack_at`` holds the offsets of each location's region stack in one flat stack.
-    ``lock_rows`` gets the rows of the lock records in record order (one per such record counted)."""
+    ``lock_rows`` gets the rows of the lock records in record order (one per such record counted),
+    ``messages`` each location's sends and receives."""
     n = data.shape[0]
     n_loc = loc_rank.shape[0]
     n_lk = loc_keys.shape[0]
@@ -371,6 +372,7 @@ def fill_rows(data, start, big, metc_in, action, fixed, has_metrics,
                                              partner_mode, loc_keys, loc_vals, loc_rank, status, False)
             if cid < 0:
                 return
+            messages[li] += 1
             time[k], a[k], b[k], c[k] = t, partner, cid, tag
             e[k] = pend_val[src, 2] if ab & 2 else 0
             if act == A_SEND:
