@@ -399,14 +399,13 @@ def test_times_going_backwards_are_kept_and_said_once(tmp_path):
     w.enter(0, 10.0, 0)
     w.enter(0, 12.0000000015, 1)
     w.exit(0, 11.5)  # earlier than the ENTER before it
-    w.enter(0, 11.25, 1)
+    w.enter(0, 9.75, 1)  # before the first event: its ticks are 0
     w.exit(0, 13.0)
     w.exit(0, 14.0)
     asm = same_as_reference(w.save(tmp_path / "back.elg"))
     assert [p for p in asm.problems if "earlier" in p] == [
         "rank 0 thread 0: event 2 is earlier than event 1; times kept as recorded"]
-    assert asm.events[0]["time"].tolist() == [0, 2_000_000_002, 1_500_000_000, 1_250_000_000, 3_000_000_000,
-                                              4_000_000_000]
+    assert asm.events[0]["time"].tolist() == [0, 2_000_000_002, 1_500_000_000, 0, 3_000_000_000, 4_000_000_000]
 
 
 def test_an_exit_without_open_region_names_our_location_not_the_files_slot(tmp_path):
