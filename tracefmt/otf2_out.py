@@ -190,7 +190,7 @@ class _RmaWriter:
     """One-sided records (format 2.3) as Score-P writes them (``SCOREP_Mpi_Rma.c``): windows as RmaWin over
     their communicator, remote ranks as ranks of it, groups as MPI COMM_GROUP groups of ranks."""
 
-    def __init__(self, otf2, defs, D, o_comm, comm_ranks, group_of):
+    def __init__(self, defs, D, o_comm, comm_ranks, group_of):
         from otf2.enums import CollectiveOp, LockType, RmaAtomicType, RmaSyncLevel, RmaSyncType
 
         self.E = dict(CollectiveOp=CollectiveOp, LockType=LockType, RmaAtomicType=RmaAtomicType,
@@ -369,7 +369,7 @@ def write_otf2(trace, outdir: str | os.PathLike, force: bool = False) -> list[st
                                        members=[rank_index.get(m, m) for m in defs.groups[gid]])
             if gid in o_group:
                 rma_groups[gid] = o_group[gid]
-        rma = _RmaWriter(otf2, defs, D, o_comm, comm_ranks, rma_groups)
+        rma = _RmaWriter(defs, D, o_comm, comm_ranks, rma_groups)
     omp_threads = any(L.thread > 0 for L in locs) or any(r.paradigm == Paradigm.OPENMP for r in defs.regions.values())
     if has_mpi:
         D.paradigm(OP.MPI, "MPI", ParadigmClass.PROCESS)
