@@ -39,7 +39,7 @@ from tracefmt.layout import Role
 
 from .array_ops import by_keys, csr, dense_ids, group_max, group_min, local_ranks, lookup, operation_in, pairs_in
 from .instances import cached, late_sender_instances, mpi_operations
-from .kernels.backward_build import grouped_offsets, point_cuts, profile_sums, touch_order
+from .kernels.backward_build import first_per_point, grouped_offsets, point_cuts, profile_sums, touch_order
 from .tables import Table
 
 #: the replay tables the backward replay reads (every pattern using it requires them all)
@@ -369,11 +369,7 @@ def _build(ctx) -> BackwardInputs:
     else:
         sp = {k: np.zeros(0, np.float64 if k in ("wait", "total", "compl", "time") else np.int64) for k in cols}
         src = np.zeros(0, np.int64)
-    o = by_keys(sp["loc"], sp["cut"], src)
-    loc_o, cut_o = sp["loc"][o], sp["cut"][o]
-    dup = np.zeros(len(o), bool)  # a cut registered twice keeps its first meaning (Scalasca's map insert)
-    dup[1:] = (loc_o[1:] == loc_o[:-1]) & (cut_o[1:] == cut_o[:-1])
-    o = o[~dup]
+    o = _point_order(P, sp["loc"], sp["cut"], src, L)
     sp = {k: v[o] for k, v in sp.items()}
     n_sp = len(sp["loc"])
     idx = np.arange(n_sp, dtype=np.int64)
@@ -512,6 +508,24 @@ def _build(ctx) -> BackwardInputs:
         h_kind=h[:, 0], h_type=h[:, 1], h_a=h[:, 2], h_b=h[:, 3], h_n=h[:, 4], hm_off=hm_off, hm_sp=hm_sp,
         tc_off=csr(t_loc[ot], L), tc_kind=t_kind[ot], tc_h=t_h[ot],
     )
+
+
+def _point_order(P: Table, loc: np.ndarray, cut: np.ndarray, src: np.ndarray, L: int) -> np.ndarray:
+    """The points sorted by (loc, cut, part), a cut registered twice keeping its first meaning (Scalasca's map
+    insert): by indexing sync_points (grouped by location, cuts 1, 2, ... each), else by a sort."""
+    p_loc = np.asarray(P["loc"])
+    if len(p_loc) and (p_loc.min() < 0 or p_loc.max() >= L):
+        p_loc = None
+    if p_loc is not None:
+        cut_off = np.concatenate([[0], np.cumsum(np.bincount(p_loc, minlength=L))]).astype(np.int64)
+        ok, o = first_per_point(loc, cut, p_loc, np.asarray(P["cut"]), cut_off)
+        if ok:
+            return o
+    o = by_keys(loc, cut, src)
+    loc_o, cut_o = loc[o], cut[o]
+    dup = np.zeros(len(o), bool)
+    dup[1:] = (loc_o[1:] == loc_o[:-1]) & (cut_o[1:] == cut_o[:-1])
+    return o[~dup]
 
 
 def _offsets(loc: np.ndarray, L: int) -> np.ndarray:

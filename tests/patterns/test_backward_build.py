@@ -108,3 +108,27 @@ def test_grouped_offsets(loc):
     assert grouped == (len(loc) == 0 or (loc.min() >= 0 and loc.max() < 4 and (np.diff(loc) >= 0).all()))
     if grouped:
         assert off.tolist() == [0] + np.cumsum(np.bincount(loc, minlength=4)).tolist()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_point_order_is_the_sort_without_repeats(seed):
+    """Points named by (loc, cut) of the sync_points table, some twice: the order of the sort by (loc, cut,
+    part) keeping each cut's first row; a point that is not in the table takes the sort itself."""
+    from patterns.backward import _point_order
+    from patterns.tables import Table
+
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(0, 6, 3)
+    P = Table({"loc": np.repeat(np.arange(3), counts).astype(np.int32),
+               "cut": np.concatenate([np.arange(1, c + 1) for c in counts]).astype(np.int64)})
+    n = int(rng.integers(0, 40)) if len(P) else 0
+    pick = rng.integers(0, len(P), n) if len(P) else np.zeros(0, np.int64)
+    loc, cut = P["loc"][pick].astype(np.int64), P["cut"][pick]
+    if seed == 5 and n:
+        cut = cut.copy()
+        cut[0] = 99  # no such point
+    src = np.sort(rng.integers(0, 3, n))
+    o = np.lexsort((src, cut, loc))
+    keep = np.ones(len(o), bool)
+    keep[1:] = (loc[o][1:] != loc[o][:-1]) | (cut[o][1:] != cut[o][:-1])
+    assert _point_order(P, loc, cut, src, 3).tolist() == o[keep].tolist()
