@@ -7,14 +7,13 @@ collective instance (only complete instances of at least two processes count); t
 whose group holds target t pairs with the k-th POST of t whose group holds o; a transfer belongs to the epoch
 its origin has open on the window (after the origin's last collective synchronisation or START, before the
 next); a lock epoch is LOCK .. UNLOCK of one target on one location (LOCK_ALL .. UNLOCK_ALL: a shared epoch on
-every process of the window).  Epochs are matched in Python, one loop step per synchronisation call (one-sided
-traces hold few of them next to their events); the collective synchronisations (create, fence, free), which
-fence-based codes make in every iteration, are computed vectorised.
+every process of the window).  Everything is vectorised over the rows: the collective synchronisations by NumPy
+grouping, the epochs by the jitted walk and lock queue of ``patterns/kernels/rma.py`` and NumPy joins; the slow
+reference is ``tests/patterns/rma_reference.py``.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 
 import numpy as np
 
@@ -22,6 +21,7 @@ from tracefmt.layout import EventType, RmaSync, RmaSyncFlag
 
 from .api import Severity
 from .instances import cached
+from .kernels import rma as K
 
 PUT, GET, ATOMIC, SYNC = (int(EventType.MPI_RMA_PUT), int(EventType.MPI_RMA_GET), int(EventType.MPI_RMA_ATOMIC),
                           int(EventType.MPI_RMA_SYNC))
@@ -173,159 +173,179 @@ def _collectives(c, comm_ranks, out) -> None:
 
 
 def _epochs(c, comm_ranks, defs, out) -> None:
-    """General active target and passive target epochs: a loop over the rows of each (window, process) that has
-    such synchronisations (fence-only windows have none)."""
+    """General active target and passive target epochs, from the jitted walk over the rows (``c``: the table's
+    columns, each (window, process)'s rows together and in order) and NumPy joins."""
     epochal = (c["op"] == SYNC) & np.isin(c["kind"], [int(k) for k in _EPOCH_KINDS])
     if not epochal.any():
         return
+    n = len(c["op"])
     w, rank = c["window"], c["rank"]
-    wanted = set(zip(w[epochal].tolist(), rank[epochal].tolist()))
-    pick = np.flatnonzero(np.fromiter(((a, b) in wanted for a, b in zip(w.tolist(), rank.tolist())), bool, len(w)))
-    names = list(c)
-    rows = [dict(zip(names, vals)) for vals in zip(*(c[k][pick].tolist() for k in names))]
-    by_win_rank: dict[tuple[int, int], list[dict]] = defaultdict(list)
-    for r in rows:
-        by_win_rank[(r["window"], r["rank"])].append(r)
-
-    def group(gid):
-        return tuple(defs.groups.get(gid, ()))
-
-    transfers = (PUT, GET, ATOMIC)
-    access = defaultdict(list)  # (window, origin) -> [{"start", "complete", "group", "ops"}]
-    exposure = defaultdict(list)  # (window, target) -> [{"post", "end", "group"}]
-    locks = defaultdict(list)  # (window, target) -> [{"lock", "unlock", "exclusive", "ops", "loc"}]
-    for (w, rank), seq_rows in by_win_rank.items():
-        acc = None
-        held = {}  # (loc, target) -> open lock epoch
-        for r in seq_rows:
-            op, kind = r["op"], r["kind"]
-            if op in transfers:
-                if acc is not None:
-                    acc["ops"].append(r)
-                for key in ((r["loc"], r["peer"]), (r["loc"], -2)):
-                    if key in held:
-                        held[key]["ops"].append(r)
-                continue
-            if op != SYNC:
-                continue
-            if kind == RmaSync.START:
-                acc = {"start": r, "complete": None, "group": group(r["peer"]), "ops": [], "origin": rank}
-                access[(w, rank)].append(acc)
-            elif kind == RmaSync.COMPLETE and acc is not None:
-                acc["complete"] = r
-                acc = None
-            elif kind == RmaSync.POST:
-                exposure[(w, rank)].append({"post": r, "end": None, "group": group(r["peer"])})
-            elif kind in (RmaSync.WAIT, RmaSync.TEST):
-                for e in reversed(exposure[(w, rank)]):
-                    if e["end"] is None:
-                        e["end"] = r
-                        break
-            elif kind in (RmaSync.LOCK, RmaSync.LOCK_ALL):
-                target = r["peer"] if kind == RmaSync.LOCK else -2
-                held[(r["loc"], target)] = {"lock": r, "unlock": None, "ops": [], "loc": r["loc"], "target": target,
-                                            "exclusive": bool(r["flags"] & RmaSyncFlag.EXCLUSIVE)}
-            elif kind in (RmaSync.UNLOCK, RmaSync.UNLOCK_ALL):
-                target = r["peer"] if kind == RmaSync.UNLOCK else -2
-                ep = held.pop((r["loc"], target), None)
-                if ep is not None:
-                    ep["unlock"] = r
-                    for t in ([target] if target != -2 else comm_ranks(w)):
-                        locks[(w, t)].append(ep)
-    _active_target(access, exposure, out)
-    _lock_contention(locks, out)
+    first = np.ones(n, bool)
+    first[1:] = (w[1:] != w[:-1]) | (rank[1:] != rank[:-1])
+    (acc_start, acc_complete, exp_post, exp_end, lk_lock, lk_unlock, in_acc,
+     in_lock) = K.epoch_walk(c["op"].astype(np.int64), c["kind"].astype(np.int64), c["loc"].astype(np.int64),
+                             c["peer"].astype(np.int64), first)
+    _active_target(c, defs, acc_start, acc_complete, exp_post, exp_end, in_acc, out)
+    _lock_contention(c, comm_ranks, lk_lock, lk_unlock, in_lock, out)
 
 
-def _active_target(access, exposure, out) -> None:
+def _members(defs, gids):
+    """Group expansion: (index into ``gids``, member rank) for every member of every group, in group order."""
+    gids = np.asarray(gids, np.int64)
+    uniq, inv = np.unique(gids, return_inverse=True)
+    members = [np.asarray(defs.groups.get(int(g), ()), np.int64) for g in uniq.tolist()]
+    sizes = np.array([len(m) for m in members], np.int64)[inv] if len(gids) else np.zeros(0, np.int64)
+    idx = np.repeat(np.arange(len(gids)), sizes)
+    starts = np.concatenate([[0], np.cumsum([len(m) for m in members])]).astype(np.int64)
+    flat = np.concatenate(members + [np.zeros(0, np.int64)])
+    offset = np.arange(len(idx)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    return idx, flat[starts[inv[idx]] + offset] if len(idx) else np.zeros(0, np.int64), sizes
+
+
+def _nth(*keys) -> np.ndarray:
+    """Per row, how many earlier rows (in row order) have the same ``keys``."""
+    g = group_ids(*keys)
+    order = np.argsort(g, kind="stable")
+    gs = g[order]
+    start = np.ones(len(g), bool)
+    start[1:] = gs[1:] != gs[:-1]
+    firsts = np.maximum.accumulate(np.where(start, np.arange(len(g)), 0))
+    out = np.empty(len(g), np.int64)
+    out[order] = np.arange(len(g)) - firsts
+    return out
+
+
+def _join(left, right):
+    """For each right row (a tuple of key arrays), the index of the left row with equal keys, -1 if none; left
+    keys must be distinct."""
+    nl = len(left[0])
+    g = group_ids(*(np.concatenate([x, y]) for x, y in zip(left, right)))
+    at = np.full(int(g.max()) + 1 if len(g) else 0, -1, np.int64)
+    at[g[:nl]] = np.arange(nl)
+    return at[g[nl:]]
+
+
+def _active_target(c, defs, acc_start, acc_complete, exp_post, exp_end, in_acc, out) -> None:
     """Late post (sync and comm), early wait, late complete and the pair-wise counts of general active target
     synchronisation (post / start / complete / wait)."""
-    posts = defaultdict(list)  # (window, target, origin) -> exposure epochs of target naming origin, in order
-    for (w, t), eps in exposure.items():
-        for e in eps:
-            e["accesses"] = []
-            for o in e["group"]:
-                posts[(w, t, o)].append(e)
-    used = defaultdict(int)
-    for (w, o), eps in access.items():
-        for a in eps:
-            matched = []
-            for t in a["group"]:
-                k = used[(w, t, o)]
-                used[(w, t, o)] += 1
-                if k < len(posts[(w, t, o)]):
-                    e = posts[(w, t, o)][k]
-                    matched.append(e)
-                    e["accesses"].append(a)
-            c = a["complete"]
-            if c is None:
-                continue
-            out["pairsync"].add(c["cnode"], c["loc"], len(a["group"]))
-            targets = {r["peer"] for r in a["ops"]}
-            out["pairsync_unneeded"].add(c["cnode"], c["loc"], len(set(a["group"]) - targets))
-            if not matched:
-                continue
-            last_post = max(e["post"]["enter"] for e in matched)
-            s = a["start"]
-            if c["enter"] < last_post < c["exit"]:
-                out["sync_late_post"].add(c["cnode"], c["loc"], last_post - c["enter"])
-            elif s["enter"] < last_post < s["exit"]:
-                out["sync_late_post"].add(s["cnode"], s["loc"], last_post - s["enter"])
-            else:
-                for r in a["ops"]:
-                    if r["enter"] < last_post < r["exit"]:
-                        out["comm_late_post"].add(r["cnode"], r["loc"], last_post - r["enter"])
-    for eps in exposure.values():
-        for e in eps:
-            end = e["end"]
-            if end is None or end["kind"] != RmaSync.WAIT:
-                continue
-            done = [a for a in e["accesses"] if a["complete"] is not None]
-            t = e["post"]["rank"]
-            origins = {a["origin"] for a in done if any(r["peer"] == t for r in a["ops"])}
-            out["pairsync"].add(end["cnode"], end["loc"], len(e["group"]))
-            out["pairsync_unneeded"].add(end["cnode"], end["loc"], len(set(e["group"]) - origins))
-            if not done:
-                continue
-            last_complete = min(max(a["complete"]["enter"] for a in done), end["exit"])
-            if last_complete <= end["enter"]:
-                continue
-            out["early_wait"].add(end["cnode"], end["loc"], last_complete - end["enter"])
-            last_op = max((r["exit"] for a in done for r in a["ops"] if r["peer"] == t), default=_NO_TIME)
-            out["late_complete"].add(end["cnode"], end["loc"], last_complete - max(last_op, end["enter"]))
+    if len(acc_start) == 0 and len(exp_post) == 0:
+        return
+    w, rank, peer, enter, exit_ = c["window"], c["rank"], c["peer"], c["enter"], c["exit"]
+    cn, lc = c["cnode"], c["loc"]
+    # (access epoch, target) and (exposure epoch, origin) for every group member, numbered per (window, origin,
+    # target) in epoch order: the k-th start of o naming t pairs with the k-th post of t naming o
+    ai, at, a_size = _members(defs, peer[acc_start])
+    ei, eo, e_size = _members(defs, peer[exp_post])
+    a_w, a_o = w[acc_start][ai], rank[acc_start][ai]
+    e_w, e_t = w[exp_post][ei], rank[exp_post][ei]
+    ak = _nth(a_w, a_o, at)
+    ek = _nth(e_w, eo, e_t)
+    hit = _join((e_w, eo, e_t, ek), (a_w, a_o, at, ak))
+    pa, pe = ai[hit >= 0], ei[hit[hit >= 0]]  # matched (access epoch, exposure epoch) pairs
+    done_a = acc_complete >= 0
+    # transfers of each access epoch: (epoch, target) with the latest exit
+    tr = np.flatnonzero(in_acc >= 0)
+    t_a, t_peer = in_acc[tr], peer[tr]
+    tg = group_ids(t_a, t_peer)
+    n_tg = int(tg.max()) + 1 if len(tg) else 0
+    tg_a = np.zeros(n_tg, np.int64)
+    tg_peer = np.zeros(n_tg, np.int64)
+    tg_a[tg], tg_peer[tg] = t_a, t_peer
+    tg_exit = np.full(n_tg, -np.inf)
+    np.maximum.at(tg_exit, tg, exit_[tr])
+    # at the complete: the group's size; unneeded: members it did not access
+    comp = acc_complete[done_a]
+    accessed = np.zeros(len(acc_start), np.int64)
+    member = _join((ai, at), (tg_a, tg_peer)) >= 0 if n_tg else np.zeros(0, bool)
+    np.add.at(accessed, tg_a[member], 1)
+    out["pairsync"].add_many(cn[comp], lc[comp], a_size[done_a].astype(np.float64))
+    out["pairsync_unneeded"].add_many(cn[comp], lc[comp], (a_size - accessed)[done_a].astype(np.float64))
+    # late post: the latest post of the matched exposure epochs, in the complete, else the start, else transfers
+    last_post = np.full(len(acc_start), -np.inf)
+    np.maximum.at(last_post, pa, enter[exp_post[pe]])
+    ok = done_a & np.isfinite(last_post)
+    s_row, c_row = acc_start, np.where(done_a, acc_complete, 0)
+    in_c = ok & (enter[c_row] < last_post) & (last_post < exit_[c_row])
+    in_s = ok & ~in_c & (enter[s_row] < last_post) & (last_post < exit_[s_row])
+    out["sync_late_post"].add_many(cn[c_row[in_c]], lc[c_row[in_c]], last_post[in_c] - enter[c_row[in_c]])
+    out["sync_late_post"].add_many(cn[s_row[in_s]], lc[s_row[in_s]], last_post[in_s] - enter[s_row[in_s]])
+    rest = ok & ~in_c & ~in_s
+    lp = last_post[t_a]
+    in_t = rest[t_a] & (enter[tr] < lp) & (lp < exit_[tr])
+    out["comm_late_post"].add_many(cn[tr[in_t]], lc[tr[in_t]], lp[in_t] - enter[tr[in_t]])
+    # at the wait: the group's size; unneeded: members that did not access; early wait and late complete from
+    # the completed access epochs matched with it
+    has_end = exp_end >= 0
+    end = np.where(has_end, exp_end, 0)
+    waits = has_end & (c["kind"][end] == RmaSync.WAIT)
+    t_of_e = rank[exp_post]
+    done = done_a[pa]
+    da, de = pa[done], pe[done]
+    op_to = _join((tg_a, tg_peer), (da, t_of_e[de])) if n_tg else np.full(len(da), -1, np.int64)
+    with_op = op_to >= 0
+    origins = np.zeros(len(exp_post), np.int64)
+    if with_op.any():
+        og = group_ids(de[with_op], rank[acc_start][da[with_op]])
+        first_of = np.unique(og, return_index=True)[1]
+        np.add.at(origins, de[with_op][first_of], 1)
+    wr = end[waits]
+    out["pairsync"].add_many(cn[wr], lc[wr], e_size[waits].astype(np.float64))
+    out["pairsync_unneeded"].add_many(cn[wr], lc[wr], (e_size - origins)[waits].astype(np.float64))
+    last_complete = np.full(len(exp_post), -np.inf)
+    np.maximum.at(last_complete, de, enter[acc_complete[da]])
+    last_complete = np.minimum(last_complete, exit_[end])
+    early = waits & (last_complete > enter[end])
+    er = end[early]
+    out["early_wait"].add_many(cn[er], lc[er], last_complete[early] - enter[er])
+    last_op = np.full(len(exp_post), -np.inf)
+    np.maximum.at(last_op, de[with_op], tg_exit[op_to[with_op]])
+    late = last_complete[early] - np.maximum(last_op[early], enter[er])
+    out["late_complete"].add_many(cn[er], lc[er], late)
 
 
-def _lock_contention(locks, out) -> None:
+def _lock_contention(c, comm_ranks, lk_lock, lk_unlock, in_lock, out) -> None:
     """Lock competition: a lock epoch that waited, in its lock call, a transfer or its unlock call, for the
-    release (unlock) of an earlier conflicting epoch on the same target and window."""
-    for (_, target), eps in locks.items():
-        # Scalasca's order: latest unlock first; the next one is the earlier holder it may have waited for
-        queue = sorted(eps, key=lambda e: (-e["unlock"]["time"], e["loc"], e["unlock"]["exit"]))
-        i = 0  # the queue's head
-        while len(queue) - i >= 2:
-            current = queue[i]
-            i += 1
-            scheduled = [current]
-            reference = None
-            if current["exclusive"]:
-                reference = queue[i]
-            else:
-                while i < len(queue):
-                    if queue[i]["exclusive"]:
-                        reference = queue[i]
-                        break
-                    scheduled.append(queue[i])
-                    i += 1
-            if reference is None:
-                break
-            release = reference["unlock"]["exit"]
-            for ep in scheduled:
-                if ep["loc"] == reference["loc"]:
-                    continue
-                ops = [(op, "comm_lock") for op in ep["ops"] if op["peer"] == target]
-                for r, key in ((ep["lock"], "sync_lock"), *ops, (ep["unlock"], "sync_lock")):
-                    if r["enter"] <= release < r["exit"]:
-                        out[key].add(r["cnode"], r["loc"], release - r["enter"])
-                        break
+    release (unlock) of an earlier conflicting epoch on the same target and window (Scalasca's queue:
+    ``kernels.rma.lock_queue``)."""
+    keep = np.flatnonzero(lk_unlock >= 0)
+    if len(keep) == 0:
+        return
+    lock_row, unlock_row = lk_lock[keep], lk_unlock[keep]
+    w = c["window"][lock_row]
+    all_ = c["kind"][lock_row] == RmaSync.LOCK_ALL
+    # a LOCK_ALL epoch is a shared epoch on every process of the window
+    sizes = np.ones(len(keep), np.int64)
+    ranks_of = {}
+    for win in np.unique(w[all_]).tolist():
+        ranks_of[win] = np.asarray(comm_ranks(win), np.int64)
+        sizes[all_ & (w == win)] = len(ranks_of[win])
+    e = np.repeat(np.arange(len(keep)), sizes)
+    target = np.repeat(c["peer"][lock_row], sizes)
+    for win, ranks in ranks_of.items():
+        sel = np.flatnonzero(all_ & (w == win))
+        pos = np.flatnonzero(np.isin(e, sel))
+        target[pos] = np.tile(ranks, len(sel))
+    ew = w[e]
+    utime, uexit, eloc = c["time"][unlock_row][e], c["exit"][unlock_row][e], c["loc"][lock_row][e]
+    order = np.lexsort((uexit, eloc, -utime, target, ew))
+    e, ew, target, eloc = e[order], ew[order], target[order], eloc[order]
+    first = np.ones(len(e), bool)
+    first[1:] = (ew[1:] != ew[:-1]) | (target[1:] != target[:-1])
+    exclusive = (c["flags"][lock_row][e] & RmaSyncFlag.EXCLUSIVE) != 0
+    # each epoch's transfers, in row order
+    tr = np.flatnonzero(in_lock >= 0)
+    local = np.full(len(lk_lock), -1, np.int64)
+    local[keep] = np.arange(len(keep))
+    t_ep = local[in_lock[tr]]
+    tr, t_ep = tr[t_ep >= 0], t_ep[t_ep >= 0]
+    by = np.lexsort((tr, t_ep))
+    ops_row = tr[by]
+    ops_ptr = np.concatenate([[0], np.cumsum(np.bincount(t_ep, minlength=len(keep)))]).astype(np.int64)
+    row, val, comm = K.lock_queue(first, exclusive, eloc, c["exit"][unlock_row][e], lock_row[e], unlock_row[e], e,
+                                  ops_ptr, ops_row, c["enter"], c["exit"], c["peer"].astype(np.int64),
+                                  target.astype(np.int64))
+    for key, m in (("sync_lock", comm == 0), ("comm_lock", comm == 1)):
+        out[key].add_many(c["cnode"][row[m]], c["loc"][row[m]], val[m])
 
 
 def rma_events(ctx, ops, kinds=(), weigh: str = "") -> Severity:

@@ -356,3 +356,71 @@ def test_vectorised_collectives_match_the_reference(seed):
     assert got.keys() == want.keys()
     for k, v in want.items():
         assert got[k] == pytest.approx(v, abs=1e-12), k
+
+
+def _epoch_results(ctx, slow: bool):
+    """{(metric, cnode, loc): value} of the epoch metrics, from patterns.rma_epochs or from the slow reference."""
+    import rma_reference
+
+    from patterns import rma_epochs as R
+
+    T = ctx.table("mpi_rma_ops")
+    order = np.lexsort((np.arange(len(T)), T["loc"], T["time"], T["rank"], T["window"]))
+    c = {k: np.asarray(T[k])[order] for k in T}
+    defs = ctx.trace.defs
+
+    def comm_ranks(w):
+        return tuple(defs.comms[defs.windows[w].comm].ranks)
+
+    out = {k: R._Sink() for k in R._METRICS}
+    (rma_reference._epochs if slow else R._epochs)(c, comm_ranks, defs, out)
+    got = {}
+    for key, sink in out.items():
+        sev = sink.severity()
+        for cn, l, v in zip(sev.cnode.tolist(), sev.location.tolist(), sev.value.tolist()):
+            got[(key, cn, l)] = got.get((key, cn, l), 0.0) + v
+    return got
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_epochs_match_the_row_by_row_reference(seed):
+    """Post/start/complete/wait and lock epochs: the jitted walk, the lock queue kernel and the NumPy joins of
+    patterns.rma_epochs against the dict-per-row matcher of tests/patterns/rma_reference.py."""
+    trace = random_trace(seed, n_ranks=2 + seed % 3, n_threads=2, steps=40, tasks=True)
+    ctx = analyze(trace, plugins=False).context
+    want = _epoch_results(ctx, slow=True)
+    got = _epoch_results(ctx, slow=False)
+    assert got.keys() == want.keys()
+    for k, v in want.items():
+        assert got[k] == pytest.approx(v, abs=1e-12), k
+
+
+def test_epochs_match_the_reference_with_lock_all_and_several_epochs_per_pair():
+    """LOCK_ALL (a shared epoch on every process), two exposure epochs of one target to one origin in a row, a
+    start naming two targets, a TEST ending an exposure epoch, and exclusive locks that queue up."""
+    b, locs, w = start(3, t_create=0.1)
+    t0, o1, o2 = locs
+    for k in range(2):
+        base = 1.0 + 2.0 * k
+        b.rma_call(t0, base + 0.5, base + 0.6, "MPI_Win_post", w, RmaSync.POST, group=[1])
+        b.rma_call(o1, base, base + 0.7, "MPI_Win_start", w, RmaSync.START, group=[0, 2])
+        transfer(b, o1, base + 0.8, base + 0.9, w, 0)
+        b.rma_call(o2, base, base + 0.2, "MPI_Win_post", w, RmaSync.POST, group=[1])
+        b.rma_call(o1, base + 1.0, base + 1.3, "MPI_Win_complete", w, RmaSync.COMPLETE, group=[0, 2])
+        b.rma_call(t0, base + 0.9, base + 1.4, "MPI_Win_wait", w, RmaSync.WAIT, group=[1])
+        b.rma_call(o2, base + 0.3, base + 1.5, "MPI_Win_test", w, RmaSync.TEST, group=[1])
+    b.rma_call(o1, 6.0, 6.1, "MPI_Win_lock_all", w, RmaSync.LOCK_ALL)
+    transfer(b, o1, 6.2, 6.9, w, 2, "get")
+    b.rma_call(o1, 7.0, 7.5, "MPI_Win_unlock_all", w, RmaSync.UNLOCK_ALL)
+    b.rma_call(o2, 6.5, 7.2, "MPI_Win_lock", w, RmaSync.LOCK, target=2, flags=EXCL)
+    transfer(b, o2, 7.3, 7.4, w, 2, "acc")
+    b.rma_call(o2, 7.5, 7.6, "MPI_Win_unlock", w, RmaSync.UNLOCK, target=2)
+    b.rma_call(t0, 6.4, 7.8, "MPI_Win_lock", w, RmaSync.LOCK, target=2, flags=EXCL)
+    b.rma_call(t0, 7.9, 8.0, "MPI_Win_unlock", w, RmaSync.UNLOCK, target=2)
+    cube = finish(b, locs, w)
+    want = _epoch_results(cube.context, slow=True)
+    assert {k[0] for k in want} >= {"sync_late_post", "early_wait", "late_complete", "sync_lock", "pairsync"}
+    got = _epoch_results(cube.context, slow=False)
+    assert got.keys() == want.keys()
+    for k, v in want.items():
+        assert got[k] == pytest.approx(v, abs=1e-12), k
