@@ -52,13 +52,15 @@ def _read_as_otf2(trace) -> None:
 
 def _hybrid_trace():
     """2 ranks x 2 threads with every kind of compound event the replay matches:
-    a message, collectives, an OpenMP team with both barrier kinds and a critical section, a file write."""
+    a message, collectives, an OpenMP team with both barrier kinds and a critical section, a file write, MPI
+    one-sided fence, post/start and lock epochs."""
     import tracefmt
-    from tracefmt.layout import FileIoFlag, LockKind
+    from tracefmt.layout import FileIoFlag, LockKind, RmaSync, RmaSyncFlag
 
     b = tracefmt.TraceBuilder(creator="expert-analyze warmup")
     loc = {(r, t): b.location(rank=r, thread=t) for r in range(2) for t in range(2)}
     crit = b.lock("warmup_critical", LockKind.OMP_CRITICAL)
+    win = b.window()
     for r in range(2):
         m, w = loc[(r, 0)], loc[(r, 1)]
         b.enter(m, 0.0, "main")
@@ -81,6 +83,18 @@ def _hybrid_trace():
         b.collective(m, 0.7, 0.8, "MPI_Bcast", root=0, sent=8 if r == 0 else 0, recvd=8)
         b.enter(m, 0.8, "MPI_File_write_all"); b.file_io(m, 0.85, 64, FileIoFlag.WRITE | FileIoFlag.COLLECTIVE)  # noqa: E702
         b.exit(m, 0.9, "MPI_File_write_all")
+        b.rma_call(m, 0.90, 0.91, "MPI_Win_create", win, RmaSync.CREATE)
+        b.rma_call(m, 0.91, 0.92, "MPI_Win_fence", win, RmaSync.FENCE)
+        if r == 0:
+            b.rma_call(m, 0.92, 0.93, "MPI_Win_post", win, RmaSync.POST, group=[1])
+            b.rma_call(m, 0.93, 0.96, "MPI_Win_wait", win, RmaSync.WAIT, group=[1])
+        else:
+            b.rma_call(m, 0.92, 0.93, "MPI_Win_start", win, RmaSync.START, group=[0])
+            b.enter(m, 0.93, "MPI_Put"); b.rma_put(m, 0.93, win, 0, 8); b.exit(m, 0.94, "MPI_Put")  # noqa: E702
+            b.rma_call(m, 0.94, 0.95, "MPI_Win_complete", win, RmaSync.COMPLETE, group=[0])
+            b.rma_call(m, 0.95, 0.96, "MPI_Win_lock", win, RmaSync.LOCK, target=0, flags=RmaSyncFlag.EXCLUSIVE)
+            b.rma_call(m, 0.96, 0.97, "MPI_Win_unlock", win, RmaSync.UNLOCK, target=0)
+        b.rma_call(m, 0.97, 0.98, "MPI_Win_free", win, RmaSync.FREE)
         b.exit(m, 1.0, "main")
     return b.build()
 
