@@ -76,7 +76,7 @@ BYTES_FROM_SEND = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 # Byte and table reads index with unsigned integers: numba adds a negative-index wrap-around to every
 # signed index, and with it LLVM no longer merges the byte loads of _u4/_u8 into one (byte-swapping) load.
-_0, _1, _2, _3, _4, _5, _6, _7 = (np.uint64(i) for i in range(8))
+_1, _2, _3, _4, _5, _6, _7 = (np.uint64(i) for i in range(1, 8))
 _8, _16, _24, _32, _40, _48, _56 = (np.uint64(i) for i in (8, 16, 24, 32, 40, 48, 56))
 
 
