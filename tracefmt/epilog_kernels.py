@@ -16,7 +16,7 @@ trace of an EPIK archive), from its first event record to the end:
   the rows of one event share a cache line wherever its location's rows are.
 
 Ids go through lookup tables given as plain arrays (sorted keys and values,
-``lookup``).  The first error stops the walk: ``status`` says which and at
+``lookup``).  The first error stops the pass: ``status`` says which and at
 what byte offset, and the caller turns it into one line naming the file.
 The counting pass also counts the records of each type in ``hist``, with
 the offset of the first one in ``first_at`` (the caller notes what it skips).
@@ -45,7 +45,7 @@ ST_ERROR, ST_OFFSET, ST_VALUE, ST_VALUE2, ST_METC, ST_EVENTS = 0, 1, 2, 3, 4, 5
 ST_UNDEF_COMM_AT, ST_UNDEF_COMM, ST_MISMATCH_AT, ST_MISMATCH_ATTR, ST_MISMATCH_OPEN = 6, 7, 8, 9, 10
 N_STATUS = 11
 
-# error codes of walk_events (epilog.py words them)
+# error codes of count_rows and fill_rows (epilog_decode words them)
 OK, TRUNCATED_HEADER, TRUNCATED_BODY, BAD_LENGTH, NO_LOCATION, BAD_LOCATION, BAD_REGION = 0, 1, 2, 3, 4, 5, 6
 EMPTY_STACK, BAD_TIME, BAD_COMM, BAD_RANK, BAD_CALLSITE, BAD_ATTR_LENGTH = 7, 8, 9, 10, 11, 12
 
