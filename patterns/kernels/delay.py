@@ -29,9 +29,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .backward import (H_COLL, H_OMPBAR, H_P2P, HA, HB, HK, HN, HT, N_KINDS, OMPBARRIER, OMPIDLE, P_CNODE, P_CUT,
-                       P_LOC, P_MPI, P_TIME, P_WAIT, SP, T_CAUSER, T_IDLE, T_MEMBER, T_WAITER, after, cut_of, diff,
-                       local_map, new_maps, offsets, previous_mpi, previous_omp, runtimes, synchronises, waits)
+from .backward import (H_COLL, H_OMPBAR, H_P2P, HA, HB, HK, HN, HT, N_KINDS, OMPBARRIER, OMPIDLE, P_CNODE, P_COMPL,
+                       P_CUT, P_LOC, P_MPI, P_SEG, P_TIME, P_TOTAL, P_WAIT, SEG, SP, T_CAUSER, T_IDLE, T_MEMBER,
+                       T_WAITER, after, cut_of, diff, local_map, new_maps, offsets, previous_mpi, previous_omp,
+                       runtimes, synchronises, waits)
 
 WAIT = N_KINDS  # index of the wait-time input next to the N_KINDS cost inputs
 
@@ -204,10 +205,93 @@ def _ompbar(h, H, hm_off, hm_sp, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, 
         for x in range(m):
             delay[key, x] = 0.0
     for q in range(hm_off[h], hm_off[h + 1]):
+        # previous_omp, local_map (its map only) and diff written out: this loop runs once per barrier member
+        # (most handlings of a hybrid trace), and every array an inlined helper receives costs two atomic
+        # reference-count updates per call, which were most of the time of the whole delay replay
         p = hm_sp[q]
-        local_map(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, mv, mk, p,
-                  previous_omp(off, sp_i, sp_i[p, P_LOC], p), mm, scr)
-        dsum = diff(mv, mk, lm, mm, dm)
+        pl = sp_i[p, P_LOC]
+        pprev = -1
+        for j in range(p - 1, off[SP, pl] - 1, -1):
+            if not sp_i[j, P_MPI]:
+                pprev = j
+                break
+        for x in range(mk[mm, 2 * C]):  # map mm := the time map of p's interval
+            c = mk[mm, x]
+            mv[mm, c] = 0.0
+            mk[mm, C + c] = 0
+        n = 0
+        if pprev >= 0:
+            lo = sp_i[pprev, P_SEG]
+        else:  # the first segment after cut 0
+            lo, hi = off[SEG, pl], off[SEG, pl + 1]
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if seg_cut[mid] <= 0:
+                    lo = mid + 1
+                else:
+                    hi = mid
+        for r in range(lo, sp_i[p, P_SEG]):
+            c = seg_cnode[r]
+            if mk[mm, C + c] == 0:
+                mk[mm, C + c] = 1
+                mk[mm, n] = c
+                n += 1
+            mv[mm, c] += seg_time[r]
+        mk[mm, 2 * C] = n
+        for x in range(mk[scr, 2 * C]):  # map scr := the waits in it
+            c = mk[scr, x]
+            mv[scr, c] = 0.0
+            mk[scr, C + c] = 0
+        n = 0
+        if pprev >= 0:
+            lo = pprev + 1
+        else:  # the first point after cut 0
+            lo, hi = off[SP, pl], p
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if sp_i[mid, P_CUT] <= 0:
+                    lo = mid + 1
+                else:
+                    hi = mid
+        for j in range(lo, p):
+            w = sp_f[j, P_WAIT]
+            if w > 0:
+                c = sp_i[j, P_CNODE]
+                if mk[scr, C + c] == 0:
+                    mk[scr, C + c] = 1
+                    mk[scr, n] = c
+                    n += 1
+                mv[scr, c] += w
+        mk[scr, 2 * C] = n
+        for x in range(mk[mm, 2 * C]):  # pruned: without the waits, without the previous point's call
+            c = mk[mm, x]
+            d = mv[mm, c] - mv[scr, c]
+            mv[mm, c] = d if d > 0.0 else 0.0
+        if pprev >= 0:
+            cn = sp_i[pprev, P_CNODE]
+            xv = mv[mm, cn]
+            o = sp_f[pprev, P_TOTAL] - sp_f[pprev, P_COMPL]
+            if mk[mm, C + cn] == 0:
+                mk[mm, C + cn] = 1
+                mk[mm, mk[mm, 2 * C]] = cn
+                mk[mm, 2 * C] += 1
+            mv[mm, cn] = max(xv - o, 0.0)
+        for x in range(mk[dm, 2 * C]):  # map dm := lm - mm where positive
+            c = mk[dm, x]
+            mv[dm, c] = 0.0
+            mk[dm, C + c] = 0
+        n = 0
+        dsum = 0.0
+        for x in range(m):
+            c = mk[lm, x]
+            d = mv[lm, c] - mv[mm, c]
+            if d > 0.0:
+                mk[dm, C + c] = 1
+                mk[dm, n] = c
+                n += 1
+                mv[dm, c] = d
+                dsum += d
+        mk[dm, 2 * C] = n
         for key in range(N_KINDS + 1):
             if key == OMPBARRIER:
                 continue
@@ -227,9 +311,14 @@ def _ompbar(h, H, hm_off, hm_sp, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, 
             metric = OMPBARRIER if key == WAIT else N_KINDS + key
             for x in range(m):
                 res[metric, mk[lm, x], ll] += delay[key, x]
+    lo = lprev + 1 if lprev >= 0 else off[SP, ll]  # _add_costs for every key, written out (see above)
     for key in range(N_KINDS + 1):
-        if key != OMPBARRIER:
-            _add_costs(off, sp_f, cost, ll, lprev, latest, OMPBARRIER if key == WAIT else key, sums[key])
+        scale = sums[key]
+        if key != OMPBARRIER and scale > 0:
+            kind = OMPBARRIER if key == WAIT else key
+            for j in range(lo, latest):
+                if sp_f[j, P_WAIT] > 0:
+                    cost[j, kind] += scale * sp_f[j, P_WAIT]
 
 
 @numba.njit(cache=True, nogil=True)
