@@ -32,26 +32,32 @@ _NO_TIME = -np.inf
 
 
 class _Sink:
-    """(cnode, location, value) contributions of one metric: single ones from the epoch loops, arrays from the
-    vectorised collectives."""
+    """The instances of one metric: (cnode, location, value) and, for the time line, where each wait starts and
+    the location and time of the event that ended it (-1 / NaN for counts)."""
+
+    FIELDS = ("cnode", "loc", "value", "start", "cause_loc", "cause_time")
 
     def __init__(self):
-        self.c, self.l, self.v = [], [], []
         self.parts = []
 
-    def add(self, cnode, loc, value) -> None:
-        if value > 0 and cnode >= 0:
-            self.c.append(int(cnode))
-            self.l.append(int(loc))
-            self.v.append(float(value))
+    def add_many(self, cnode, loc, value, start=None, cause_loc=None, cause_time=None) -> None:
+        value = np.asarray(value, np.float64)
+        n = len(value)
+        keep = (value > 0) & (np.asarray(cnode) >= 0)
+        cols = (cnode, loc, value, np.full(n, np.nan) if start is None else start,
+                np.full(n, -1) if cause_loc is None else cause_loc,
+                np.full(n, np.nan) if cause_time is None else cause_time)
+        dts = (np.int64, np.int64, np.float64, np.float64, np.int64, np.float64)
+        self.parts.append(tuple(np.asarray(x)[keep].astype(dt) for x, dt in zip(cols, dts)))
 
-    def add_many(self, cnode, loc, value) -> None:
-        keep = (value > 0) & (cnode >= 0)
-        self.parts.append((cnode[keep].astype(np.int64), loc[keep].astype(np.int64), value[keep].astype(np.float64)))
+    def columns(self) -> dict[str, np.ndarray]:
+        dts = (np.int64, np.int64, np.float64, np.float64, np.int64, np.float64)
+        return {f: np.concatenate([p[k] for p in self.parts]) if self.parts else np.zeros(0, dt)
+                for k, (f, dt) in enumerate(zip(self.FIELDS, dts))}
 
     def severity(self) -> Severity:
-        parts = [(np.array(self.c, np.int64), np.array(self.l, np.int64), np.array(self.v, np.float64)), *self.parts]
-        return Severity(*(np.concatenate([p[k] for p in parts]) for k in range(3)))
+        c = self.columns()
+        return Severity(c["cnode"], c["loc"], c["value"])
 
 
 _METRICS = ("wait_at_create", "wait_at_free", "wait_at_fence", "early_fence", "sync_late_post", "comm_late_post",
@@ -63,7 +69,28 @@ _EPOCH_KINDS = (RmaSync.POST, RmaSync.START, RmaSync.COMPLETE, RmaSync.WAIT, Rma
 
 def rma_instances(ctx) -> dict[str, Severity]:
     """Every RMA wait state and pair-wise synchronisation count, by metric key (see ``_METRICS``)."""
+    return {k: s.severity() for k, s in _sinks(ctx).items()}
+
+
+def rma_waits(ctx) -> dict[str, dict[str, np.ndarray]]:
+    """The wait-state instances by metric key: ``cnode``, ``loc``, ``value`` (seconds), ``start`` (of the
+    waiting interval), ``cause_loc`` and ``cause_time`` (the event whose lateness ended it)."""
+    return {k: s.columns() for k, s in _sinks(ctx).items() if not k.startswith("pairsync")}
+
+
+def _sinks(ctx) -> dict[str, _Sink]:
     return cached(ctx, "patterns.mpi_rma.instances", lambda: _compute(ctx))
+
+
+def _argmax_per(group, value, n) -> np.ndarray:
+    """Per group id 0..n-1, the index of its row with the largest value (the first such row), -1 if none."""
+    best = np.full(n, -1, np.int64)
+    order = np.lexsort((np.arange(len(group)), -value, group))
+    g = group[order]
+    first = np.ones(len(g), bool)
+    first[1:] = g[1:] != g[:-1]
+    best[g[first]] = order[first]
+    return best
 
 
 def group_ids(*cols) -> np.ndarray:
@@ -86,7 +113,7 @@ def _compute(ctx) -> dict[str, Severity]:
     T = ctx.table("mpi_rma_ops")
     out = {k: _Sink() for k in _METRICS}
     if len(T) == 0:
-        return {k: s.severity() for k, s in out.items()}
+        return out
     defs = ctx.trace.defs
     # each process's rows in its order (several threads of one process: by time, then location and row)
     order = np.lexsort((np.arange(len(T)), np.asarray(T["loc"]), np.asarray(T["time"]), np.asarray(T["rank"]),
@@ -101,7 +128,7 @@ def _compute(ctx) -> dict[str, Severity]:
 
     _collectives(cols, comm_ranks, out)
     _epochs(cols, comm_ranks, defs, out)
-    return {k: s.severity() for k, s in out.items()}
+    return out
 
 
 def _collectives(c, comm_ranks, out) -> None:
@@ -145,19 +172,23 @@ def _collectives(c, comm_ranks, out) -> None:
     lat = latest[inst]
     wait = np.where(complete & (earliest_exit[inst] > lat) & (enter[ci] < lat), lat - enter[ci], 0.0)
     cn, cl = c["cnode"][ci], c["loc"][ci]
+    last_in = cl[_argmax_per(inst, enter[ci], k)][inst]  # the member that entered last: the cause
     for kk, key in ((RmaSync.CREATE, "wait_at_create"), (RmaSync.FREE, "wait_at_free"),
                     (RmaSync.FENCE, "wait_at_fence")):
         m = ckind == kk
-        out[key].add_many(cn[m], cl[m], wait[m])
+        out[key].add_many(cn[m], cl[m], wait[m], enter[ci][m], last_in[m], lat[m])
     # the latest exit of a transfer to each fence's process in the epoch it closes, and the partners there
     tw, tpeer, torigin, tepoch = w[ti], c["peer"][ti], rank[ti], before[ti]
     nt = len(ti)
     g = group_ids(np.concatenate([tw, cw]), np.concatenate([tpeer, crank]), np.concatenate([tepoch, cseq]))
-    last_op = np.full(int(g.max()) + 1, -np.inf)
+    ng = int(g.max()) + 1
+    last_op = np.full(ng, -np.inf)
     np.maximum.at(last_op, g[:nt], exit_[ti])
     lo = last_op[g[nt:]]
     early = (wait > 0) & (ckind == RmaSync.FENCE) & (enter[ci] < lo) & (lo <= exit_[ci])
-    out["early_fence"].add_many(cn[early], cl[early], np.minimum(lo[early], lat[early]) - enter[ci][early])
+    last_t = _argmax_per(g[:nt], exit_[ti], ng)[g[nt:]]  # the last transfer to the fence's process
+    out["early_fence"].add_many(cn[early], cl[early], np.minimum(lo[early], lat[early]) - enter[ci][early],
+                                enter[ci][early], c["loc"][ti][last_t[early]], lo[early])
     # partners: (window, epoch, x, y) for y that accessed x or was accessed by x
     pw = np.concatenate([tw, tw])
     pe = np.concatenate([tepoch, tepoch])
@@ -263,16 +294,21 @@ def _active_target(c, defs, acc_start, acc_complete, exp_post, exp_end, in_acc, 
     # late post: the latest post of the matched exposure epochs, in the complete, else the start, else transfers
     last_post = np.full(len(acc_start), -np.inf)
     np.maximum.at(last_post, pa, enter[exp_post[pe]])
+    best = _argmax_per(pa, enter[exp_post[pe]], len(acc_start))
+    poster = np.where(best >= 0, lc[exp_post[pe[np.maximum(best, 0)]]], -1) if len(pa) else \
+        np.full(len(acc_start), -1)  # the target that posted last: the cause
     ok = done_a & np.isfinite(last_post)
     s_row, c_row = acc_start, np.where(done_a, acc_complete, 0)
     in_c = ok & (enter[c_row] < last_post) & (last_post < exit_[c_row])
     in_s = ok & ~in_c & (enter[s_row] < last_post) & (last_post < exit_[s_row])
-    out["sync_late_post"].add_many(cn[c_row[in_c]], lc[c_row[in_c]], last_post[in_c] - enter[c_row[in_c]])
-    out["sync_late_post"].add_many(cn[s_row[in_s]], lc[s_row[in_s]], last_post[in_s] - enter[s_row[in_s]])
+    for m, row in ((in_c, c_row[in_c]), (in_s, s_row[in_s])):
+        out["sync_late_post"].add_many(cn[row], lc[row], last_post[m] - enter[row], enter[row], poster[m],
+                                       last_post[m])
     rest = ok & ~in_c & ~in_s
     lp = last_post[t_a]
     in_t = rest[t_a] & (enter[tr] < lp) & (lp < exit_[tr])
-    out["comm_late_post"].add_many(cn[tr[in_t]], lc[tr[in_t]], lp[in_t] - enter[tr[in_t]])
+    row = tr[in_t]
+    out["comm_late_post"].add_many(cn[row], lc[row], lp[in_t] - enter[row], enter[row], poster[t_a[in_t]], lp[in_t])
     # at the wait: the group's size; unneeded: members that did not access; early wait and late complete from
     # the completed access epochs matched with it
     has_end = exp_end >= 0
@@ -293,14 +329,20 @@ def _active_target(c, defs, acc_start, acc_complete, exp_post, exp_end, in_acc, 
     out["pairsync_unneeded"].add_many(cn[wr], lc[wr], (e_size - origins)[waits].astype(np.float64))
     last_complete = np.full(len(exp_post), -np.inf)
     np.maximum.at(last_complete, de, enter[acc_complete[da]])
+    cause_time = last_complete.copy()
+    best = _argmax_per(de, enter[acc_complete[da]], len(exp_post))
+    completer = np.where(best >= 0, lc[acc_complete[da[np.maximum(best, 0)]]], -1) if len(da) else \
+        np.full(len(exp_post), -1)  # the origin that completed last: the cause
     last_complete = np.minimum(last_complete, exit_[end])
     early = waits & (last_complete > enter[end])
     er = end[early]
-    out["early_wait"].add_many(cn[er], lc[er], last_complete[early] - enter[er])
+    out["early_wait"].add_many(cn[er], lc[er], last_complete[early] - enter[er], enter[er], completer[early],
+                               cause_time[early])
     last_op = np.full(len(exp_post), -np.inf)
     np.maximum.at(last_op, de[with_op], tg_exit[op_to[with_op]])
-    late = last_complete[early] - np.maximum(last_op[early], enter[er])
-    out["late_complete"].add_many(cn[er], lc[er], late)
+    begin = np.maximum(last_op[early], enter[er])
+    out["late_complete"].add_many(cn[er], lc[er], last_complete[early] - begin, begin, completer[early],
+                                  cause_time[early])
 
 
 def _lock_contention(c, comm_ranks, lk_lock, lk_unlock, in_lock, out) -> None:
@@ -341,11 +383,12 @@ def _lock_contention(c, comm_ranks, lk_lock, lk_unlock, in_lock, out) -> None:
     by = np.lexsort((tr, t_ep))
     ops_row = tr[by]
     ops_ptr = np.concatenate([[0], np.cumsum(np.bincount(t_ep, minlength=len(keep)))]).astype(np.int64)
-    row, val, comm = K.lock_queue(first, exclusive, eloc, c["exit"][unlock_row][e], lock_row[e], unlock_row[e], e,
-                                  ops_ptr, ops_row, c["enter"], c["exit"], c["peer"].astype(np.int64),
-                                  target.astype(np.int64))
-    for key, m in (("sync_lock", comm == 0), ("comm_lock", comm == 1)):
-        out[key].add_many(c["cnode"][row[m]], c["loc"][row[m]], val[m])
+    row, val, comm, holder = K.lock_queue(first, exclusive, eloc, c["exit"][unlock_row][e], lock_row[e],
+                                          unlock_row[e], e, ops_ptr, ops_row, c["enter"], c["exit"],
+                                          c["peer"].astype(np.int64), target.astype(np.int64))
+    for key, m in (("sync_lock", comm == 0), ("comm_lock", comm == 1)):  # cause: the holder's unlock
+        r, h = row[m], holder[m]
+        out[key].add_many(c["cnode"][r], c["loc"][r], val[m], c["enter"][r], c["loc"][h], c["exit"][h])
 
 
 def rma_events(ctx, ops, kinds=(), weigh: str = "") -> Severity:

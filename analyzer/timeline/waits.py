@@ -25,13 +25,23 @@ omp_fork                       FORK .. ENTER(parallel)      the master, its FORK
                                on a worker                  master's own span has no other cause)
 omp_idle_threads               the master's serial time,    the master, at the end of the interval (the
                                cut at its ENTERs/EXITs      FORK that ends the idleness, or its next call)
+mpi_rma_wait_at_fence,         ENTER + wait                 the last process to enter the call
+mpi_rma_wait_at_create, _free
+mpi_rma_sync_late_post,        ENTER of the start, complete the target that posted last, ENTER of its
+mpi_rma_comm_late_post         or transfer call + wait      MPI_Win_post
+mpi_rma_early_wait             ENTER + wait                 the origin that completed last, ENTER of its
+                                                            MPI_Win_complete
+mpi_rma_sync_lock_competition, ENTER of the waiting call    the previous holder, EXIT of its
+mpi_rma_comm_lock_competition  + wait                       MPI_Win_unlock
 =============================  ==========================  =============================================
 
 Each kind is listed only when the replay built the tables it reads (``expert-analyze --patterns``
 may leave some out); :func:`wait_states` says which kinds it had to leave out.  The seconds are the
 instance tables' own, so the waits of one property on one (call path, location) add up to the
 cube's value there (Late Sender: with its wrong-order part; idle threads: the serial part, without
-limited parallelism; fork: the workers' part).
+limited parallelism; fork: the workers' part).  The parts of a one-sided wait that its child properties name
+(early fence, late complete) are not slices of their own: they lie inside the wait's slice, where Perfetto would
+end the wait's cause arrow in them.
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ from patterns.instances import (late_receiver_instances, late_sender_instances, 
                                 mpi_late_broadcast_instances, mpi_nxn_completion_instances,
                                 mpi_wait_nxn_instances, omp_barrier_wait_instances, omp_fork_join_instances,
                                 omp_lock_contention_instances)
+from patterns.rma_epochs import rma_waits
 from tracefmt.layout import EXIT_TYPES, EventType, Role
 
 __all__ = ["WaitStates", "wait_states", "idle_segments"]
@@ -127,7 +138,27 @@ def wait_states(ctx) -> WaitStates:
     if _has(ctx, out, ("omp_teams", "omp_team_members"), ("omp_fork", "omp_idle_threads")):
         _fork(ctx, out)
         _idle(ctx, out)
+    if "mpi_rma_ops" in ctx.tables:  # MPI one-sided (format 2.3); only when a one-sided property was asked for
+        _rma(ctx, out)
     return out.result()
+
+
+_RMA = (("wait_at_create", "mpi_rma_wait_at_create", "the last process to enter MPI_Win_create"),
+        ("wait_at_free", "mpi_rma_wait_at_free", "the last process to enter MPI_Win_free"),
+        ("wait_at_fence", "mpi_rma_wait_at_fence", "the last process to enter the fence"),
+        ("sync_late_post", "mpi_rma_sync_late_post", "the target that posted last: ENTER of its MPI_Win_post"),
+        ("comm_late_post", "mpi_rma_comm_late_post", "the target that posted last: ENTER of its MPI_Win_post"),
+        ("early_wait", "mpi_rma_early_wait", "the origin that completed last: ENTER of its MPI_Win_complete"),
+        ("sync_lock", "mpi_rma_sync_lock_competition", "the previous holder of the lock: EXIT of its MPI_Win_unlock"),
+        ("comm_lock", "mpi_rma_comm_lock_competition", "the previous holder of the lock: EXIT of its MPI_Win_unlock"))
+
+
+def _rma(ctx, out: _Collector) -> None:
+    waits = rma_waits(ctx)
+    for key, prop, cause in _RMA:
+        w = waits[key]
+        if len(w["value"]):
+            out.add(prop, w["loc"], w["cnode"], w["start"], w["value"], w["cause_loc"], w["cause_time"], cause)
 
 
 def _point_to_point(ctx, out: _Collector) -> None:

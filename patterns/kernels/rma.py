@@ -118,11 +118,12 @@ def lock_queue(first, exclusive, loc, release, lock_row, unlock_row, orig, ops_p
     shared one (with the shared ones after it) with the next exclusive one; an epoch of another location waited
     in the first of its lock call, its transfers to the target (rows ``ops_row[ops_ptr[o]:ops_ptr[o+1]]`` of its
     epoch ``o = orig[e]``: a LOCK_ALL epoch is one entry per target) and its unlock call that spans the
-    reference's release.  Returns (waiting row, seconds, 1 if a transfer)."""
+    reference's release.  Returns (waiting row, seconds, 1 if a transfer, the holder's unlock row)."""
     n = first.shape[0]
     out_row = np.empty(n, np.int64)
     out_val = np.empty(n, np.float64)
     out_comm = np.empty(n, np.int64)
+    out_holder = np.empty(n, np.int64)
     m = 0
     sched = np.empty(n, np.int64)
     g0 = 0
@@ -155,6 +156,7 @@ def lock_queue(first, exclusive, loc, release, lock_row, unlock_row, orig, ops_p
                 e = sched[s]
                 if loc[e] == loc[ref]:
                     continue
+                out_holder[m] = unlock_row[ref]
                 found = False
                 r = lock_row[e]
                 if row_enter[r] <= u < row_exit[r]:
@@ -175,4 +177,4 @@ def lock_queue(first, exclusive, loc, release, lock_row, unlock_row, orig, ops_p
                         out_row[m], out_val[m], out_comm[m] = r, u - row_enter[r], 0
                         m += 1
         g0 = g1
-    return out_row[:m].copy(), out_val[:m].copy(), out_comm[:m].copy()
+    return out_row[:m].copy(), out_val[:m].copy(), out_comm[:m].copy(), out_holder[:m].copy()

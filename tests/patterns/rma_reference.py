@@ -8,8 +8,25 @@ from collections import defaultdict
 
 import numpy as np
 
+from patterns.api import Severity
 from patterns.rma_epochs import _EPOCH_KINDS, _NO_TIME, ATOMIC, GET, PUT, SYNC
 from tracefmt.layout import RmaSync, RmaSyncFlag
+
+
+class Sink:
+    """(cnode, location, value) contributions of one metric, one at a time."""
+
+    def __init__(self):
+        self.c, self.l, self.v = [], [], []
+
+    def add(self, cnode, loc, value) -> None:
+        if value > 0 and cnode >= 0:
+            self.c.append(int(cnode))
+            self.l.append(int(loc))
+            self.v.append(float(value))
+
+    def severity(self) -> Severity:
+        return Severity(np.array(self.c, np.int64), np.array(self.l, np.int64), np.array(self.v, np.float64))
 
 
 def _epochs(c, comm_ranks, defs, out) -> None:

@@ -372,7 +372,7 @@ def _epoch_results(ctx, slow: bool):
     def comm_ranks(w):
         return tuple(defs.comms[defs.windows[w].comm].ranks)
 
-    out = {k: R._Sink() for k in R._METRICS}
+    out = {k: (rma_reference.Sink() if slow else R._Sink()) for k in R._METRICS}
     (rma_reference._epochs if slow else R._epochs)(c, comm_ranks, defs, out)
     got = {}
     for key, sink in out.items():
@@ -424,3 +424,26 @@ def test_epochs_match_the_reference_with_lock_all_and_several_epochs_per_pair():
     assert got.keys() == want.keys()
     for k, v in want.items():
         assert got[k] == pytest.approx(v, abs=1e-12), k
+
+
+def test_time_line_waits_name_their_causes():
+    from analyzer.timeline.waits import wait_states
+
+    def waits(cube):
+        ws = wait_states(cube.context)
+        return sorted((p, int(ws.loc[i]), round(float(ws.start[i]), 9), round(float(ws.seconds[i]), 9),
+                       int(ws.cause_loc[i]), round(float(ws.cause_time[i]), 9))
+                      for i, p in enumerate(ws.prop) if p.startswith("mpi_rma"))
+
+    # late post in rank 1's start [0.5, ...] caused by rank 0's post at 2.0; rank 0's early wait from 2.2
+    # caused by rank 1's complete at 3.0 (its late complete part is no slice of its own)
+    cube = gats(post=(2.0, 2.1), start_call=(0.5, 2.05), ops=[(2.5, 2.8)], complete=(3.0, 4.0), wait=(2.2, 5.0))
+    assert waits(cube) == [("mpi_rma_early_wait", 0, 2.2, 0.8, 1, 3.0), ("mpi_rma_sync_late_post", 1, 0.5, 1.5, 0, 2.0)]
+    # rank 2's lock from 1.5 waits for rank 1's unlock, which ends at 2.0
+    assert waits(locks(EXCL, EXCL)) == [("mpi_rma_sync_lock_competition", 2, 1.5, 0.5, 1, 2.0)]
+    # fence: the last to enter (rank 0 at 3.0 in the first fence, rank 2 at 6.5 in the second)
+    b, locs, w = start(3)
+    for r, loc in enumerate(locs):
+        b.rma_call(loc, 3.0 if r == 0 else 1.0, 3.5, "MPI_Win_fence", w, RmaSync.FENCE)
+    assert waits(finish(b, locs, w)) == [("mpi_rma_wait_at_fence", 1, 1.0, 2.0, 0, 3.0),
+                                         ("mpi_rma_wait_at_fence", 2, 1.0, 2.0, 0, 3.0)]
