@@ -23,6 +23,7 @@ import numpy as np
 
 from tracefmt.inflate import InflateError, gzip_cap, inflate
 
+from .cube_xml import NO_REGION, Cnodes, parse_xml
 from .cubex_data import Compressed, CompressedRows, check_finite, read_metric, rows_of
 from .model import Cube, CubeFormatError, LocationInfo, MetricInfo, RegionInfo
 # DENSE_BYTES_* and check_dense_size stay importable from here: the HDF5 reader's limit
@@ -222,51 +223,16 @@ def _gunzip(data: bytes, failure: str) -> bytes:
 
 def _parse_document(data: bytes, where: str, problems: list[str]) -> tuple[ET.Element, _Anchor]:
     """The XML root and what the reader needs of it (metrics, program, system)."""
-    root = _parse_xml(data, where, problems)
-    return root, _parse_anchor(root, where, problems)
+    root, cnodes = _parse_xml(data, where, problems)
+    return root, _parse_anchor(root, cnodes, where, problems)
 
 
 _BARE_AMP = re.compile(rb"&(?!(?:amp|lt|gt|quot|apos|#[0-9]+|#x[0-9a-fA-F]+);)")
 
 
-class _TreeBuilder(ET.TreeBuilder):
-    """ElementTree's builder without the text runs that are only whitespace holding a newline (the indentation
-    between elements): a str object for each cost a third of an indented anchor's tree (84 -> 48 MiB for 8 MB of
-    XML).  The reader never reads such a run: tails are not read, and a name that is only such whitespace reads
-    as empty (:func:`_name`)."""
-
-    def __init__(self):
-        super().__init__()
-        self._run: list[str] = []
-
-    def data(self, text):
-        self._run.append(text)
-
-    def _flush(self):
-        if self._run:
-            text = "".join(self._run) if len(self._run) > 1 else self._run[0]
-            self._run.clear()
-            if not (text.isspace() and "\n" in text):
-                super().data(text)
-
-    def start(self, tag, attrs):
-        self._flush()
-        return super().start(tag, attrs)
-
-    def end(self, tag):
-        self._flush()
-        return super().end(tag)
-
-
-def _fromstring(data: bytes) -> ET.Element:
-    parser = ET.XMLParser(target=_TreeBuilder())
-    parser.feed(data)
-    return parser.close()
-
-
-def _parse_xml(data: bytes, where: str, problems: list[str]) -> ET.Element:
+def _parse_xml(data: bytes, where: str, problems: list[str]) -> tuple[ET.Element, Cnodes]:
     try:
-        return _fromstring(data)
+        return parse_xml(data)
     except ET.ParseError as e:
         line, col = e.position
         msg = re.sub(r": line \d+, column \d+$", "", str(e.msg))
@@ -275,12 +241,12 @@ def _parse_xml(data: bytes, where: str, problems: list[str]) -> ET.Element:
     fixed = _BARE_AMP.sub(b"&amp;", data)
     if fixed != data:
         try:
-            root = _fromstring(fixed)
+            parsed = parse_xml(fixed)
         except ET.ParseError:
             pass
         else:
             problems.append(f"{where}: unescaped '&' read as text (not well-formed XML)")
-            return root
+            return parsed
     raise CubeFormatError(first)
 
 
@@ -289,6 +255,9 @@ class _Anchor:
 
     def __init__(self):
         self.attrs: dict[str, str] = {}
+        #: per <region> of the program: its attributes id, mod, begin, end and the text of its first name,
+        #: paradigm, role and descr (None where it has none)
+        self.regions: list[list] = []
         self.metrics: list[MetricInfo] = []
         self.metric_elements: list[ET.Element] = []
         self.dtypes: dict[str, str] = {}
@@ -305,15 +274,18 @@ class _Anchor:
 
 
 def _int_attr(el: ET.Element, name: str, where: str, default=None) -> int:
-    val = el.get(name)
+    return _int_of(el.get(name), el.tag, name, where, default)
+
+
+def _int_of(val: str | None, tag: str, name: str, where: str, default=None) -> int:
     if val is None:
         if default is not None:
             return default
-        raise CubeFormatError(f"{where}: <{el.tag}> lacks the {name} attribute")
+        raise CubeFormatError(f"{where}: <{tag}> lacks the {name} attribute")
     try:
         return int(val)
     except ValueError:
-        raise CubeFormatError(f"{where}: <{el.tag} {name}={val!r}> is not an integer") from None
+        raise CubeFormatError(f"{where}: <{tag} {name}={val!r}> is not an integer") from None
 
 
 def _text(el: ET.Element, tag: str) -> str:
@@ -323,7 +295,10 @@ def _text(el: ET.Element, tag: str) -> str:
 def _name(el: ET.Element, tag: str) -> str:
     """A name as written: only the line breaks and indentation a pretty-printer puts around it are dropped
     (whitespace at both ends, each run holding a newline), so every character of ``" a\\rb "`` survives."""
-    t = el.findtext(tag) or ""
+    return _name_of(el.findtext(tag) or "")
+
+
+def _name_of(t: str) -> str:
     core = t.strip()
     if core == t:
         return t
@@ -333,12 +308,11 @@ def _name(el: ET.Element, tag: str) -> str:
     return t
 
 
-def _parse_anchor(root: ET.Element, where: str, problems: list[str]) -> _Anchor:
+def _parse_anchor(root: ET.Element, cnodes: Cnodes, where: str, problems: list[str]) -> _Anchor:
     if root.tag != "cube":
         raise CubeFormatError(f"{where}: root element is <{root.tag}>, expected <cube>")
     out = _Anchor()
-    for el in root.findall("attr"):
-        out.attrs[el.get("key", "")] = el.get("value", "")
+    out.attrs = dict(cnodes.attrs)
     metrics_el = root.find("metrics")
     program = root.find("program")
     system = root.find("system")
@@ -346,7 +320,7 @@ def _parse_anchor(root: ET.Element, where: str, problems: list[str]) -> _Anchor:
         if el is None:
             raise CubeFormatError(f"{where}: no <{tag}> section")
     _parse_metrics(metrics_el, None, out, where, problems)
-    _parse_program(program, out, where)
+    _parse_program(program, cnodes, out, where)
     out.locations = _parse_system(system, where)
     return out
 
@@ -397,72 +371,64 @@ def _parse_metrics(parent_el: ET.Element, parent: str | None, out: _Anchor, wher
         _parse_metrics(el, name, out, where, problems)
 
 
-def _parse_program(program: ET.Element, out: _Anchor, where: str):
+def _parse_program(program: ET.Element, cnodes: Cnodes, out: _Anchor, where: str):
     region_index: dict[int, int] = {}
-    for el in program.findall("region"):
-        rid = _int_attr(el, "id", where)
+    for rid, mod, begin, end, name, paradigm, role, descr in cnodes.regions:
+        rid = _int_of(rid, "region", "id", where)
         if rid in region_index:
             raise CubeFormatError(f"{where}: region id {rid} defined twice")
         region_index[rid] = len(out.regions)
         out.regions.append(
             RegionInfo(
-                name=_name(el, "name"),
-                file=el.get("mod", ""),
-                begin_line=_int_attr(el, "begin", where, -1),
-                end_line=_int_attr(el, "end", where, -1),
-                paradigm=_text(el, "paradigm") or "unknown",
-                role=_text(el, "role") or "unknown",
-                description=_name(el, "descr"),
+                name=_name_of(name or ""),
+                file=mod,
+                begin_line=_int_of(begin, "region", "begin", where, -1),
+                end_line=_int_of(end, "region", "end", where, -1),
+                paradigm=(paradigm or "").strip() or "unknown",
+                role=(role or "").strip() or "unknown",
+                description=_name_of(descr or ""),
             )
         )
-    roots = program.findall("cnode")
-    if not roots:
+    cnodes.regions.clear()
+    if cnodes.error:
+        raise CubeFormatError(f"{where}: {cnodes.error}")
+    n = len(cnodes.ids)
+    if n == 0:
         raise CubeFormatError(f"{where}: <program> has no <cnode>")
-    parent: dict[int, int] = {}
-    region: dict[int, int] = {}
-    line: dict[int, int] = {}
-    mod: dict[int, str] = {}
-    deep: list[int] = []  # ids in depth-first pre-order (EXCLUSIVE row positions)
-    wide: list[int] = []  # ids in sibling-block order (INCLUSIVE row positions)
-    # depth-first walk over document order; an explicit stack keeps deep trees safe
-    stack: list[tuple[ET.Element, int]] = [(r, -1) for r in reversed(roots)]
-    while stack:
-        el, p = stack.pop()
-        cid = _int_attr(el, "id", where)
-        if cid in parent:
-            raise CubeFormatError(f"{where}: cnode id {cid} used twice")
-        callee = _int_attr(el, "calleeId", where)
-        if callee not in region_index:
-            raise CubeFormatError(f"{where}: cnode {cid}: calleeId {callee} is not a region id")
-        parent[cid], region[cid] = p, region_index[callee]
-        line[cid] = _int_attr(el, "line", where, -1)
-        mod[cid] = el.get("mod", "")
-        deep.append(cid)
-        stack.extend((c, cid) for c in reversed(el.findall("cnode")))
-    n = len(parent)
-    if sorted(parent) != list(range(n)):
-        missing = sorted(set(range(n)) - set(parent))[:5]
+    ids = np.frombuffer(cnodes.ids, np.int64)  # in document order: depth-first pre-order
+    up = np.frombuffer(cnodes.up, np.int64)  # the record of each one's parent, -1 for a root
+    order = np.argsort(ids, kind="stable")
+    later = order[1:][ids[order[1:]] == ids[order[:-1]]]  # second and later records of an id
+    if later.size:
+        raise CubeFormatError(f"{where}: cnode id {ids[later.min()]} used twice")
+    callee = np.frombuffer(cnodes.callee, np.int64)
+    rids = np.array(sorted(r for r in region_index if NO_REGION < r < 1 << 63), np.int64)  # a callee's range
+    at = np.minimum(np.searchsorted(rids, callee), max(0, rids.size - 1))
+    known = (rids[at] == callee) if rids.size else np.zeros(n, bool)
+    if not known.all():
+        i = int(np.flatnonzero(~known)[0])
+        shown = cnodes.callee_text(i) if callee[i] == NO_REGION else int(callee[i])
+        raise CubeFormatError(f"{where}: cnode {ids[i]}: calleeId {shown} is not a region id")
+    if not np.array_equal(ids[order], np.arange(n)):
+        missing = np.setdiff1d(np.arange(n), ids)[:5].tolist()
         raise CubeFormatError(
             f"{where}: cnode ids are not dense 0..{n - 1} (missing {missing}); cubelib crashes on such files"
         )
-    # sibling-block order: each root, then for every node (depth first) all its children at once
-    kids: dict[int, list[int]] = {c: [] for c in range(n)}
-    for c in deep:
-        if parent[c] >= 0:
-            kids[parent[c]].append(c)
-    for r in (c for c in deep if parent[c] < 0):
-        wide.append(r)
-        st = [r]
-        while st:
-            node = st.pop()
-            wide.extend(kids[node])
-            st.extend(reversed(kids[node]))
-    out.cnode_parent = np.array([parent[c] for c in range(n)], np.int64)
-    out.cnode_region = np.array([region[c] for c in range(n)], np.int64)
-    out.cnode_line = np.array([line[c] for c in range(n)], np.int64)
-    out.cnode_file = [mod[c] for c in range(n)]
-    out.exclusive_positions = np.array(deep, np.int64)
-    out.inclusive_positions = np.array(wide, np.int64)
+    region_of = np.array([region_index[r] for r in rids.tolist()], np.int64)
+    out.cnode_parent = np.empty(n, np.int64)
+    out.cnode_parent[ids] = np.where(up >= 0, ids[up], -1)
+    out.cnode_region = np.empty(n, np.int64)
+    out.cnode_region[ids] = region_of[at]
+    out.cnode_line = np.empty(n, np.int64)
+    out.cnode_line[ids] = np.frombuffer(cnodes.line, np.int64)
+    out.cnode_file = [""] * n
+    for k, mod in cnodes.mods.items():
+        out.cnode_file[ids[k]] = mod
+    out.exclusive_positions = ids.copy()  # ids in depth-first pre-order (EXCLUSIVE row positions)
+    # sibling-block order (INCLUSIVE row positions): each root, then for every node (depth first) all its
+    # children at once: a child sorts by its parent's place in pre-order, after that parent's own root
+    pre = np.arange(n)
+    out.inclusive_positions = ids[np.lexsort((pre, np.where(up >= 0, 2 * up + 1, 2 * pre)))]
 
 
 def _sys_id(el: ET.Element, where: str) -> int:

@@ -40,7 +40,7 @@ def absent_locations(attrs: dict[str, str]) -> dict[str, str]:
 # --------------------------------------------------------------------------
 # Dimension records
 # --------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a cube read may hold hundreds of thousands of each
 class MetricInfo:
     """One performance property (CUBE metric).
 
@@ -67,7 +67,7 @@ class MetricInfo:
             object.__setattr__(self, "display_name", self.name)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RegionInfo:
     """A code region (function, MPI call, OpenMP construct).
 
@@ -84,7 +84,7 @@ class RegionInfo:
     description: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LocationInfo:
     """One location (a thread of a process) and where it ran.
 

@@ -298,3 +298,44 @@ def test_derived_metric_left_out_with_note(ours, tmp_path):
     back = read_cubex(p)
     assert back.metric_names == ["time", "visits"]  # mpi and its child late_sender are gone
     assert any("derived metric (POSTDERIVED" in x for x in back.problems)
+
+
+def test_what_the_reader_does_not_read_is_not_kept_and_what_it_reads_reads_as_written(ours, tmp_path):
+    """The anchor is parsed into only what the reader reads: elements it never looks up (here inside an unknown
+    element, a second <program>) change nothing, a region's name is the text before its first child."""
+    ms = _members(ours)
+    a = ms["anchor.xml"].decode()
+    start = a.index("<region")
+    end = a.index("</region>", start) + len("</region>")
+    region = a[start:end]
+    name = region[region.index("<name>") : region.index("</name>") + len("</name>")]
+    odd = region.replace(name, "<x><name>no</name></x><name>ma<b>zz</b>in\n</name><name>second</name>")
+    a = a[:start] + odd + a[end:]
+    a = a.replace("</cube>", '<program><region id="0"><name>zz</name></region><cnode id="0" calleeId="0"/></program>'
+                  '<attr key="late" value="1"/><zz><attr key="hidden" value="2"/></zz></cube>')
+    ms["anchor.xml"] = a.encode()
+    (tmp_path / "odd.cubex").write_bytes(_tar(ms))
+    back, plain = read_cubex(tmp_path / "odd.cubex"), read_cubex(ours)
+    assert back.regions[0].name == "ma" and back.regions[1:] == plain.regions[1:]
+    assert back.attrs == dict(plain.attrs, late="1")
+    assert np.array_equal(back.cnode_parent, plain.cnode_parent) and back.n_cnodes == plain.n_cnodes
+    assert all(np.array_equal(back.values[m.name], plain.values[m.name]) for m in plain.metrics)
+
+
+def test_an_anchor_of_many_small_elements_costs_a_few_times_its_size():
+    """2 million bytes of elements the reader never reads, and 40,000 minimal call paths: as elements they took
+    25 and 20 times their bytes."""
+    import tracemalloc
+
+    from analyzer.cube.cube_xml import parse_xml
+
+    cnodes = "".join(f'<cnode id="{k}" calleeId="0"/>' for k in range(40_000))
+    xml = ('<cube><metrics/><program><region id="0"><name>main</name></region>' + cnodes +
+           "</program><system/>" + "<x/>" * 500_000 + "</cube>").encode()
+    tracemalloc.start()
+    root, streamed = parse_xml(xml)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert len(streamed.ids) == 40_000 and streamed.regions[0][4] == "main"
+    assert [el.tag for el in root] == ["metrics", "program", "system"]
+    assert peak < 2 * len(xml)
