@@ -174,11 +174,11 @@ def build_timeline(frags: dict[str, list], tables: dict[str, Table], new_id: np.
         sel = np.flatnonzero(kind == K.JOIN)
         row[sel] = _join(teams["master_loc"], teams["join_time"], loc[sel], cuts["time"][sel])
     segments = Table({"loc": segs["loc"].astype(np.int32, copy=False), "cut": segs["cut"].astype(np.int64, copy=False),
-                      "cnode": KJ.remap(np.asarray(segs["cnode"], np.int64), new_id),
+                      "cnode": KJ.remap(segs["cnode"].astype(np.int32, copy=False), new_id),
                       "time": segs["time"].astype(np.float64, copy=False)})
     points = Table({"loc": loc.astype(np.int32, copy=False), "cut": cuts["cut"].astype(np.int64, copy=False),
                     "kind": kind.astype(np.int8, copy=False), "row": row,
                     "time": cuts["time"].astype(np.float64, copy=False),
-                    "cnode": KJ.remap(np.asarray(cuts["cnode"], np.int64), new_id),
+                    "cnode": KJ.remap(cuts["cnode"].astype(np.int32, copy=False), new_id),
                     "enter": np.asarray(cuts["enter"], np.float64)})
     return {"time_segments": segments, "sync_points": points}

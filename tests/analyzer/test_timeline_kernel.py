@@ -114,4 +114,6 @@ def test_fill_rows_matches_reference(seed):
 
 
 def test_remap():
-    assert KJ.remap(np.array([2, -1, 0], np.int64), np.array([5, 6, 7], np.int64)).tolist() == [7, -1, 5]
+    node = np.array([2, -1, 0], np.int32)
+    assert KJ.remap(node, np.array([5, 6, 7], np.int64)) is node
+    assert node.tolist() == [7, -1, 5]

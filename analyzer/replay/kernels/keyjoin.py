@@ -135,8 +135,8 @@ def fill_rows(row, kind, cut_off, want, loc, cut, rows):
 
 @numba.njit(cache=True, nogil=True)
 def remap(node, new_id):
-    """``new_id[node]`` as int32, -1 where ``node`` is negative."""
-    out = np.empty(node.shape[0], np.int32)
+    """``node[i] := new_id[node[i]]`` in place (int32; -1 stays -1): no second array as long as the table."""
     for i in range(node.shape[0]):
-        out[i] = new_id[node[i]] if node[i] >= 0 else -1
-    return out
+        if node[i] >= 0:
+            node[i] = new_id[node[i]]
+    return node
