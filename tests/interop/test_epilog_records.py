@@ -415,3 +415,26 @@ def test_an_exit_without_open_region_names_our_location_not_the_files_slot(tmp_p
         f.write(bytes([12, 102]) + struct.pack(">Id", 1, 4.5))  # big-endian EXIT of local location 1
     with pytest.raises(TraceFormatError, match="exit with no open region on our location 3$"):
         epilog.read(d)
+
+
+def test_a_parallel_region_entered_before_any_fork_has_no_team(tmp_path):
+    w = ElgWriter(lids=True)
+    S = Strings(w)
+    w.process(0, S("rank 0"))
+    for tid in (0, 1):
+        w.location(tid, 0, 0, 0, tid)
+    w.region(0, S("main"), NO_ID, NO_ID, NO_ID, S(USR), 1)
+    w.region(1, S("!$omp parallel @a.c:3"), NO_ID, NO_ID, NO_ID, S("OMP"), 11)
+    w.last_def()
+    w.enter(0, 0.0, 0)
+    for tid in (0, 1):
+        w.enter(tid, 1.0, 1)  # no OMP_FORK before it
+    for tid in (0, 1):
+        w.omp_collexit(tid, 2.0)
+    w.exit(0, 3.0)
+    asm = same_as_reference(w.save(tmp_path / "nofork.elg"))
+    assert any("parallel region entered at 1.0 before any FORK" in p for p in asm.problems)
+    for tid in (0, 1):
+        ev = asm.events[tid]
+        enter = ev[(ev["type"] == E.ENTER) & (ev["a"] == 1)][0]
+        assert (enter["c"], enter["d"]) == (OUR_NO_ID, tid)
