@@ -24,7 +24,7 @@ import numpy as np
 
 from . import layout
 from .errors import TraceFormatError
-from .layout import ANY, NO_ID, EventType, MetricDtype
+from .layout import ANY, NO_ID, RMA_GROUP_SYNCS, EventType, MetricDtype, RmaAtomic, RmaSync
 from .names import printable
 from .detect import detect, open_any
 from .reader import Trace
@@ -78,7 +78,7 @@ def cmd_info(args) -> int:
     print(f"system      {len(d.machines)} machines, {len(d.nodes)} nodes, {len(d.processes)} processes, "
           f"{len(d.locations)} locations")
     print(f"defined     {len(d.regions)} regions, {len(d.comms)} communicators, {len(d.locks)} locks, "
-          f"{len(d.metrics)} metrics")
+          f"{len(d.metrics)} metrics" + (f", {len(d.windows)} MPI windows" if d.windows else ""))
     for k, v in sorted(d.attributes.items()):
         print(f"attribute   {printable(k)} = {printable(v)}")
     types = [t for t in EventType]
@@ -163,6 +163,19 @@ def describe(defs, typ, flags, a, b, c, d, e) -> str:
             return f"COUNTER <metric {a}> value={d}"
         value = struct.unpack("<d", struct.pack("<Q", d))[0] if m.dtype == MetricDtype.DOUBLE else d
         return f"COUNTER {printable(m.name)}={value}{' ' + printable(m.unit) if m.unit else ''}"
+    if t in (EventType.MPI_RMA_PUT, EventType.MPI_RMA_GET):
+        return f"{t.name} window={a} target={rank(b)} bytes={d}" + (f" flags={flags}" if flags else "")
+    if t == EventType.MPI_RMA_ATOMIC:
+        op = RmaAtomic(c).name if c in RmaAtomic._value2member_map_ else str(c)
+        return f"MPI_RMA_ATOMIC window={a} target={rank(b)} op={op} sent={d} received={e}" + (
+            f" flags={flags}" if flags else "")
+    if t == EventType.MPI_RMA_SYNC:
+        kind = RmaSync(c).name if c in RmaSync._value2member_map_ else str(c)
+        if c in RMA_GROUP_SYNCS:
+            what = f" group={rank(b)} {list(defs.groups.get(b, ()))}"
+        else:
+            what = "" if b == NO_ID else f" target={rank(b)}"
+        return f"MPI_RMA_SYNC {kind} window={a}{what}" + (f" flags={flags}" if flags else "")
     return t.name
 
 

@@ -217,3 +217,21 @@ def test_merge_keeps_windows_and_post_start_groups(tmp_path):
                   if c in (RmaSync.START, RmaSync.COMPLETE)]
         assert groups == [(0,), (0,)]
         assert validate(tr) == []
+
+
+def test_dump_and_info_name_the_rma_fields(tmp_path, capsys):
+    from tracefmt.cli import main as expert_trace
+
+    b = tracefmt.TraceBuilder()
+    gats(b)
+    b.write(str(tmp_path / "rma.elg"))
+    assert expert_trace(["info", str(tmp_path / "rma.elg")]) == 0
+    assert ", 1 MPI windows" in capsys.readouterr().out
+    assert expert_trace(["dump", str(tmp_path / "rma.elg"), "--location", "1"]) == 0
+    out = capsys.readouterr().out
+    for line in ("MPI_RMA_SYNC START window=0 group=2 [0]", "MPI_RMA_PUT window=0 target=0 bytes=64",
+                 "MPI_RMA_GET window=0 target=0 bytes=16 flags=1",
+                 "MPI_RMA_ATOMIC window=0 target=0 op=COMPARE_AND_SWAP sent=16 received=8",
+                 "MPI_RMA_SYNC LOCK window=0 target=0 flags=1", "MPI_RMA_SYNC FLUSH window=0 target=0 flags=2",
+                 "MPI_RMA_SYNC FREE window=0"):
+        assert line in out, line
