@@ -11,6 +11,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from array import array
 
+from .dimensions import RegionInfo
+
 
 #: the elements the reader reads, by the element they are in (the root is always built): any other element
 #: is not built, nor anything inside it, for no lookup of the reader reaches into it (a file of 2 million
@@ -43,13 +45,45 @@ class Cnodes:
 
     def __init__(self):
         self.attrs: dict[str, str] = {}
-        #: per <region> of the program: its attributes id, mod, begin, end and the text of its first name,
-        #: paradigm, role and descr (None where it has none)
-        self.regions: list[list] = []
+        self.regions: list[RegionInfo] = []  # the program's, in document order
+        self.region_ids = array("q")  # their ids (NO_REGION: beyond 64 bits, in region_big)
+        self.region_big: dict[int, int] = {}
+        self.region_error = ""  # the first region attribute that is not an integer
         self.ids, self.callee, self.line, self.up = array("q"), array("q"), array("q"), array("q")
         self.mods: dict[int, str] = {}  # record -> call-site file, where one is given
         self.error = ""  # the first attribute that is not an integer
         self.texts: dict[int, str] = {}
+
+    def add_region(self, raw: list) -> None:
+        """A region from its attributes id, mod, begin, end and the text of its first name, paradigm, role and
+        descr (None where it has none)."""
+        rid, mod, begin, end, name, paradigm, role, descr = raw
+        k = len(self.regions)
+        rid = self._region_int(rid, "id", None)
+        self.region_ids.append(rid if NO_REGION < rid < 1 << 63 else NO_REGION)
+        if not NO_REGION < rid < 1 << 63:
+            self.region_big[k] = rid
+        self.regions.append(RegionInfo(
+            name=name_of(name or ""),
+            file=mod,
+            begin_line=self._region_int(begin, "begin", -1),
+            end_line=self._region_int(end, "end", -1),
+            paradigm=(paradigm or "").strip() or "unknown",
+            role=(role or "").strip() or "unknown",
+            description=name_of(descr or ""),
+        ))
+
+    def _region_int(self, val, name: str, default) -> int:
+        if val is None:
+            if default is None and not self.region_error:
+                self.region_error = f"<region> lacks the {name} attribute"
+            return -1 if default is None else default
+        try:
+            return int(val)
+        except ValueError:
+            if not self.region_error:
+                self.region_error = f"<region {name}={val!r}> is not an integer"
+            return -1
 
     def callee_text(self, k: int) -> str:
         return self.texts.get(k, "?")
@@ -99,6 +133,7 @@ class TreeBuilder(ET.TreeBuilder):
         self._open: list[str | None] = []  # per open element: its tag, None where it is not built
         self._after_unbuilt = False  # the next run is the tail of an element not built
         self._cnode_stack: list[int] = []
+        self._region: list = []  # the region open: see Cnodes.add_region
         self._sections: set[str] = set()  # the root's sections seen (metrics, program, system, severity)
         self.cnodes = Cnodes()
 
@@ -114,7 +149,7 @@ class TreeBuilder(ET.TreeBuilder):
             if text.isspace() and "\n" in text:
                 return
             if self._open and isinstance(self._open[-1], int):  # the text of a region's name, role...
-                region = self.cnodes.regions[-1]
+                region = self._region
                 if not region[self._open[-1]]:  # its text: what precedes its first child
                     region[self._open[-1]] = text
                 return
@@ -136,13 +171,13 @@ class TreeBuilder(ET.TreeBuilder):
             if len(self._open) == 1:
                 self._sections.add(tag)
             if tag == "region":
-                self.cnodes.regions.append([attrs.get("id"), attrs.get("mod", ""), attrs.get("begin"),
-                                            attrs.get("end"), None, None, None, None])
+                self._region = [attrs.get("id"), attrs.get("mod", ""), attrs.get("begin"), attrs.get("end"),
+                                None, None, None, None]
                 self._open.append("region")
                 return None
             if parent == "region":  # name, paradigm, role, descr: the first of each gives its text
                 field = REGION_FIELDS[tag]
-                region = self.cnodes.regions[-1]
+                region = self._region
                 first = region[field] is None
                 if first:
                     region[field] = ""
@@ -162,10 +197,24 @@ class TreeBuilder(ET.TreeBuilder):
         if kind is None or kind in ("cnode", "region") or isinstance(kind, int):
             if kind == "cnode":
                 self._cnode_stack.pop()
+            elif kind == "region":
+                self.cnodes.add_region(self._region)
             self._after_unbuilt = True
             return None
         self._after_unbuilt = False
         return super().end(tag)
+
+
+def name_of(t: str) -> str:
+    """A name as written: only the line breaks and indentation a pretty-printer puts around it are dropped
+    (whitespace at both ends, each run holding a newline), so every character of ``" a\\rb "`` survives."""
+    core = t.strip()
+    if core == t:
+        return t
+    head, tail = t[: len(t) - len(t.lstrip())], t[len(t.rstrip()):]
+    if ("\n" in t and not core) or ("\n" in head and "\n" in tail):
+        return core
+    return t
 
 
 def parse_xml(data: bytes) -> tuple[ET.Element, Cnodes]:

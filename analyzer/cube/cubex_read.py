@@ -23,7 +23,7 @@ import numpy as np
 
 from tracefmt.inflate import InflateError, gzip_cap, inflate
 
-from .cube_xml import NO_REGION, Cnodes, parse_xml
+from .cube_xml import NO_REGION, Cnodes, name_of, parse_xml
 from .cubex_data import Compressed, CompressedRows, check_finite, read_metric, rows_of
 from .model import Cube, CubeFormatError, LocationInfo, MetricInfo, RegionInfo
 # DENSE_BYTES_* and check_dense_size stay importable from here: the HDF5 reader's limit
@@ -293,19 +293,8 @@ def _text(el: ET.Element, tag: str) -> str:
 
 
 def _name(el: ET.Element, tag: str) -> str:
-    """A name as written: only the line breaks and indentation a pretty-printer puts around it are dropped
-    (whitespace at both ends, each run holding a newline), so every character of ``" a\\rb "`` survives."""
-    return _name_of(el.findtext(tag) or "")
-
-
-def _name_of(t: str) -> str:
-    core = t.strip()
-    if core == t:
-        return t
-    head, tail = t[: len(t) - len(t.lstrip())], t[len(t.rstrip()):]
-    if ("\n" in t and not core) or ("\n" in head and "\n" in tail):
-        return core
-    return t
+    """A name as written (:func:`analyzer.cube.cube_xml.name_of`)."""
+    return name_of(el.findtext(tag) or "")
 
 
 def _parse_anchor(root: ET.Element, cnodes: Cnodes, where: str, problems: list[str]) -> _Anchor:
@@ -372,24 +361,18 @@ def _parse_metrics(parent_el: ET.Element, parent: str | None, out: _Anchor, wher
 
 
 def _parse_program(program: ET.Element, cnodes: Cnodes, out: _Anchor, where: str):
-    region_index: dict[int, int] = {}
-    for rid, mod, begin, end, name, paradigm, role, descr in cnodes.regions:
-        rid = _int_of(rid, "region", "id", where)
-        if rid in region_index:
-            raise CubeFormatError(f"{where}: region id {rid} defined twice")
-        region_index[rid] = len(out.regions)
-        out.regions.append(
-            RegionInfo(
-                name=_name_of(name or ""),
-                file=mod,
-                begin_line=_int_of(begin, "region", "begin", where, -1),
-                end_line=_int_of(end, "region", "end", where, -1),
-                paradigm=(paradigm or "").strip() or "unknown",
-                role=(role or "").strip() or "unknown",
-                description=_name_of(descr or ""),
-            )
-        )
-    cnodes.regions.clear()
+    if cnodes.region_error:
+        raise CubeFormatError(f"{where}: {cnodes.region_error}")
+    rids = np.frombuffer(cnodes.region_ids, np.int64)  # per region, in document order
+    valid = np.flatnonzero(rids != NO_REGION)
+    by_id = valid[np.argsort(rids[valid], kind="stable")]  # regions by id (then document order)
+    later = by_id[1:][rids[by_id[1:]] == rids[by_id[:-1]]]
+    big = sorted(cnodes.region_big.values())
+    twice = [int(rids[later.min()])] if later.size else [a for a, b in zip(big, big[1:]) if a == b]
+    if twice:
+        raise CubeFormatError(f"{where}: region id {twice[0]} defined twice")
+    out.regions = cnodes.regions
+    region_keys = rids[by_id]
     if cnodes.error:
         raise CubeFormatError(f"{where}: {cnodes.error}")
     n = len(cnodes.ids)
@@ -402,9 +385,8 @@ def _parse_program(program: ET.Element, cnodes: Cnodes, out: _Anchor, where: str
     if later.size:
         raise CubeFormatError(f"{where}: cnode id {ids[later.min()]} used twice")
     callee = np.frombuffer(cnodes.callee, np.int64)
-    rids = np.array(sorted(r for r in region_index if NO_REGION < r < 1 << 63), np.int64)  # a callee's range
-    at = np.minimum(np.searchsorted(rids, callee), max(0, rids.size - 1))
-    known = (rids[at] == callee) if rids.size else np.zeros(n, bool)
+    at = np.minimum(np.searchsorted(region_keys, callee), max(0, region_keys.size - 1))
+    known = (region_keys[at] == callee) if region_keys.size else np.zeros(n, bool)
     if not known.all():
         i = int(np.flatnonzero(~known)[0])
         shown = cnodes.callee_text(i) if callee[i] == NO_REGION else int(callee[i])
@@ -414,11 +396,10 @@ def _parse_program(program: ET.Element, cnodes: Cnodes, out: _Anchor, where: str
         raise CubeFormatError(
             f"{where}: cnode ids are not dense 0..{n - 1} (missing {missing}); cubelib crashes on such files"
         )
-    region_of = np.array([region_index[r] for r in rids.tolist()], np.int64)
     out.cnode_parent = np.empty(n, np.int64)
     out.cnode_parent[ids] = np.where(up >= 0, ids[up], -1)
     out.cnode_region = np.empty(n, np.int64)
-    out.cnode_region[ids] = region_of[at]
+    out.cnode_region[ids] = by_id[at]
     out.cnode_line = np.empty(n, np.int64)
     out.cnode_line[ids] = np.frombuffer(cnodes.line, np.int64)
     out.cnode_file = [""] * n
