@@ -73,7 +73,7 @@ class BackwardInputs(NamedTuple):
     # time maps: per location rows seg_off[l]:seg_off[l+1] sorted by interval
     seg_off: np.ndarray
     seg_cut: np.ndarray
-    seg_cnode: np.ndarray
+    seg_cnode: np.ndarray  # int32 (the table's column)
     seg_time: np.ndarray
     n_cuts: np.ndarray  # int64 [L] cut points per location
     # synchronisation points, sorted by (loc, cut); per location sp_off[l]:sp_off[l+1]
@@ -496,7 +496,7 @@ def _build(ctx) -> BackwardInputs:
     h[:, 0], h[:, 1], h[:, 2], h[:, 3], h[:, 4] = h_kind, h_type, h_a, h_b, h_n
     return BackwardInputs(
         n_cnodes=ctx.n_cnodes, n_locations=L, loc_rank=loc_rank, n_ranks=n_ranks,
-        seg_off=seg_off, seg_cut=seg_cut, seg_cnode=np.asarray(S["cnode"], np.int64),
+        seg_off=seg_off, seg_cut=seg_cut, seg_cnode=np.asarray(S["cnode"]),  # int32 as stored: no 5.5 M-row copy
         seg_time=np.asarray(S["time"], np.float64), n_cuts=n_cuts,
         sp_off=sp_off, sp_loc=sp_i[:, 0], sp_cut=sp_i[:, 1], sp_wait=sp_f[:, 0], sp_total=sp_f[:, 1],
         sp_compl=sp_f[:, 2], sp_cnode=sp_i[:, 2], sp_time=sp_f[:, 3], sp_mpi=sp_i[:, 3], sp_sr_kind=sp_i[:, 4],
