@@ -108,12 +108,13 @@ def cube_memory(target: int, timeout: float) -> int:
     Each tool's peak on a hostile file is divided by its peak on the sane file of the same kind (``sane``,
     values stored plain, for ``many_sparse``; ``sane_compressed``, values in zlib blocks as Scalasca's writer
     stores them, for ``zeros`` and ``compressed``; ``sane_calltree``, a file that is mostly its anchor, for
-    ``void_metrics``), and by the lowest sane peak: the issue's bound is 2 x."""
+    ``void_metrics`` and the ``tiny_*`` anchors), and by the lowest sane peak: the issue's bound is 2 x."""
     kinds = ("sane", "sane_compressed", "sane_calltree", "many_sparse", "zeros", "compressed",
-             "void_metrics")  # hostile_cubes.KINDS
+             "void_metrics", "tiny_regions", "tiny_metrics", "tiny_locations")  # hostile_cubes.KINDS
     sane_kinds = ("sane", "sane_compressed", "sane_calltree")
     same_kind = {"many_sparse": "sane", "zeros": "sane_compressed", "compressed": "sane_compressed",
-                 "void_metrics": "sane_calltree"}
+                 "void_metrics": "sane_calltree", "tiny_regions": "sane_calltree", "tiny_metrics": "sane_calltree",
+                 "tiny_locations": "sane_calltree"}
     work = Path(tempfile.mkdtemp(prefix="expert-cube-memory-"))
     # built in a process of their own: a child's peak RSS counts the parent's pages at fork (Linux)
     script = ("import sys; from pathlib import Path; from hostile_cubes import hostile_cubex; "

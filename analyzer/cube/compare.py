@@ -62,7 +62,7 @@ class PerLocation(Mapping):
         return f"PerLocation({dict(self)!r})"
 
 
-@dataclass
+@dataclass(slots=True)  # slots: a cube may declare a hundred thousand metrics
 class MetricSummary:
     name: str
     display_name: str
@@ -229,7 +229,7 @@ def relative_change(base: float, new: float) -> float:
     return (new - base) / abs(base)
 
 
-@dataclass
+@dataclass(slots=True)
 class Change:
     """One value on both sides: ``key`` is a call path, a location or a (call path, location) cell.
 
@@ -250,7 +250,7 @@ class Change:
         return relative_change(self.base, self.new)
 
 
-@dataclass
+@dataclass(slots=True)
 class MetricDiff(Change):
     """One metric on both sides: ``base`` and ``new`` are its totals (0 on a side that lacks it)."""
 

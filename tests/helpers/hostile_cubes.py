@@ -14,7 +14,12 @@ twice the memory of a sane file of the same size.
 * ``zeros``: the same shape, every metric storing all its rows as zeros (a dense index);
 * ``compressed``: the same shape, every metric's rows all 1.0 in one zlib block (about 1000 : 1);
 * ``void_metrics``: a few call paths, and half the file locations, half metrics without values (no data
-  members): a summary holding a value per metric and location as a dict entry took 100 bytes each.
+  members): a summary holding a value per metric and location as a dict entry took 100 bytes each;
+* ``tiny_regions``, ``tiny_metrics``, ``tiny_locations``: a small cube whose anchor is filled with the
+  smallest elements of one kind (``<region id="N"/>``; a metric of a unique name and a data type, without
+  values;
+  ``<locationgroup><location Id="N"/></locationgroup>``, the system tree's only locations): what an element of
+  the XML costs once parsed.
 
 The cubes are built with row-stored values, so building one never holds more than one dense metric.
 """
@@ -31,7 +36,8 @@ import numpy as np
 from analyzer.cube import Cube, LocationInfo, MetricInfo, RegionInfo, write_cubex
 from analyzer.cube.stored_rows import RowValues, StoredRows
 
-KINDS = ("sane", "sane_compressed", "sane_calltree", "many_sparse", "zeros", "compressed", "void_metrics")
+KINDS = ("sane", "sane_compressed", "sane_calltree", "many_sparse", "zeros", "compressed", "void_metrics",
+         "tiny_regions", "tiny_metrics", "tiny_locations")
 
 
 def _cube(n_c: int, n_l: int, n_m: int, rows_of) -> Cube:
@@ -108,6 +114,8 @@ def hostile_cubex(path, kind: str, target_bytes: int = 1 << 20, metric_bytes: in
         return _sane_calltree(path, target_bytes)
     if kind == "void_metrics":
         return _void_metrics(path, target_bytes)
+    if kind.startswith("tiny_"):
+        return _tiny_elements(path, kind, target_bytes)
     n_c, n_l = _shape(target_bytes, metric_bytes)
     block = None
     if kind != "many_sparse":  # one block for every metric (the same bytes)
@@ -144,6 +152,32 @@ def _sane_calltree(path, target_bytes: int) -> int:
     n_c, size = 10000, write(10000)
     n_c = max(2, n0 + round((target_bytes - s0) * (n_c - n0) / max(1, size - s0)))
     return write(n_c)
+
+
+def _tiny_elements(path, kind: str, target_bytes: int) -> int:
+    sane_cubex(path, 1)  # one metric over 256 call paths x 64 locations
+    members = _members(path)
+    anchor = members["anchor.xml"].decode()
+    if kind == "tiny_regions":
+        at, end, element = anchor.index("<region"), None, '<region id="{}"/>'
+    elif kind == "tiny_metrics":
+        at, end = anchor.index("</metrics>"), None
+        element = '<metric id="{}"><uniq_name>m{}</uniq_name><dtype>DOUBLE</dtype></metric>'
+    else:
+        at, end = anchor.index("<system>") + len("<system>"), anchor.index("</system>")
+        element = '<locationgroup><location Id="{}"/></locationgroup>'
+    per = len(element.format(1_000_000, 1_000_000))
+    n = max(1, (target_bytes - len(anchor)) // per)
+    first = 10 if kind != "tiny_locations" else 0  # the cube's own ids stay
+    filled = "".join(element.format(k + first, k) for k in range(n))
+    if end is None:
+        anchor = anchor[:at] + filled + anchor[at:]
+    else:
+        anchor = anchor[:at] + "<systemtreenode><name>m</name><class>machine</class>" + filled + \
+                 "</systemtreenode>" + anchor[end:]
+    members["anchor.xml"] = anchor.encode()
+    path.write_bytes(_tar(members))
+    return path.stat().st_size
 
 
 def _void_metrics(path, target_bytes: int) -> int:
