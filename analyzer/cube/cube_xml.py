@@ -1,9 +1,9 @@
 """The CUBE XML (a ``.cubex`` anchor, a CUBE3 file) parsed into what the readers read, compactly.
 
-:func:`parse_xml` builds an ElementTree of only the elements the readers look up (:data:`READ`), without the
-indentation between them, and keeps the call tree, the regions and the cube's attributes as arrays and lists
-(:class:`Cnodes`) instead of elements: an element cost hundreds of bytes, so a file of many small elements
-took tens of times its size as a tree.
+:func:`parse_xml` builds a tree of tuples (:class:`Element`) of only the elements the readers look up
+(:data:`READ`), without the indentation between them, and keeps the call tree, the regions and the cube's
+attributes as arrays and records (:class:`Cnodes`) instead of elements: an ElementTree element cost hundreds of
+bytes, so a file of many small elements took tens of times its size as a tree.
 """
 
 from __future__ import annotations
@@ -157,7 +157,8 @@ class Element(tuple):
 
 
 class TreeBuilder:
-    """ElementTree's builder for what the reader reads (:data:`READ`), without the text runs that are only
+    """The parser's target: builds :class:`Element` tuples of what the reader reads (:data:`READ`), without the
+    text runs that are only
     whitespace holding a newline (the indentation between elements: a str object for each cost a third of an
     indented anchor's tree, 84 -> 48 MiB for 8 MB of XML), and with the call tree kept as arrays
     (:class:`Cnodes`).  The reader never reads such a run: tails are not read, and a name that is only such
