@@ -100,7 +100,7 @@ class BackwardInputs(NamedTuple):
     cp_stop: np.ndarray  # bool: the path ends here (MPI_Init)
     cp_start_loc: int
     cp_start_sp: int  # -1: at the end of cp_start_loc
-    sp_i: np.ndarray  # int64 [n, 7]: the integer columns of the points (sp_loc ... sp_sr_arg are views of it),
+    sp_i: np.ndarray  # int32 (int64 where a value needs it) [n, 7]: the integer columns of the points (sp_loc ... sp_sr_arg are views of it),
     #                   and the first time-map segment after each point's cut
     sp_f: np.ndarray  # float64 [n, 4]: sp_wait, sp_total, sp_compl, sp_time (views of it)
     grp: np.ndarray  # int64 [n, 2]: grp_rank, grp_sp (views of it)
@@ -480,7 +480,7 @@ def _build(ctx) -> BackwardInputs:
     # are views of the packed arrays
     from .kernels.backward import point_segments
 
-    sp_i = np.empty((n_sp, 7), np.int64)
+    sp_i = np.empty((n_sp, 7), np.int32 if _fits_int32(sp, n_seg=len(S)) else np.int64)
     for c, k in enumerate(("loc", "cut", "cnode", "mpi", "sr_kind", "sr_arg")):
         sp_i[:, c] = sp[k]
     seg_off, seg_cut = _offsets(seg_loc, L), np.asarray(S["cut"], np.int64)
@@ -526,6 +526,19 @@ def _point_order(P: Table, loc: np.ndarray, cut: np.ndarray, src: np.ndarray, L:
     dup = np.zeros(len(o), bool)
     dup[1:] = (loc_o[1:] == loc_o[:-1]) & (cut_o[1:] == cut_o[:-1])
     return o[~dup]
+
+
+def _fits_int32(sp: dict, n_seg: int) -> bool:
+    """Whether the points' integer columns and the segment rows fit 32 bits: then ``sp_i`` is half as large
+    (fresh memory is faulted in at a cost, and the kernels read its rows over and over)."""
+    lim = np.iinfo(np.int32)
+    if n_seg > lim.max:
+        return False
+    for k in ("loc", "cut", "cnode", "sr_kind", "sr_arg"):
+        v = sp[k]
+        if len(v) and (v.min() < lim.min or v.max() > lim.max):
+            return False
+    return True
 
 
 def _offsets(loc: np.ndarray, L: int) -> np.ndarray:

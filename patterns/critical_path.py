@@ -46,7 +46,7 @@ def critical_path_profile(ctx) -> dict[str, np.ndarray]:
 
 def _waits(inp, C: int, L: int) -> np.ndarray:
     keep = inp.sp_wait > 0  # np.bincount adds in the order of np.add.at: the same sums, faster
-    return np.bincount(inp.sp_cnode[keep] * L + inp.sp_loc[keep], weights=inp.sp_wait[keep],
+    return np.bincount(inp.sp_cnode[keep].astype(np.int64) * L + inp.sp_loc[keep], weights=inp.sp_wait[keep],
                        minlength=C * L).reshape(C, L)
 
 
