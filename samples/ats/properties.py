@@ -357,6 +357,15 @@ def properties(scale: float = 1.0, reps: int = 2, omp_threads: int = 2, mpi_rank
     for name, call in (("early_reduce", "MPI_Reduce"), ("early_gather", "MPI_Gather"),
                        ("early_gatherv", "MPI_Gatherv")):
         mpi(name, lh, [Expect(("mpi_earlyreduce",), f"{name}/{call}", r * d)])
+    # MPI one-sided communication (format 2.3): where a library blocks for a late post or a held lock (start,
+    # put, complete; lock, put, unlock) is its choice, so those are checked over the property's subtree
+    mpi("rma_late_fence", lh, [Expect(("mpi_rma_wait_at_fence",), "rma_late_fence/MPI_Win_fence", r * (P - 1) * d)])
+    mpi("rma_late_post", lh, [Expect(("mpi_rma_sync_late_post", "mpi_rma_comm_late_post"), "rma_late_post",
+                                     r * pairs * d)])
+    mpi("rma_late_complete", lh, [Expect(("mpi_rma_early_wait",), "rma_late_complete/MPI_Win_wait", r * pairs * d),
+                                  Expect(("mpi_rma_late_complete",), "rma_late_complete/MPI_Win_wait", r * pairs * d)])
+    mpi("rma_lock_contention", lh, [Expect(("mpi_rma_sync_lock_competition", "mpi_rma_comm_lock_competition"),
+                                           "rma_lock_contention", r * d)])
     return ps
 
 
@@ -365,5 +374,6 @@ WAIT_STATES = (
     "mpi_latesender", "mpi_latereceiver", "mpi_barrier_wait", "mpi_wait_nxn", "mpi_earlyreduce",
     "mpi_earlyscan", "mpi_latebroadcast", "omp_ebarrier_wait", "omp_ibarrier_wait",
     "omp_lock_contention_critical", "omp_lock_contention_api", "omp_ordered", "omp_limited_parallelism",
-    "omp_taskwait", "omp_task_starvation",
+    "omp_taskwait", "omp_task_starvation", "mpi_rma_wait_at_fence", "mpi_rma_sync_late_post",
+    "mpi_rma_comm_late_post", "mpi_rma_early_wait", "mpi_rma_sync_lock_competition", "mpi_rma_comm_lock_competition",
 )

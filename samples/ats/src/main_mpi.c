@@ -23,6 +23,10 @@
 #define KIND_early_reduce LOW_HIGH
 #define KIND_early_gather LOW_HIGH
 #define KIND_early_gatherv LOW_HIGH
+#define KIND_rma_late_fence LOW_HIGH
+#define KIND_rma_late_post LOW_HIGH
+#define KIND_rma_late_complete LOW_HIGH
+#define KIND_rma_lock_contention LOW_HIGH
 
 #define CALL2(kind, f) kind(f)
 #define CALL(kind, f) CALL2(kind, f)

@@ -157,3 +157,131 @@ void late_scatterv(double low, double high, int r) { PROPERTY("late_scatterv"); 
 void early_reduce(double low, double high, int r) { PROPERTY("early_reduce"); rooted(REDUCE, low, high, r); END_PROPERTY; }
 void early_gather(double low, double high, int r) { PROPERTY("early_gather"); rooted(GATHER, low, high, r); END_PROPERTY; }
 void early_gatherv(double low, double high, int r) { PROPERTY("early_gatherv"); rooted(GATHERV, low, high, r); END_PROPERTY; }
+
+/* ---------------------------------------------------------------- MPI one-sided (RMA) */
+/* one window of COUNT doubles per rank over MPI_COMM_WORLD; created and freed around each property, outside its
+   repetitions (the creation waits for the last rank, which the repetitions do not design) */
+static MPI_Win rma_window(double **base)
+{
+    MPI_Win win;
+    MPI_Win_allocate(COUNT * sizeof(double), sizeof(double), MPI_INFO_NULL, MPI_COMM_WORLD, base, &win);
+    return win;
+}
+
+/* late fence epoch: rank 0 works `high`, every other rank `low`, then the fence that closes the last epoch and
+   opens the next, in which each rank puts into the next rank's window; one more fence closes the last epoch
+   (one fence per repetition: the closing fences add no start-up skew of their own) */
+void rma_late_fence(double low, double high, int r)
+{
+    PROPERTY("rma_late_fence");
+    int me, sz;
+    double *base, v[COUNT] = {0};
+    rank_size(&me, &sz);
+    MPI_Win win = rma_window(&base);
+    for (int i = 0; i < r; i++) {
+        do_work(me == 0 ? high : low);
+        MPI_Win_fence(0, win);
+        MPI_Put(v, COUNT, MPI_DOUBLE, (me + 1) % sz, 0, COUNT, MPI_DOUBLE, win);
+    }
+    MPI_Win_fence(0, win);
+    MPI_Win_free(&win);
+    END_PROPERTY;
+}
+
+/* late post: in each pair the even rank (target) works `high` before MPI_Win_post, the odd rank (origin) `low`
+   before MPI_Win_start, a put and MPI_Win_complete; the origin cannot finish the epoch before the post */
+void rma_late_post(double low, double high, int r)
+{
+    PROPERTY("rma_late_post");
+    int me, sz;
+    double *base, v[COUNT] = {0};
+    rank_size(&me, &sz);
+    MPI_Win win = rma_window(&base);
+    MPI_Group world, peer;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    int partner = me % 2 == 0 ? me + 1 : me - 1;
+    int active = partner < sz;
+    if (active) MPI_Group_incl(world, 1, &partner, &peer);
+    for (int i = 0; i < r; i++) {
+        if (active && me % 2 == 0) {
+            do_work(high);
+            MPI_Win_post(peer, 0, win);
+            MPI_Win_wait(win);
+        } else if (active) {
+            do_work(low);
+            MPI_Win_start(peer, 0, win);
+            MPI_Put(v, COUNT, MPI_DOUBLE, partner, 0, COUNT, MPI_DOUBLE, win);
+            MPI_Win_complete(win);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    if (active) MPI_Group_free(&peer);
+    MPI_Group_free(&world);
+    MPI_Win_free(&win);
+    END_PROPERTY;
+}
+
+/* late complete: in each pair the even rank (target) posts first, works `low` and waits; the odd rank (origin)
+   works `low`, starts (the post is long there: no late post), puts, then works `high - low` inside the epoch
+   before MPI_Win_complete: the target waits that long in MPI_Win_wait after the last transfer (Early Wait, all of
+   it Late Complete) */
+void rma_late_complete(double low, double high, int r)
+{
+    PROPERTY("rma_late_complete");
+    int me, sz;
+    double *base, v[COUNT] = {0};
+    rank_size(&me, &sz);
+    MPI_Win win = rma_window(&base);
+    MPI_Group world, peer;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    int partner = me % 2 == 0 ? me + 1 : me - 1;
+    int active = partner < sz;
+    if (active) MPI_Group_incl(world, 1, &partner, &peer);
+    for (int i = 0; i < r; i++) {
+        if (active && me % 2 == 0) {
+            MPI_Win_post(peer, 0, win);
+            do_work(low);
+            MPI_Win_wait(win);
+        } else if (active) {
+            do_work(low);
+            MPI_Win_start(peer, 0, win);
+            MPI_Put(v, COUNT, MPI_DOUBLE, partner, 0, COUNT, MPI_DOUBLE, win);
+            do_work(high - low);
+            MPI_Win_complete(win);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    if (active) MPI_Group_free(&peer);
+    MPI_Group_free(&world);
+    MPI_Win_free(&win);
+    END_PROPERTY;
+}
+
+/* lock contention: rank 1 takes an exclusive lock on rank 0's window at once and holds it `high` seconds; rank 0
+   works `low`, then wants the same lock (on its own window) for a put: it waits `high - low`.  Other ranks only
+   take part in the barriers */
+void rma_lock_contention(double low, double high, int r)
+{
+    PROPERTY("rma_lock_contention");
+    int me, sz;
+    double *base, v[COUNT] = {0};
+    rank_size(&me, &sz);
+    MPI_Win win = rma_window(&base);
+    for (int i = 0; i < r; i++) {
+        if (me == 1) {
+            MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+            MPI_Put(v, COUNT, MPI_DOUBLE, 0, 0, COUNT, MPI_DOUBLE, win);
+            MPI_Win_flush(0, win); /* the lock is held from here on, whatever the library defers */
+            do_work(high);
+            MPI_Win_unlock(0, win);
+        } else if (me == 0) {
+            do_work(low);
+            MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+            MPI_Put(v, COUNT, MPI_DOUBLE, 0, 0, COUNT, MPI_DOUBLE, win);
+            MPI_Win_unlock(0, win);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    MPI_Win_free(&win);
+    END_PROPERTY;
+}
