@@ -39,7 +39,8 @@ from tracefmt.layout import Role
 
 from .array_ops import by_keys, csr, dense_ids, group_max, group_min, local_ranks, lookup, operation_in, pairs_in
 from .instances import cached, late_sender_instances, mpi_operations
-from .kernels.backward_build import first_per_point, grouped_offsets, point_cuts, profile_sums, touch_order
+from .kernels.backward_build import (first_per_point, grouped_offsets, max_by_loc, point_cuts, profile_sums,
+                                     touch_order)
 from .tables import Table
 
 #: the replay tables the backward replay reads (every pattern using it requires them all)
@@ -473,7 +474,7 @@ def _build(ctx) -> BackwardInputs:
     seg_loc = np.asarray(S["loc"])
     n_cuts = np.zeros(L, np.int64)
     if len(P):
-        np.maximum.at(n_cuts, np.asarray(P["loc"], np.int64), np.asarray(P["cut"], np.int64))
+        max_by_loc(np.asarray(P["loc"]), np.asarray(P["cut"]), n_cuts)
     js = np.flatnonzero(P["kind"] == _JOIN)
     jo = js[np.lexsort((P["cut"][js], P["loc"][js]))]
     # the kernels read the columns packed (patterns.kernels.backward: fewer arrays per call); the named columns
@@ -506,7 +507,7 @@ def _build(ctx) -> BackwardInputs:
         cp_next=cp_next, cp_stop=role == 6, cp_start_loc=start_loc, cp_start_sp=start_sp,
         sp_i=sp_i, sp_f=sp_f, grp=grp, h=h,
         h_kind=h[:, 0], h_type=h[:, 1], h_a=h[:, 2], h_b=h[:, 3], h_n=h[:, 4], hm_off=hm_off, hm_sp=hm_sp,
-        tc_off=csr(t_loc[ot], L), tc_kind=t_kind[ot], tc_h=t_h[ot],
+        tc_off=csr(t_loc, L), tc_kind=t_kind[ot], tc_h=t_h[ot],  # the counts per location: any order
     )
 
 

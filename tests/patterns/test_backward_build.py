@@ -132,3 +132,14 @@ def test_point_order_is_the_sort_without_repeats(seed):
     keep = np.ones(len(o), bool)
     keep[1:] = (loc[o][1:] != loc[o][:-1]) | (cut[o][1:] != cut[o][:-1])
     assert _point_order(P, loc, cut, src, 3).tolist() == o[keep].tolist()
+
+
+def test_max_by_loc_is_maximum_at():
+    from patterns.kernels.backward_build import max_by_loc
+
+    rng = np.random.default_rng(5)
+    loc, val = rng.integers(0, 4, 50).astype(np.int32), rng.integers(0, 30, 50)
+    got, want = np.zeros(5, np.int64), np.zeros(5, np.int64)
+    max_by_loc(loc, val, got)
+    np.maximum.at(want, loc, val)
+    assert got.tolist() == want.tolist()
