@@ -39,8 +39,8 @@ from tracefmt.layout import Role
 
 from .array_ops import by_keys, csr, dense_ids, group_max, group_min, local_ranks, lookup, operation_in, pairs_in
 from .instances import cached, late_sender_instances, mpi_operations
-from .kernels.backward_build import (first_per_point, grouped_offsets, max_by_loc, point_cuts, profile_sums,
-                                     touch_order)
+from .kernels.backward_build import (barrier_points, first_per_point, grouped_offsets, max_by_loc, point_cuts,
+                                     profile_sums, touch_order)
 from .tables import Table
 
 #: the replay tables the backward replay reads (every pattern using it requires them all)
@@ -333,8 +333,16 @@ def _openmp(ctx, P):
                              total=_pos(enter - teams["fork_time"][team]), compl=_pos(enter - first[team]),
                              role=np.full(len(s), 7), ref=team,
                              ref2=(members["loc"][mr] == teams["master_loc"][team]).astype(np.int64)))
+    ok, s, dense, enter, wait, total, first = barrier_points(
+        np.asarray(P["kind"]), np.asarray(P["row"], np.int64), np.asarray(P["loc"]),
+        np.asarray(B["instance"], np.int64), np.asarray(B["enter"], np.float64), np.asarray(B["exit"], np.float64),
+        np.asarray(ctx.location_thread), _OBAR)
+    if ok and len(s):
+        parts.append(_points(loc=P["loc"][s], cut=P["cut"][s], cnode=P["cnode"][s], time=enter, wait=wait,
+                             total=total, role=np.full(len(s), 8), ref=dense, ref2=first))
+        return parts
     s = np.flatnonzero((P["kind"] == _OBAR) & (P["row"] >= 0))
-    if len(s):
+    if len(s):  # instance ids the kernel cannot mark
         br = P["row"][s]
         inst = np.asarray(B["instance"], np.int64)[br]
         dense = dense_ids(inst)

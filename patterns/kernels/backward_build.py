@@ -12,7 +12,9 @@
 * :func:`grouped_offsets`: the per-location offsets of the time maps, checking they are grouped;
 * :func:`first_per_point`: the synchronisation points in (location, cut) order, each cut once, by indexing
   the sync_points table instead of sorting;
-* :func:`max_by_loc`: ``np.maximum.at`` for the number of cut points per location.
+* :func:`max_by_loc`: ``np.maximum.at`` for the number of cut points per location;
+* :func:`barrier_points`: the OpenMP barrier points (wait for the latest arrival, who arrived last) in a
+  few passes instead of a dozen NumPy operations over 0.9 M rows.
 
 Temporaries as long as the 5.5 M time-map rows of a 10^7-event trace cost more than the passes over them:
 fresh memory is faulted in, with transparent huge pages on a busy machine at a high system-time cost.
@@ -169,3 +171,65 @@ def max_by_loc(loc, value, out):
     for i in range(loc.shape[0]):
         if value[i] > out[loc[i]]:
             out[loc[i]] = value[i]
+
+
+@numba.njit(cache=True, nogil=True)
+def barrier_points(kind, row, p_loc, b_inst, b_enter, b_exit, loc_thread, want):
+    """The OpenMP barrier points: the sync_points rows ``s`` of kind ``want`` linked to a barrier row, with
+    per point its instance as a dense id, its enter time, its wait for the latest arrival (0 unless
+    positive), its time in the barrier, and 1 where it is the latest arrival (the lowest thread among equal
+    ones).  ``ok`` is False (and the rest empty) where the instance ids are negative or too sparse to mark."""
+    n = 0
+    for i in range(kind.shape[0]):
+        if kind[i] == want and row[i] >= 0:
+            n += 1
+    s = np.empty(n, np.int64)
+    k = 0
+    top = 0
+    for i in range(kind.shape[0]):
+        if kind[i] == want and row[i] >= 0:
+            s[k] = i
+            k += 1
+            v = b_inst[row[i]]
+            if v < 0:
+                return False, s, s, np.empty(0), np.empty(0), np.empty(0), s
+            top = max(top, v + 1)
+    if top > 4 * n + (1 << 16):
+        return False, s, s, np.empty(0), np.empty(0), np.empty(0), s
+    rank = np.zeros(top + 1, np.int64)  # dense ids: ranks of the instances present
+    for j in range(n):
+        rank[b_inst[row[s[j]]] + 1] = 1
+    for v in range(top):
+        rank[v + 1] += rank[v]
+    n_inst = rank[top]
+    dense = np.empty(n, np.int64)
+    enter = np.empty(n)
+    latest = np.full(n_inst, -np.inf)
+    for j in range(n):
+        r = row[s[j]]
+        d = rank[b_inst[r]]
+        dense[j] = d
+        e = b_enter[r]
+        enter[j] = e
+        if e != e or latest[d] != latest[d]:  # np.maximum: NaN wins
+            latest[d] = np.nan
+        elif e > latest[d]:
+            latest[d] = e
+    big = np.iinfo(np.int64).max
+    who = np.full(n_inst, big, np.int64)
+    for j in range(n):
+        d = dense[j]
+        if enter[j] == latest[d]:
+            th = np.int64(loc_thread[p_loc[s[j]]])
+            if th < who[d]:
+                who[d] = th
+    wait = np.empty(n)
+    total = np.empty(n)
+    first = np.empty(n, np.int64)
+    for j in range(n):
+        d = dense[j]
+        w = latest[d] - enter[j]
+        wait[j] = w if w > 0 else 0.0
+        total[j] = b_exit[row[s[j]]] - enter[j]
+        first[j] = 1 if np.int64(loc_thread[p_loc[s[j]]]) == who[d] else 0
+    return True, s, dense, enter, wait, total, first

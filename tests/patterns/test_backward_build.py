@@ -143,3 +143,38 @@ def test_max_by_loc_is_maximum_at():
     max_by_loc(loc, val, got)
     np.maximum.at(want, loc, val)
     assert got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_barrier_points_are_the_numpy_ones(seed):
+    """The barrier points against the NumPy formulation they replace (equal arrivals, NaN enters, unlinked
+    points, sparse instance ids)."""
+    from patterns.kernels.backward_build import barrier_points
+
+    rng = np.random.default_rng(seed)
+    nb, n, L = int(rng.integers(1, 30)), int(rng.integers(0, 60)), 4
+    b_inst = rng.integers(0, 6, nb) * (1000 if seed == 4 else 1)
+    b_enter = rng.choice([0.0, 1.0, 2.0, 2.0, 3.5] + ([np.nan] if seed == 5 else []), nb)
+    b_exit = b_enter + rng.random(nb)
+    kind = rng.integers(8, 11, n).astype(np.int8)
+    row = rng.integers(-1, nb, n)
+    p_loc = rng.integers(0, L, n).astype(np.int32)
+    thread = rng.integers(0, 3, L)
+    ok, s, dense, enter, wait, total, first = barrier_points(kind, row, p_loc, b_inst, b_enter, b_exit, thread, 9)
+    want_s = np.flatnonzero((kind == 9) & (row >= 0))
+    assert ok and s.tolist() == want_s.tolist()
+    br = row[want_s]
+    want_dense = np.unique(b_inst[br], return_inverse=True)[1].reshape(-1)
+    e = b_enter[br]
+    latest = np.full(int(want_dense.max()) + 1 if len(br) else 0, -np.inf)
+    with np.errstate(invalid="ignore"):  # NumPy warns of the NaN it keeps
+        np.maximum.at(latest, want_dense, e)
+    th = thread[p_loc[want_s]].astype(np.int64)
+    who = np.full(len(latest), np.iinfo(np.int64).max)
+    np.minimum.at(who, want_dense, np.where(e == latest[want_dense], th, np.iinfo(np.int64).max))
+    w = latest[want_dense] - e
+    assert dense.tolist() == want_dense.tolist()
+    assert np.array_equal(enter, e, equal_nan=True)
+    assert np.array_equal(wait, np.where(w > 0, w, 0.0))
+    assert np.array_equal(total, b_exit[br] - e, equal_nan=True)
+    assert first.tolist() == (th == who[want_dense]).astype(np.int64).tolist()
