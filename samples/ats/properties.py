@@ -71,6 +71,13 @@ def serial_producer_idle(n: int, d: float, w: float, team: int) -> float:
     return (team - 1) * n * d - (n - 1) * w
 
 
+def chain_starvation(n: int, w: float, team: int) -> float:
+    """Starvation of a team that runs a chain of ``n`` dependent tasks of ``w`` seconds, all created at once,
+    in a barrier: one thread runs each task while the others have no task they may start; during the last
+    one no task is left unstarted (idle, but not starving)."""
+    return (team - 1) * (n - 1) * w
+
+
 # --------------------------------------------------------------------------
 # expectations
 # --------------------------------------------------------------------------
@@ -308,6 +315,13 @@ def properties(scale: float = 1.0, reps: int = 2, omp_threads: int = 2, mpi_rank
         [Expect(("omp_task_starvation", "omp_task_management"), "serial_task_producer/!$omp parallel/!$omp single",
                 r * serial_producer_idle(n_prod, d_prod, d_prod / 4, T)),
          Expect(("omp_task_starvation",), "serial_task_producer/!$omp parallel/!$omp single", kind="present")])
+    n_chain, w_chain = 2 * T, 0.08 * scale  # the twin's independent tasks: two per thread
+    omp("task_dependence_chain", ["-r", str(r), "-n", str(n_chain), "-H", _f(w_chain)],
+        [Expect(("omp_task_starvation",), "task_dependence_chain/!$omp parallel/!$omp single",
+                r * chain_starvation(n_chain, w_chain, T)),
+         Expect(("omp_task_management",), "task_dependence_chain", kind="absent"),
+         Expect(("omp_ibarrier_wait",), "task_dependence_chain", kind="absent")],
+        note="the tasks are ready when their predecessor completes, not when created: idle threads starve")
 
     # ---------------------------------------------------------------- nested parallelism, varying team sizes
     n_lo, n_hi = 0.02 * scale, 0.1 * scale  # four threads on two cores: a wider spread than the flat teams
@@ -358,12 +372,17 @@ def properties(scale: float = 1.0, reps: int = 2, omp_threads: int = 2, mpi_rank
                        ("early_gatherv", "MPI_Gatherv")):
         mpi(name, lh, [Expect(("mpi_earlyreduce",), f"{name}/{call}", r * d)])
     # MPI one-sided communication (format 2.3): where a library blocks for a late post or a held lock (start,
-    # put, complete; lock, put, unlock) is its choice, so those are checked over the property's subtree
-    mpi("rma_late_fence", lh, [Expect(("mpi_rma_wait_at_fence",), "rma_late_fence/MPI_Win_fence", r * (P - 1) * d)])
-    mpi("rma_late_post", lh, [Expect(("mpi_rma_sync_late_post", "mpi_rma_comm_late_post"), "rma_late_post",
-                                     r * pairs * d)])
+    # put, complete; lock, put, unlock) is its choice, so those are checked over the property's subtree; the
+    # silent ones tell a wait from its neighbour (a late process, not pending transfers, at the fence; a late
+    # complete, not a late post; not the other way round: the target's early wait after a late post is the
+    # origin's wake-up, up to tens of ms here)
+    mpi("rma_late_fence", lh, [Expect(("mpi_rma_wait_at_fence",), "rma_late_fence/MPI_Win_fence", r * (P - 1) * d),
+                               Expect(("mpi_rma_early_fence",), "rma_late_fence", kind="absent")])
+    late_post = ("mpi_rma_sync_late_post", "mpi_rma_comm_late_post")
+    mpi("rma_late_post", lh, [Expect(late_post, "rma_late_post", r * pairs * d)])
     mpi("rma_late_complete", lh, [Expect(("mpi_rma_early_wait",), "rma_late_complete/MPI_Win_wait", r * pairs * d),
-                                  Expect(("mpi_rma_late_complete",), "rma_late_complete/MPI_Win_wait", r * pairs * d)])
+                                  Expect(("mpi_rma_late_complete",), "rma_late_complete/MPI_Win_wait", r * pairs * d),
+                                  Expect(late_post, "rma_late_complete", kind="absent")])
     mpi("rma_lock_contention", lh, [Expect(("mpi_rma_sync_lock_competition", "mpi_rma_comm_lock_competition"),
                                            "rma_lock_contention", r * d)])
     return ps
@@ -376,4 +395,5 @@ WAIT_STATES = (
     "omp_lock_contention_critical", "omp_lock_contention_api", "omp_ordered", "omp_limited_parallelism",
     "omp_taskwait", "omp_task_starvation", "mpi_rma_wait_at_fence", "mpi_rma_sync_late_post",
     "mpi_rma_comm_late_post", "mpi_rma_early_wait", "mpi_rma_sync_lock_competition", "mpi_rma_comm_lock_competition",
+    "mpi_rma_wait_at_create", "mpi_rma_wait_at_free",
 )

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from samples.ats import scorecard
-from samples.ats.properties import (WAIT_STATES, distribution, imbalance_wait, ordered_loop, properties,
-                                    serial_producer_idle, static_blocks, task_imbalance)
+from samples.ats.properties import (WAIT_STATES, chain_starvation, distribution, imbalance_wait, ordered_loop,
+                                    properties, serial_producer_idle, static_blocks, task_imbalance)
 
 
 def test_distributions_by_hand():
@@ -55,7 +55,8 @@ def test_every_paper_property_has_a_program():
     }
     mpi = {"late_sender", "late_receiver", "wrong_order", "imbalance_at_mpi_barrier", "imbalance_at_mpi_alltoall",
            "late_broadcast", "late_scatter", "late_scatterv", "early_reduce", "early_gather", "early_gatherv"}
-    tasks = {"imbalanced_task_tree", "taskwait_on_long_child", "too_fine_tasks", "serial_task_producer"}  # issue 16
+    tasks = {"imbalanced_task_tree", "taskwait_on_long_child", "too_fine_tasks", "serial_task_producer",
+             "task_dependence_chain"}  # issue 16
     nesting = {"imbalance_in_nested_region", "imbalance_with_varying_team_sizes"}  # issue 16
     rma = {"rma_late_fence", "rma_late_post", "rma_late_complete", "rma_lock_contention"}  # issue 16
     assert len(paper_omp) == 27
@@ -103,15 +104,48 @@ def test_task_severities_by_hand():
     assert serial_producer_idle(4, 0.05, 0.0125, 2) == pytest.approx(0.2 - 3 * 0.0125)
     # 3 threads: two idle through the 0.2 s, together running the same 3 tasks
     assert serial_producer_idle(4, 0.05, 0.0125, 3) == pytest.approx(0.4 - 3 * 0.0125)
+    # a chain of 4 tasks of 0.08 s on 2 threads: the idle thread starves through the first three (0.24 s), not
+    # through the last (nothing left to start); on 3 threads two starve
+    assert chain_starvation(4, 0.08, 2) == pytest.approx(0.24)
+    assert chain_starvation(4, 0.08, 3) == pytest.approx(0.48)
+    assert chain_starvation(1, 0.08, 2) == 0
+    chain = next(p for p in properties() if p.name == "task_dependence_chain")
+    assert chain.args == ["-r", "2", "-n", "4", "-H", "0.08"] and chain.expects[0].value == pytest.approx(0.48)
+
+
+def test_rma_severities_by_hand():
+    # L = 0.01, H = 0.1, 2 repetitions: each designed wait is 0.09 s per repetition and waiting rank
+    by_name = {p.name: p for p in properties(mpi_ranks=2)}
+    assert by_name["rma_late_fence"].expects[0].value == pytest.approx(0.18)
+    assert by_name["rma_late_post"].expects[0].value == pytest.approx(0.18)
+    assert [e.value for e in by_name["rma_late_complete"].expects[:2]] == pytest.approx([0.18, 0.18])
+    assert by_name["rma_lock_contention"].expects[0].value == pytest.approx(0.18)
+    # 5 ranks: four wait at each fence for rank 0, two pairs (rank 4 has no partner), one rank waits for the lock
+    by_name = {p.name: p for p in properties(mpi_ranks=5)}
+    assert by_name["rma_late_fence"].expects[0].value == pytest.approx(4 * 0.18)
+    assert by_name["rma_late_post"].expects[0].value == pytest.approx(2 * 0.18)
+    assert by_name["rma_late_complete"].expects[0].value == pytest.approx(2 * 0.18)
+    assert by_name["rma_lock_contention"].expects[0].value == pytest.approx(0.18)
+    rma_waits = {"mpi_rma_wait_at_create", "mpi_rma_wait_at_free", "mpi_rma_wait_at_fence", "mpi_rma_sync_late_post",
+                 "mpi_rma_comm_late_post", "mpi_rma_early_wait", "mpi_rma_sync_lock_competition",
+                 "mpi_rma_comm_lock_competition"}
+    assert rma_waits <= set(WAIT_STATES)
 
 
 def test_task_properties_expect_their_patterns_and_twins_watch_them():
     by_name = {p.name: p for p in properties()}
     found = {name: {pat for e in by_name[name].expects for pat in e.patterns}
-             for name in ("imbalanced_task_tree", "taskwait_on_long_child", "too_fine_tasks", "serial_task_producer")}
+             for name in ("imbalanced_task_tree", "taskwait_on_long_child", "too_fine_tasks", "serial_task_producer",
+                          "task_dependence_chain")}
     assert found == {"imbalanced_task_tree": {"omp_task_imbalance"}, "taskwait_on_long_child": {"omp_taskwait"},
                      "too_fine_tasks": {"visits", "omp_task_management"},
-                     "serial_task_producer": {"omp_task_starvation", "omp_task_management"}}
+                     "serial_task_producer": {"omp_task_starvation", "omp_task_management"},
+                     "task_dependence_chain": {"omp_task_starvation", "omp_task_management", "omp_ibarrier_wait"}}
+    # a held-back task is ready when its predecessor completes: the chain's idle thread starves, and the dispatch
+    # after the predecessor's end (task management) stays small
+    chain = {e.patterns: e.kind for e in by_name["task_dependence_chain"].expects}
+    assert chain == {("omp_task_starvation",): "sec", ("omp_task_management",): "absent",
+                     ("omp_ibarrier_wait",): "absent"}
     # task management is overhead (dispatch), like omp_management, and task imbalance a measure of the task
     # work's spread, like imbalance: no waits every twin must avoid; the task tree's twin is checked for its own
     assert {"omp_taskwait", "omp_task_starvation"} <= set(WAIT_STATES)
@@ -223,12 +257,12 @@ def test_scorecard_finds_every_property_and_nothing_in_the_twins(tmp_path, capsy
     out = capsys.readouterr().out
     assert rc == 0, out
     total = out.strip().splitlines()[-1]
-    m = re.match(r"48 properties: (\d+) passed, 0 failed, (\d+) not measurable here", total)
+    m = re.match(r"49 properties: (\d+) passed, 0 failed, (\d+) not measurable here", total)
     assert m, total
     n_nm = sum(bool(p.not_measurable) for p in properties(false_sharing_reason=scorecard.false_sharing_reason()))
-    assert int(m.group(2)) == n_nm and int(m.group(1)) == 48 - n_nm
+    assert int(m.group(2)) == n_nm and int(m.group(1)) == 49 - n_nm
     fresh = markdown_structure(md.read_text())
-    assert len(fresh[1]) == 48
+    assert len(fresh[1]) == 49
     published = markdown_structure((Path(scorecard.ROOT) / "docs" / "ats-scorecard.md").read_text())
     assert published == fresh, "docs/ats-scorecard.md is stale: regenerate it with " \
         "python -m samples.ats.scorecard --markdown docs/ats-scorecard.md"

@@ -90,6 +90,7 @@ void imbalanced_task_tree(distr_func_t df, distr_t *dd, int r);
 void taskwait_on_long_child(double work, int r, int balanced);
 void too_fine_tasks(int n, int balanced);
 void serial_task_producer(double work, int n, int r, int balanced);
+void task_dependence_chain(double work, int n, int r, int balanced);
 /* nested parallelism and varying team sizes (omp_nested.c) */
 void imbalance_in_nested_region(distr_func_t df, distr_t *dd, int r);
 void imbalance_with_varying_team_sizes(distr_func_t df, distr_t *dd, int r);

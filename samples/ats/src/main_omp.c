@@ -46,6 +46,7 @@
 #define KIND_taskwait_on_long_child WORK_R
 #define KIND_too_fine_tasks COUNT_N
 #define KIND_serial_task_producer(f) f(a.high, a.n, a.reps, a.balanced)
+#define KIND_task_dependence_chain(f) f(a.high, a.n, a.reps, a.balanced)
 #define KIND_imbalance_in_nested_region DISTR
 #define KIND_imbalance_with_varying_team_sizes DISTR
 

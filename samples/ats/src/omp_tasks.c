@@ -112,3 +112,24 @@ void serial_task_producer(double work, int n, int r, int balanced)
     }
     END_PROPERTY;
 }
+
+void task_dependence_chain(double work, int n, int r, int balanced)
+{
+    PROPERTY("task_dependence_chain");
+    /* a single creates n tasks of `work` each, every one depending on the one before (inout on one
+       variable): they are all created at once, but the chain runs one task at a time while the other
+       threads, in the single's barrier, have tasks in the team and none they may start.  The twin's tasks
+       name n different variables: the same clauses, no dependence between them */
+    static char vars[64];
+    if (n > (int)sizeof vars) n = (int)sizeof vars;
+#pragma omp parallel
+    for (int k = 0; k < r; k++) {
+#pragma omp single
+        for (int i = 0; i < n; i++) {
+            char *x = balanced ? &vars[i] : &vars[0];
+#pragma omp task firstprivate(work) depend(inout : x[0])
+            do_work(work);
+        }
+    }
+    END_PROPERTY;
+}
