@@ -85,9 +85,50 @@ def by_keys(major: np.ndarray, minor: np.ndarray, tie: np.ndarray) -> np.ndarray
 def dense_ids(x) -> np.ndarray:
     """``np.unique(x, return_inverse=True)[1]``: each value's rank among the distinct values, without a sort
     where the values are non-negative ids of a range not much larger than their number."""
+    from .kernels import backward_build as K  # numba: only when a trace is analyzed
+
     x = np.asarray(x, np.int64)
     if len(x) == 0 or x.min() < 0 or x.max() >= 4 * len(x) + (1 << 16):
         return np.unique(x, return_inverse=True)[1].reshape(-1).astype(np.int64)
-    from .kernels.backward_build import dense_ids as kernel
+    return K.dense_ids(x, int(x.max()) + 1)
 
-    return kernel(x, int(x.max()) + 1)
+
+def point_order(P, loc: np.ndarray, cut: np.ndarray, src: np.ndarray, L: int) -> np.ndarray:
+    """The points sorted by (loc, cut, part), a cut registered twice keeping its first meaning (Scalasca's map
+    insert): by indexing sync_points (grouped by location, cuts 1, 2, ... each), else by a sort."""
+    from .kernels import backward_build as K  # numba: only when a trace is analyzed
+
+    p_loc = np.asarray(P["loc"])
+    if len(p_loc) and (p_loc.min() < 0 or p_loc.max() >= L):
+        p_loc = None
+    if p_loc is not None:
+        cut_off = np.concatenate([[0], np.cumsum(np.bincount(p_loc, minlength=L))]).astype(np.int64)
+        ok, o = K.first_per_point(loc, cut, p_loc, np.asarray(P["cut"]), cut_off)
+        if ok:
+            return o
+    o = by_keys(loc, cut, src)
+    loc_o, cut_o = loc[o], cut[o]
+    dup = np.zeros(len(o), bool)
+    dup[1:] = (loc_o[1:] == loc_o[:-1]) & (cut_o[1:] == cut_o[:-1])
+    return o[~dup]
+
+
+def location_offsets(loc: np.ndarray, L: int) -> np.ndarray:
+    """:func:`csr` of rows grouped by location in ascending order (the time maps), in one pass."""
+    from .kernels import backward_build as K  # numba: only when a trace is analyzed
+
+    grouped, off = K.grouped_offsets(loc, L)
+    return off if grouped else csr(loc, L)
+
+
+def order_touches(t_loc: np.ndarray, t_cut: np.ndarray, L: int) -> np.ndarray:
+    """``np.lexsort((-t_cut, t_loc))``: by location, then from the last cut to the first (the end: int64 max)."""
+    from .kernels import backward_build as K  # numba: only when a trace is analyzed
+
+    if len(t_loc) == 0:
+        return np.zeros(0, np.int64)
+    finite = t_cut[t_cut < np.iinfo(np.int64).max]
+    top = int(finite.max()) + 1 if len(finite) else 1
+    if t_loc.min() < 0 or t_loc.max() >= L or (len(finite) and finite.min() < 0) or top > 8 * len(t_cut) + (1 << 20):
+        return np.lexsort((-t_cut, t_loc))
+    return K.touch_order(t_loc, t_cut, L, top)

@@ -37,10 +37,9 @@ import numpy as np
 
 from tracefmt.layout import Role
 
-from .array_ops import by_keys, csr, dense_ids, group_max, group_min, local_ranks, lookup, operation_in, pairs_in
+from .array_ops import (csr, dense_ids, group_max, group_min, local_ranks, location_offsets, lookup, operation_in,
+                        order_touches, pairs_in, point_order)
 from .instances import cached, late_sender_instances, mpi_operations
-from .kernels.backward_build import (barrier_points, first_per_point, grouped_offsets, max_by_loc, point_cuts,
-                                     profile_sums, touch_order)
 from .tables import Table
 
 #: the replay tables the backward replay reads (every pattern using it requires them all)
@@ -321,6 +320,8 @@ def _init_finalize(ctx, P):
 
 def _openmp(ctx, P):
     """Fork points (ENTER of the parallel region) and barrier points (EXIT) of every team member."""
+    from .kernels.backward_build import barrier_points
+
     parts = []
     members, teams, B = ctx.table("omp_team_members"), ctx.table("omp_teams"), ctx.table("omp_barriers")
     s = np.flatnonzero((P["kind"] == _FORK) & (P["row"] >= 0))
@@ -361,6 +362,8 @@ def _openmp(ctx, P):
 
 
 def _build(ctx) -> BackwardInputs:
+    from .kernels.backward_build import max_by_loc, point_cuts  # numba: only when a trace is analyzed
+
     L = ctx.n_locations
     P, S, M, C = ctx.table("sync_points"), ctx.table("time_segments"), ctx.table("messages"), ctx.table("collectives")
     loc_rank = np.asarray(ctx.location_process, np.int64)
@@ -378,7 +381,7 @@ def _build(ctx) -> BackwardInputs:
     else:
         sp = {k: np.zeros(0, np.float64 if k in ("wait", "total", "compl", "time") else np.int64) for k in cols}
         src = np.zeros(0, np.int64)
-    o = _point_order(P, sp["loc"], sp["cut"], src, L)
+    o = point_order(P, sp["loc"], sp["cut"], src, L)
     sp = {k: v[o] for k, v in sp.items()}
     n_sp = len(sp["loc"])
     idx = np.arange(n_sp, dtype=np.int64)
@@ -470,7 +473,7 @@ def _build(ctx) -> BackwardInputs:
     t_kind = np.concatenate([np.full(len(p2p), T_WAITER), np.full(len(p2p), T_CAUSER),
                              np.full(len(hm_sp), T_MEMBER), np.full(len(idle), T_IDLE)]).astype(np.int64)
     t_h = np.concatenate([p2p, p2p, grp_h, idle]).astype(np.int64)
-    ot = _touch_order(t_loc, t_cut, L)
+    ot = order_touches(t_loc, t_cut, L)
     # critical path start: where the latest rank leaves MPI_Finalize, else the end of the master that ends last
     fin = idx[(role == 5) & (ref2 == 1)]
     n_fin = int((role == 5).sum())
@@ -492,7 +495,7 @@ def _build(ctx) -> BackwardInputs:
     sp_i = np.empty((n_sp, 7), np.int32 if _fits_int32(sp, n_seg=len(S)) else np.int64)
     for c, k in enumerate(("loc", "cut", "cnode", "mpi", "sr_kind", "sr_arg")):
         sp_i[:, c] = sp[k]
-    seg_off, seg_cut = _offsets(seg_loc, L), np.asarray(S["cut"], np.int64)
+    seg_off, seg_cut = location_offsets(seg_loc, L), np.asarray(S["cut"], np.int64)
     sp_off = csr(sp_i[:, 0], L)
     sp_i[:, 6] = point_segments(seg_off, seg_cut, sp_off, sp_i[:, 1].copy())
     sp_f = np.empty((n_sp, 4), np.float64)
@@ -519,24 +522,6 @@ def _build(ctx) -> BackwardInputs:
     )
 
 
-def _point_order(P: Table, loc: np.ndarray, cut: np.ndarray, src: np.ndarray, L: int) -> np.ndarray:
-    """The points sorted by (loc, cut, part), a cut registered twice keeping its first meaning (Scalasca's map
-    insert): by indexing sync_points (grouped by location, cuts 1, 2, ... each), else by a sort."""
-    p_loc = np.asarray(P["loc"])
-    if len(p_loc) and (p_loc.min() < 0 or p_loc.max() >= L):
-        p_loc = None
-    if p_loc is not None:
-        cut_off = np.concatenate([[0], np.cumsum(np.bincount(p_loc, minlength=L))]).astype(np.int64)
-        ok, o = first_per_point(loc, cut, p_loc, np.asarray(P["cut"]), cut_off)
-        if ok:
-            return o
-    o = by_keys(loc, cut, src)
-    loc_o, cut_o = loc[o], cut[o]
-    dup = np.zeros(len(o), bool)
-    dup[1:] = (loc_o[1:] == loc_o[:-1]) & (cut_o[1:] == cut_o[:-1])
-    return o[~dup]
-
-
 def _fits_int32(sp: dict, n_seg: int) -> bool:
     """Whether the points' integer columns and the segment rows fit 32 bits: then ``sp_i`` is half as large
     (fresh memory is faulted in at a cost, and the kernels read its rows over and over)."""
@@ -548,23 +533,6 @@ def _fits_int32(sp: dict, n_seg: int) -> bool:
         if len(v) and (v.min() < lim.min or v.max() > lim.max):
             return False
     return True
-
-
-def _offsets(loc: np.ndarray, L: int) -> np.ndarray:
-    """:func:`csr` of rows grouped by location in ascending order (the time maps), in one pass."""
-    grouped, off = grouped_offsets(loc, L)
-    return off if grouped else csr(loc, L)
-
-
-def _touch_order(t_loc: np.ndarray, t_cut: np.ndarray, L: int) -> np.ndarray:
-    """``np.lexsort((-t_cut, t_loc))``: by location, then from the last cut to the first (the end: int64 max)."""
-    if len(t_loc) == 0:
-        return np.zeros(0, np.int64)
-    finite = t_cut[t_cut < np.iinfo(np.int64).max]
-    top = int(finite.max()) + 1 if len(finite) else 1
-    if t_loc.min() < 0 or t_loc.max() >= L or (len(finite) and finite.min() < 0) or top > 8 * len(t_cut) + (1 << 20):
-        return np.lexsort((-t_cut, t_loc))
-    return touch_order(t_loc, t_cut, L, top)
 
 
 def _last_master(ctx) -> int:
@@ -601,6 +569,8 @@ def time_span(trace, loc: int) -> tuple[float, float] | None:
 
 def time_profile(ctx) -> np.ndarray:
     """Σ of the time maps per (call path, location): the time the backward replay works with."""
+    from .kernels.backward_build import profile_sums
+
     S = ctx.table("time_segments")
     out = np.zeros((ctx.n_cnodes, ctx.n_locations))
     profile_sums(np.asarray(S["cnode"]), np.asarray(S["loc"]), np.asarray(S["time"], np.float64), out)

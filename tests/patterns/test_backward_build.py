@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from patterns.array_ops import dense_ids
-from patterns.backward import _touch_order
+from patterns.array_ops import order_touches
 from patterns.kernels.backward_build import point_cuts
 
 BIG = np.iinfo(np.int64).max
@@ -45,7 +45,7 @@ def test_touch_order_is_the_lexsort(seed):
     cut[rng.random(n) < 0.1] = BIG  # the end of a location
     if seed == 7 and n:
         cut[0] = -3  # not a cut the builder makes: the NumPy path
-    assert _touch_order(loc, cut, L).tolist() == np.lexsort((-cut, loc)).tolist()
+    assert order_touches(loc, cut, L).tolist() == np.lexsort((-cut, loc)).tolist()
 
 
 @pytest.mark.parametrize("values", [[], [5], [3, 3, 0, 7, 3, 0], list(range(20, 0, -2)), [2, 10**9, 2], [-1, 4, -1]])
@@ -93,10 +93,10 @@ def test_profile_sums_is_the_bincount():
 @pytest.mark.parametrize("loc", [[], [0, 0, 1, 3, 3], [2, 0, 1], [0, 5]])
 def test_offsets_are_the_counts(loc):
     from patterns.array_ops import csr
-    from patterns.backward import _offsets
+    from patterns.array_ops import location_offsets
 
     loc = np.array(loc, np.int32)
-    assert _offsets(loc, 4).tolist() == csr(loc, 4).tolist()
+    assert location_offsets(loc, 4).tolist() == csr(loc, 4).tolist()
 
 
 @pytest.mark.parametrize("loc", [[], [0, 0, 1, 3, 3], [2, 0, 1], [0, 5], [-1, 0]])
@@ -114,7 +114,7 @@ def test_grouped_offsets(loc):
 def test_point_order_is_the_sort_without_repeats(seed):
     """Points named by (loc, cut) of the sync_points table, some twice: the order of the sort by (loc, cut,
     part) keeping each cut's first row; a point that is not in the table takes the sort itself."""
-    from patterns.backward import _point_order
+    from patterns.array_ops import point_order
     from patterns.tables import Table
 
     rng = np.random.default_rng(seed)
@@ -131,7 +131,7 @@ def test_point_order_is_the_sort_without_repeats(seed):
     o = np.lexsort((src, cut, loc))
     keep = np.ones(len(o), bool)
     keep[1:] = (loc[o][1:] != loc[o][:-1]) | (cut[o][1:] != cut[o][:-1])
-    assert _point_order(P, loc, cut, src, 3).tolist() == o[keep].tolist()
+    assert point_order(P, loc, cut, src, 3).tolist() == o[keep].tolist()
 
 
 def test_max_by_loc_is_maximum_at():
