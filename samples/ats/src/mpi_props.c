@@ -212,6 +212,8 @@ void rma_late_post(double low, double high, int r)
             MPI_Win_start(peer, 0, win);
             MPI_Put(v, COUNT, MPI_DOUBLE, partner, 0, COUNT, MPI_DOUBLE, win);
             MPI_Win_complete(win);
+        } else {
+            do_work(high); /* the rank without a partner (odd size) arrives at the barrier with the pairs */
         }
         MPI_Barrier(MPI_COMM_WORLD);
     }
@@ -248,6 +250,8 @@ void rma_late_complete(double low, double high, int r)
             MPI_Put(v, COUNT, MPI_DOUBLE, partner, 0, COUNT, MPI_DOUBLE, win);
             do_work(high - low);
             MPI_Win_complete(win);
+        } else {
+            do_work(high); /* the rank without a partner (odd size) arrives at the barrier with the pairs */
         }
         MPI_Barrier(MPI_COMM_WORLD);
     }
@@ -258,8 +262,8 @@ void rma_late_complete(double low, double high, int r)
 }
 
 /* lock contention: rank 1 takes an exclusive lock on rank 0's window at once and holds it `high` seconds; rank 0
-   works `low`, then wants the same lock (on its own window) for a put: it waits `high - low`.  Other ranks only
-   take part in the barriers */
+   works `low`, then wants the same lock (on its own window) for a put: it waits `high - low`.  Other ranks work
+   `high`, as long as the pair, and meet them at the barrier */
 void rma_lock_contention(double low, double high, int r)
 {
     PROPERTY("rma_lock_contention");
@@ -279,6 +283,8 @@ void rma_lock_contention(double low, double high, int r)
             MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
             MPI_Put(v, COUNT, MPI_DOUBLE, 0, 0, COUNT, MPI_DOUBLE, win);
             MPI_Win_unlock(0, win);
+        } else {
+            do_work(high);
         }
         MPI_Barrier(MPI_COMM_WORLD);
     }
