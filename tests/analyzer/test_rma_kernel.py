@@ -109,7 +109,7 @@ def table_reference(trace):
 
 @pytest.mark.parametrize("seed", [2, 4, 11])
 def test_table_matches_a_walk_of_the_events(seed):
-    trace = random_trace(seed, n_ranks=3, n_threads=2, steps=40, tasks=True)
+    trace = random_trace(seed, n_ranks=3, n_threads=2, steps=40, tasks=True, rma=True)
     ctx = replay(trace)
     T = ctx.tables["mpi_rma_ops"]
     got = sorted((int(T["loc"][i]), ctx.region_name[ctx.calltree.region[T["cnode"][i]]], float(T["enter"][i]),

@@ -5,11 +5,12 @@ forward; messages, collectives, teams and locks are generated consistently
 With ``tasks=True`` they also hold OpenMP tasks (created in a single, run in the barrier by any thread,
 nested ones run in a taskwait, untied ones suspended on one thread and resumed on another) and POSIX
 threads (created and joined by a rank's master, running one after another on one extra location per
-rank), MPI file I/O (individual and collective reads and writes with MPI_FILE_IO records) and MPI one-sided
-communication (windows with fence, post/start/complete/wait and lock epochs, format 2.3); without it the
+rank) and MPI file I/O (individual and collective reads and writes with MPI_FILE_IO records); without it the
 traces, and the random sequence behind them, are those of earlier versions.  ``deps=True`` (with ``tasks``)
 adds task dependences: some tasks depend on one or two tasks created before them in the same single and
-start after those completed (the others' traces and random sequence stay as with ``tasks`` alone)."""
+start after those completed (the others' traces and random sequence stay as with ``tasks`` alone).
+``rma=True`` (with ``tasks``) adds MPI one-sided communication (windows with fence, post/start/complete/wait
+and lock epochs, format 2.3); without it the traces and random sequence stay as with ``tasks`` alone."""
 
 from __future__ import annotations
 
@@ -20,12 +21,12 @@ from tracefmt.layout import FileIoFlag, LockKind, RmaAtomic, RmaSync, RmaSyncFla
 
 
 def random_trace(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int = 25, tasks: bool = False,
-                 deps: bool = False):
-    return random_builder(seed, n_ranks, n_threads, steps, tasks, deps).build()
+                 deps: bool = False, rma: bool = False):
+    return random_builder(seed, n_ranks, n_threads, steps, tasks, deps, rma).build()
 
 
 def random_builder(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int = 25,
-                   tasks: bool = False, deps: bool = False) -> tracefmt.TraceBuilder:
+                   tasks: bool = False, deps: bool = False, rma: bool = False) -> tracefmt.TraceBuilder:
     """The TraceBuilder of :func:`random_trace` (call ``.write(path)`` for a file)."""
     rng = random.Random(seed)
     b = tracefmt.TraceBuilder()
@@ -48,7 +49,7 @@ def random_builder(seed: int, n_ranks: int = 3, n_threads: int = 2, steps: int =
     req_no = {k: 0 for k in locs}
     kinds = ["msg", "msg", "nbmsg", "coll", "subcoll", "omp", "nest"]
     if tasks:
-        kinds += ["tasks", "tasks", "pthreads", "file_io", "rma"]
+        kinds += ["tasks", "tasks", "pthreads", "file_io"] + (["rma"] if rma else [])
         for r in range(n_ranks):  # the pthreads' location of each rank
             locs[(r, n_threads)] = b.location(rank=r, thread=n_threads)
             clock[(r, n_threads)] = 0.0

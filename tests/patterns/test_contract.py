@@ -97,7 +97,7 @@ def test_requires_must_name_a_replay_table():
 @pytest.fixture(scope="module")
 def hybrid():
     """A small hybrid trace with messages, collectives, teams, barriers and locks."""
-    trace = random_trace(11, n_ranks=3, n_threads=3, steps=40, tasks=True, deps=True)
+    trace = random_trace(11, n_ranks=3, n_threads=3, steps=40, tasks=True, deps=True, rma=True)
     full = analyze(trace, plugins=False)
     for name in ALL_TABLES:
         assert len(full.context.table(name)), name

@@ -258,7 +258,7 @@ def test_one_sided_calls_without_rma_records_are_not_measured():
 
 
 def test_the_random_traces_give_the_same_results_serially_and_on_two_cores():
-    trace = random_trace(11, n_ranks=3, n_threads=2, steps=40, tasks=True)
+    trace = random_trace(11, n_ranks=3, n_threads=2, steps=40, tasks=True, rma=True)
     assert len(analyze(trace, plugins=False).context.table("mpi_rma_ops"))
     a = analyze(trace, plugins=False)
     b = analyze(trace, plugins=False, jobs=2)
@@ -275,7 +275,7 @@ def test_the_random_traces_give_the_same_json_over_mpi_ranks(tmp_path):
     if mpiexec is None:
         pytest.skip("no mpiexec (Open MPI) on this machine")
     trace = tmp_path / "rma.elg"
-    random_builder(11, n_ranks=3, n_threads=2, steps=40, tasks=True).write(trace)
+    random_builder(11, n_ranks=3, n_threads=2, steps=40, tasks=True, rma=True).write(trace)
     serial = tmp_path / "serial.json"
     assert main([str(trace), "-j", "1", "-q", "--json", str(serial), "-o", str(tmp_path / "serial.cubex")]) == 0
     root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -339,7 +339,7 @@ def collective_reference(ctx):
 def test_vectorised_collectives_match_the_reference(seed):
     from patterns.rma_epochs import rma_instances
 
-    cube = analyze(random_trace(seed, n_ranks=3, n_threads=2, steps=40, tasks=True), plugins=False)
+    cube = analyze(random_trace(seed, n_ranks=3, n_threads=2, steps=40, tasks=True, rma=True), plugins=False)
     inst = rma_instances(cube.context)
     got = {}
     for key in ("wait_at_create", "wait_at_free", "wait_at_fence", "early_fence", "pairsync", "pairsync_unneeded"):
@@ -386,7 +386,7 @@ def _epoch_results(ctx, slow: bool):
 def test_epochs_match_the_row_by_row_reference(seed):
     """Post/start/complete/wait and lock epochs: the jitted walk, the lock queue kernel and the NumPy joins of
     patterns.rma_epochs against the dict-per-row matcher of tests/patterns/rma_reference.py."""
-    trace = random_trace(seed, n_ranks=2 + seed % 3, n_threads=2, steps=40, tasks=True)
+    trace = random_trace(seed, n_ranks=2 + seed % 3, n_threads=2, steps=40, tasks=True, rma=True)
     ctx = analyze(trace, plugins=False).context
     want = _epoch_results(ctx, slow=True)
     got = _epoch_results(ctx, slow=False)
