@@ -71,7 +71,8 @@ def full_runs():
     """(context, results) of every built-in on a few random hybrid traces with every table."""
     runs = []
     for seed in (3, 11, 20):
-        ctx = replay(random_trace(seed, n_ranks=3, n_threads=3, steps=40, tasks=seed == 20, deps=seed == 20))  # tasks, threads
+        ctx = replay(random_trace(seed, n_ranks=3, n_threads=3, steps=40, tasks=seed == 20, deps=seed == 20,
+                                  rma=seed == 20))  # tasks, threads, one-sided
         fresh = copy_ctx(ctx)
         for p in BUILTINS:
             fresh.results[p.name] = dense(fresh, p.compute(fresh))
