@@ -485,7 +485,8 @@ def _build(ctx) -> BackwardInputs:
     seg_loc = np.asarray(S["loc"])
     n_cuts = np.zeros(L, np.int64)
     if len(P):
-        max_by_loc(np.asarray(P["loc"]), np.asarray(P["cut"]), n_cuts)
+        if not max_by_loc(np.asarray(P["loc"]), np.asarray(P["cut"]), n_cuts):
+            np.maximum.at(n_cuts, np.asarray(P["loc"], np.int64), np.asarray(P["cut"], np.int64))
     js = np.flatnonzero(P["kind"] == _JOIN)
     jo = js[np.lexsort((P["cut"][js], P["loc"][js]))]
     # the kernels read the columns packed (patterns.kernels.backward: fewer arrays per call); the named columns
@@ -573,5 +574,8 @@ def time_profile(ctx) -> np.ndarray:
 
     S = ctx.table("time_segments")
     out = np.zeros((ctx.n_cnodes, ctx.n_locations))
-    profile_sums(np.asarray(S["cnode"]), np.asarray(S["loc"]), np.asarray(S["time"], np.float64), out)
+    if not profile_sums(np.asarray(S["cnode"]), np.asarray(S["loc"]), np.asarray(S["time"], np.float64), out):
+        C, L = out.shape
+        out += np.bincount(np.asarray(S["cnode"], np.int64) * L + np.asarray(S["loc"], np.int64),
+                           weights=np.asarray(S["time"], np.float64), minlength=C * L).reshape(C, L)
     return out

@@ -97,8 +97,15 @@ def ideal_elapsed(ctx) -> tuple[float, float]:
     n_cuts = np.bincount(np.asarray(P["loc"], np.int64), minlength=L)
     cut_off = np.concatenate([[0], np.cumsum(n_cuts)]).astype(np.int64)
     # per interval ending at a cut point (its row of P) and per location after its last one
-    comp, comp_last = interval_sums(np.asarray(S["loc"]), np.asarray(S["cut"]), np.asarray(S["cnode"]),
-                                    np.asarray(S["time"], np.float64), comp_cnode, n_cuts, cut_off, len(P), L)
+    ok, comp, comp_last = interval_sums(np.asarray(S["loc"]), np.asarray(S["cut"]), np.asarray(S["cnode"]),
+                                        np.asarray(S["time"], np.float64), comp_cnode, n_cuts, cut_off, len(P), L)
+    if not ok:  # rows outside the tables: NumPy's indexing says where
+        comp_seg = comp_cnode[np.asarray(S["cnode"], np.int64)]
+        seg_loc, seg_cut = np.asarray(S["loc"], np.int64), np.asarray(S["cut"], np.int64)
+        inner = comp_seg & (seg_cut <= n_cuts[seg_loc])
+        seg_time = np.asarray(S["time"], np.float64)
+        comp = np.bincount(cut_off[seg_loc[inner]] + seg_cut[inner] - 1, weights=seg_time[inner], minlength=len(P))
+        comp_last = np.bincount(seg_loc[comp_seg & ~inner], weights=seg_time[comp_seg & ~inner], minlength=L)
     # complete collectives of two or more members; their members' locations and rows
     c_inst = np.full(len(C), -1, np.int64)
     c_type = np.zeros(0, np.int64)

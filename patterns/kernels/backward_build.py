@@ -107,6 +107,12 @@ def interval_sums(seg_loc, seg_cut, seg_cnode, seg_time, keep, n_cuts, cut_off, 
     row order (the additions of ``np.bincount`` with weights)."""
     comp = np.zeros(n_points)
     last = np.zeros(n_loc)
+    for r in range(seg_loc.shape[0]):  # indices checked first: False, and the caller's NumPy path says why
+        l, c = seg_loc[r], seg_cut[r]
+        if not (0 <= l < n_loc and 0 <= seg_cnode[r] < keep.shape[0]):
+            return False, comp, last
+        if c <= n_cuts[l] and not 0 <= cut_off[l] + c - 1 < n_points:
+            return False, comp, last
     for r in range(seg_loc.shape[0]):
         if not keep[seg_cnode[r]]:
             continue
@@ -115,14 +121,19 @@ def interval_sums(seg_loc, seg_cut, seg_cnode, seg_time, keep, n_cuts, cut_off, 
             comp[cut_off[l] + c - 1] += seg_time[r]
         else:
             last[l] += seg_time[r]
-    return comp, last
+    return True, comp, last
 
 
 @numba.njit(cache=True, nogil=True)
 def profile_sums(cnode, loc, time, out):
-    """``out[cnode[r], loc[r]] += time[r]`` in row order (the additions of ``np.bincount`` with weights)."""
+    """``out[cnode[r], loc[r]] += time[r]`` in row order (the additions of ``np.bincount`` with weights);
+    False, having added nothing, where an index lies outside ``out`` (the caller's NumPy path says why)."""
+    for r in range(cnode.shape[0]):
+        if not (0 <= cnode[r] < out.shape[0] and 0 <= loc[r] < out.shape[1]):
+            return False
     for r in range(cnode.shape[0]):
         out[cnode[r], loc[r]] += time[r]
+    return True
 
 
 @numba.njit(cache=True, nogil=True)
@@ -167,10 +178,15 @@ def first_per_point(loc, cut, p_loc, p_cut, cut_off):
 
 @numba.njit(cache=True, nogil=True)
 def max_by_loc(loc, value, out):
-    """``np.maximum.at(out, loc, value)`` for integers (the number of cut points of each location)."""
+    """``np.maximum.at(out, loc, value)`` for integers (the number of cut points of each location); False,
+    having changed nothing, where a location lies outside ``out``."""
+    for i in range(loc.shape[0]):
+        if not 0 <= loc[i] < out.shape[0]:
+            return False
     for i in range(loc.shape[0]):
         if value[i] > out[loc[i]]:
             out[loc[i]] = value[i]
+    return True
 
 
 @numba.njit(cache=True, nogil=True)
@@ -190,6 +206,8 @@ def barrier_points(kind, row, p_loc, b_inst, b_enter, b_exit, loc_thread, want):
         if kind[i] == want and row[i] >= 0:
             s[k] = i
             k += 1
+            if row[i] >= b_inst.shape[0] or not 0 <= p_loc[i] < loc_thread.shape[0]:
+                return False, s, s, np.empty(0), np.empty(0), np.empty(0), s
             v = b_inst[row[i]]
             if v < 0:
                 return False, s, s, np.empty(0), np.empty(0), np.empty(0), s

@@ -69,7 +69,8 @@ def test_interval_sums_is_the_bincount(seed):
     cnode = rng.integers(0, C, n)
     t = rng.random(n) * 10.0 ** rng.integers(-6, 3, n)
     keep = rng.random(C) < 0.7
-    comp, last = interval_sums(loc, cut, cnode, t, keep, n_cuts, cut_off, int(n_cuts.sum()), L)
+    ok, comp, last = interval_sums(loc, cut, cnode, t, keep, n_cuts, cut_off, int(n_cuts.sum()), L)
+    assert ok
     inner = keep[cnode] & (cut <= n_cuts[loc])
     outer = keep[cnode] & ~inner
     assert np.array_equal(comp, np.bincount(cut_off[loc[inner]] + cut[inner] - 1, weights=t[inner],
@@ -85,7 +86,7 @@ def test_profile_sums_is_the_bincount():
     cnode, loc = rng.integers(0, C, n).astype(np.int32), rng.integers(0, L, n).astype(np.int32)
     t = rng.random(n) * 10.0 ** rng.integers(-6, 3, n)
     out = np.zeros((C, L))
-    profile_sums(cnode, loc, t, out)
+    assert profile_sums(cnode, loc, t, out)
     want = np.bincount(cnode.astype(np.int64) * L + loc, weights=t, minlength=C * L).reshape(C, L)
     assert np.array_equal(out, want)
 
@@ -140,7 +141,7 @@ def test_max_by_loc_is_maximum_at():
     rng = np.random.default_rng(5)
     loc, val = rng.integers(0, 4, 50).astype(np.int32), rng.integers(0, 30, 50)
     got, want = np.zeros(5, np.int64), np.zeros(5, np.int64)
-    max_by_loc(loc, val, got)
+    assert max_by_loc(loc, val, got)
     np.maximum.at(want, loc, val)
     assert got.tolist() == want.tolist()
 
@@ -178,3 +179,18 @@ def test_barrier_points_are_the_numpy_ones(seed):
     assert np.array_equal(wait, np.where(w > 0, w, 0.0))
     assert np.array_equal(total, b_exit[br] - e, equal_nan=True)
     assert first.tolist() == (th == who[want_dense]).astype(np.int64).tolist()
+
+
+def test_kernels_refuse_indices_outside_their_tables():
+    """Rows naming a location or call path outside the arrays: the kernels change nothing and say so (the
+    callers then take the NumPy path, whose indexing error names the problem)."""
+    from patterns.kernels.backward_build import interval_sums, max_by_loc, profile_sums
+
+    out = np.zeros((2, 2))
+    assert not profile_sums(np.array([0, 2], np.int32), np.array([0, 1], np.int32), np.ones(2), out)
+    assert not out.any()
+    n = np.zeros(2, np.int64)
+    assert not max_by_loc(np.array([0, 5], np.int32), np.array([3, 4]), n) and not n.any()
+    ok, _, _ = interval_sums(np.array([3]), np.array([1]), np.array([0]), np.ones(1), np.ones(1, bool),
+                             np.array([1, 1]), np.array([0, 1, 2]), 2, 2)
+    assert not ok

@@ -73,6 +73,9 @@ def first_rows(b_loc, b_key, b_bits, a_loc, a_key, a_bits):
             _hashed(b_loc, b_key, b_bits, a_loc, a_key, a_bits, out)
             return out
         n_loc = max(n_loc, b_loc[j] + 1)
+    if n_loc > 4 * nb + (1 << 16):  # locations too sparse to count per location
+        _hashed(b_loc, b_key, b_bits, a_loc, a_key, a_bits, out)
+        return out
     off = np.zeros(n_loc + 1, np.int64)
     for j in range(nb):
         off[b_loc[j] + 1] += 1
