@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from array import array
 from pathlib import Path
 
 import numpy as np
 
 from tracefmt.inflate import InflateError, gzip_cap, inflate
 
-from .cube_xml import NO_REGION, Cnodes, name_of, parse_xml
+from . import cube_xml
+from .cube_xml import NO_REGION, Cnodes, TooManyMetrics, name_of, parse_xml
 from .cubex_data import Compressed, CompressedRows, check_finite, read_metric, rows_of
 from .model import Cube, CubeFormatError, LocationInfo, MetricInfo, RegionInfo
 # DENSE_BYTES_* and check_dense_size stay importable from here: the HDF5 reader's limit
@@ -82,7 +84,8 @@ def read_cubex(path) -> Cube:
     a = members["anchor.xml"]
     anchor = raw[a.offset : a.offset + a.size]
     anchor = _gunzip(anchor, f"{path}: anchor.xml: compressed but cannot be decompressed")
-    _, parsed = _parse_document(anchor, f"{path}: anchor.xml", problems)
+    _, parsed = _parse_document(anchor, f"{path}: anchor.xml", problems, len(raw),
+                                lambda anchor_, n_l: _check_first_dense(path, anchor_, members, n_l, len(raw)))
     n_c, n_l = len(parsed.cnode_parent), len(parsed.locations)
     held = HeldBudget(path, len(raw))
     stored: dict[str, StoredRows] = {}
@@ -121,6 +124,19 @@ def read_cubex(path) -> Cube:
     return _cube_from_anchor(parsed, stored, problems)
 
 
+def _check_first_dense(path, parsed: _Anchor, members: dict, n_l: int, file_bytes: int) -> None:
+    """The check the loop over the metrics makes first (its first metric with data members), made before the
+    locations are built: a file refused for its size is refused before it costs them."""
+    for m, el in zip(parsed.metrics, parsed.metric_elements):
+        if parsed.void.get(m.name):
+            continue
+        prefix = "ghost_" if el.get("viztype", "").upper() == "GHOST" else ""
+        mid = el.get("id")
+        if members.get(f"{prefix}{mid}.index") is not None and members.get(f"{prefix}{mid}.data") is not None:
+            check_one_dense_metric(path, len(parsed.cnode_parent), n_l, file_bytes, ONE_METRIC_RATIO, ONE_METRIC_FLOOR)
+            return
+
+
 # --------------------------------------------------------------------------
 # CUBE3 (.cube): one XML document with the values in <severity>
 # --------------------------------------------------------------------------
@@ -134,7 +150,7 @@ def read_cube3(path) -> Cube:
     path = Path(path)
     raw, problems = _open_bytes(path)
     where = str(path)
-    root, parsed = _parse_document(raw, where, problems)
+    root, parsed = _parse_document(raw, where, problems, len(raw))
     n_c, n_l = len(parsed.cnode_parent), len(parsed.locations)
     sev = root.find("severity")
     by_id = {el.get("id"): m for m, el in zip(parsed.metrics, parsed.metric_elements)}
@@ -221,18 +237,27 @@ def _gunzip(data: bytes, failure: str) -> bytes:
         raise CubeFormatError(f"{failure}: {e}") from None
 
 
-def _parse_document(data: bytes, where: str, problems: list[str]) -> tuple[ET.Element, _Anchor]:
-    """The XML root and what the reader needs of it (metrics, program, system)."""
-    root, cnodes = _parse_xml(data, where, problems)
-    return root, _parse_anchor(root, cnodes, where, problems)
+def _parse_document(data: bytes, where: str, problems: list[str], file_bytes: int,
+                    before_locations=None) -> tuple[ET.Element, _Anchor]:
+    """The XML root and what the reader needs of it (metrics, program, system); at most
+    :func:`~analyzer.cube.cube_xml.max_metrics` metrics for a file of ``file_bytes``.  ``before_locations(anchor,
+    n_locations)`` is called once the system tree is checked, before its locations are built."""
+    limit = cube_xml.max_metrics(file_bytes)
+    try:
+        root, cnodes = _parse_xml(data, where, problems, limit)
+    except TooManyMetrics:
+        bound = f"max({cube_xml.MAX_METRICS_FLOOR}, one per {cube_xml.BYTES_PER_METRIC} bytes)"
+        raise CubeFormatError(f"{where}: declares more than {limit} metrics, more than this reader takes from a "
+                              f"file of {file_bytes} bytes ({bound}); a profile has hundreds at most") from None
+    return root, _parse_anchor(root, cnodes, where, problems, before_locations)
 
 
 _BARE_AMP = re.compile(rb"&(?!(?:amp|lt|gt|quot|apos|#[0-9]+|#x[0-9a-fA-F]+);)")
 
 
-def _parse_xml(data: bytes, where: str, problems: list[str]) -> tuple[ET.Element, Cnodes]:
+def _parse_xml(data: bytes, where: str, problems: list[str], metric_limit: int) -> tuple[ET.Element, Cnodes]:
     try:
-        return parse_xml(data)
+        return parse_xml(data, metric_limit)
     except ET.ParseError as e:
         line, col = e.position
         msg = re.sub(r": line \d+, column \d+$", "", str(e.msg))
@@ -241,7 +266,7 @@ def _parse_xml(data: bytes, where: str, problems: list[str]) -> tuple[ET.Element
     fixed = _BARE_AMP.sub(b"&amp;", data)
     if fixed != data:
         try:
-            parsed = parse_xml(fixed)
+            parsed = parse_xml(fixed, metric_limit)
         except ET.ParseError:
             pass
         else:
@@ -297,7 +322,7 @@ def _name(el: ET.Element, tag: str) -> str:
     return name_of(el.findtext(tag) or "")
 
 
-def _parse_anchor(root: ET.Element, cnodes: Cnodes, where: str, problems: list[str]) -> _Anchor:
+def _parse_anchor(root: ET.Element, cnodes: Cnodes, where: str, problems: list[str], before_locations=None) -> _Anchor:
     if root.tag != "cube":
         raise CubeFormatError(f"{where}: root element is <{root.tag}>, expected <cube>")
     out = _Anchor()
@@ -310,7 +335,7 @@ def _parse_anchor(root: ET.Element, cnodes: Cnodes, where: str, problems: list[s
             raise CubeFormatError(f"{where}: no <{tag}> section")
     _parse_metrics(metrics_el, None, out, where, problems)
     _parse_program(program, cnodes, out, where)
-    out.locations = _parse_system(system, where)
+    out.locations = _parse_system(system, where, lambda n: before_locations and before_locations(out, n))
     return out
 
 
@@ -432,16 +457,65 @@ def _int_text(el: ET.Element, tag: str, where: str, default: int = 0) -> int:
         raise CubeFormatError(f"{where}: <{el.tag}>/<{tag}> {t!r} is not an integer") from None
 
 
-def _parse_system(system: ET.Element, where: str) -> list[LocationInfo]:
-    found: dict[int, LocationInfo] = {}
+def _parse_system(system: ET.Element, where: str, before_build=None) -> list[LocationInfo]:
+    """The locations by Id.  The tree is walked twice: first for its Ids and errors, then, after
+    ``before_build(n_locations)``, for the records (a reader refusing a file for its size refuses it before
+    building them: 151,913 locations of 50 bytes each took 148 MiB)."""
+    ids = array("q")
+    big: dict[int, int] = {}  # position -> an Id beyond 64 bits
+    try:
+        for lid, *_ in _system_walk(system, where):
+            if -(1 << 63) <= lid < 1 << 63:
+                ids.append(lid)
+            else:
+                big[len(ids)] = lid
+                ids.append(0)
+    except CubeFormatError:
+        _first_twice(ids, big, where)  # the walk met that one first
+        raise
+    _first_twice(ids, big, where)
+    n = len(ids)
+    if n == 0:
+        raise CubeFormatError(f"{where}: the system tree has no locations")
+    got = np.frombuffer(ids, np.int64)
+    if big or not np.array_equal(np.sort(got), np.arange(n)):
+        small = np.delete(got, list(big)) if big else got
+        missing = np.setdiff1d(np.arange(n), small)[:5].tolist()
+        raise CubeFormatError(
+            f"{where}: location Ids are not dense 0..{n - 1} (missing {missing}); cubelib crashes on such files"
+        )
+    del got
+    if before_build is not None:
+        before_build(n)
+    out: list = [None] * n
+    for lid, *fields in _system_walk(system, where):
+        out[lid] = LocationInfo(*fields)
+    return out
 
-    def add(lid: int, info: LocationInfo):
-        if lid in found:
-            raise CubeFormatError(f"{where}: location Id {lid} used twice")
-        found[lid] = info
+
+def _first_twice(ids: array, big: dict[int, int], where: str) -> None:
+    """The error for the first Id in walk order that an earlier location has, if one has."""
+    got = np.frombuffer(ids, np.int64)
+    if big:  # beyond 64 bits: rare, compared as Python ints
+        seen: set[int] = set()
+        for k, lid in enumerate(got.tolist()):
+            lid = big.get(k, lid)
+            if lid in seen:
+                raise CubeFormatError(f"{where}: location Id {lid} used twice")
+            seen.add(lid)
+        return
+    order = np.argsort(got, kind="stable")
+    later = order[1:][got[order[1:]] == got[order[:-1]]]
+    if later.size:
+        raise CubeFormatError(f"{where}: location Id {got[later.min()]} used twice")
+
+
+def _system_walk(system: ET.Element, where: str):
+    """Every location of the system tree, in document order, as ``(Id, machine, node, rank, thread, name,
+    process_name)`` (the fields of :class:`LocationInfo`)."""
 
     # CUBE4 style: systemtreenode* -> locationgroup -> location
-    def walk(el: ET.Element, machine: str | None, node: str | None, parent_name: str):
+    def walk(el: ET.Element, machine: str | None, node: str | None):
         name = _name(el, "name")
         cls = _text(el, "class").lower()
         if cls == "machine" or machine is None:
@@ -452,45 +526,18 @@ def _parse_system(system: ET.Element, where: str) -> list[LocationInfo]:
             rank = _int_text(g, "rank", where)
             gname = _name(g, "name")
             for loc in g.findall("location"):
-                add(
-                    _sys_id(loc, where),
-                    LocationInfo(
-                        machine=machine or name,
-                        node=node or name,
-                        rank=rank,
-                        thread=_int_text(loc, "rank", where),
-                        name=_name(loc, "name"),
-                        process_name=gname,
-                    ),
-                )
+                yield (_sys_id(loc, where), machine or name, node or name, rank, _int_text(loc, "rank", where),
+                       _name(loc, "name"), gname)
         for child in el.findall("systemtreenode"):
-            walk(child, machine, node, name)
+            yield from walk(child, machine, node)
 
     for stn in system.findall("systemtreenode"):
-        walk(stn, None, None, "")
+        yield from walk(stn, None, None)
     # CUBE3 style (also accepted inside a CUBE4 anchor): machine -> node -> process -> thread
     for m in system.findall("machine"):
         for nd in m.findall("node"):
             for p in nd.findall("process"):
                 rank = _int_text(p, "rank", where)
                 for t in p.findall("thread"):
-                    add(
-                        _sys_id(t, where),
-                        LocationInfo(
-                            machine=_name(m, "name"),
-                            node=_name(nd, "name"),
-                            rank=rank,
-                            thread=_int_text(t, "rank", where),
-                            name=_name(t, "name"),
-                            process_name=_name(p, "name"),
-                        ),
-                    )
-    n = len(found)
-    if n == 0:
-        raise CubeFormatError(f"{where}: the system tree has no locations")
-    if sorted(found) != list(range(n)):
-        missing = sorted(set(range(n)) - set(found))[:5]
-        raise CubeFormatError(
-            f"{where}: location Ids are not dense 0..{n - 1} (missing {missing}); cubelib crashes on such files"
-        )
-    return [found[i] for i in range(n)]
+                    yield (_sys_id(t, where), _name(m, "name"), _name(nd, "name"), rank, _int_text(t, "rank", where),
+                           _name(t, "name"), _name(p, "name"))

@@ -289,6 +289,83 @@ def test_id_gaps(ours, tmp_path):
     _bad(tmp_path, _tar(ms), "calleeId 9 is not a region id")
 
 
+def test_system_tree_errors_in_walk_order(ours, tmp_path):
+    """The system tree is walked for its Ids and errors before its locations are built: the first error in
+    document order is the one named, as when they were built in one walk."""
+    ms = _members(ours)
+    ms["anchor.xml"] = ms["anchor.xml"].replace(b'<location Id="2">', b'<location Id="1">')
+    _bad(tmp_path, _tar(ms), "location Id 1 used twice")
+    # a repeated Id (the second location's) before a bad rank (the third's): the repeat
+    a = _members(ours)["anchor.xml"]
+    last = b"<rank>0</rank>\n            <type>thread</type>\n          </location>\n        </locationgroup>"
+    assert a.count(last) == 1
+    ms["anchor.xml"] = a.replace(b'<location Id="1">', b'<location Id="0">').replace(last, last.replace(b"0", b"x"))
+    _bad(tmp_path, _tar(ms), "location Id 0 used twice")
+    # a bad rank (the second location's) before a repeated Id (the third's): the rank
+    second = b"<rank>1</rank>\n            <type>thread</type>"
+    assert a.count(second) == 1
+    ms["anchor.xml"] = a.replace(b'<location Id="2">', b'<location Id="0">').replace(second, second.replace(b"1", b"y"))
+    _bad(tmp_path, _tar(ms), r"<location>/<rank> 'y' is not an integer")
+    ms = _members(ours)
+    ms["anchor.xml"] = ms["anchor.xml"].replace(b'<location Id="2">', b'<location Id="99999999999999999999">')
+    _bad(tmp_path, _tar(ms), r"location Ids are not dense 0..2 \(missing \[2\]\)")
+
+
+def test_a_file_refused_for_its_dense_size_is_refused_before_its_locations_are_built(ours, tmp_path, monkeypatch):
+    import analyzer.cube.cubex_read as cr
+
+    built = []
+
+    class Counting:
+        __wrapped__ = cr.LocationInfo
+
+        def __new__(cls, *args, **kwargs):
+            built.append(args)
+            return Counting.__wrapped__(*args, **kwargs)
+
+    monkeypatch.setattr(cr, "LocationInfo", Counting)
+    assert read_cubex(ours).n_locations == 3 and len(built) == 3
+    built.clear()
+    monkeypatch.setattr(cr, "ONE_METRIC_FLOOR", 16)
+    monkeypatch.setattr(cr, "ONE_METRIC_RATIO", 0)
+    with pytest.raises(CubeFormatError, match="4 call paths x 3 locations need 0 MiB per metric as dense values"):
+        read_cubex(ours)
+    assert built == []
+    # a system tree at fault is named first, as before
+    ms = _members(ours)
+    ms["anchor.xml"] = ms["anchor.xml"].replace(b'<location Id="2">', b'<location Id="5">')
+    _bad(tmp_path, _tar(ms), r"location Ids are not dense 0..2 \(missing \[2\]\)")
+
+
+def test_metrics_beyond_what_the_file_can_declare_are_refused_while_parsing(tmp_path, monkeypatch):
+    """At most max(16384, one per 512 bytes) metrics: 26,000 of the smallest <metric> elements in 2 MB are
+    refused before the rest of the anchor is built."""
+    import tracemalloc
+
+    from hostile_cubes import hostile_cubex
+
+    import analyzer.cube.cube_xml as cx
+
+    p = tmp_path / "m.cubex"
+    size = hostile_cubex(p, "tiny_metrics", 2 << 20)
+    tracemalloc.start()
+    with pytest.raises(CubeFormatError, match=rf"anchor.xml: declares more than 16384 metrics, more than this reader "
+                                              rf"takes from a file of {size} bytes \(max\(16384, one per 512 bytes\)\)"):
+        read_cubex(p)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 10 * size
+    # the bound grows with the file: one metric per 512 bytes
+    monkeypatch.setattr(cx, "MAX_METRICS_FLOOR", 1)
+    small = tmp_path / "s.cubex"
+    size = hostile_cubex(small, "tiny_metrics", 256 << 10)
+    with pytest.raises(CubeFormatError, match=rf"declares more than {size // 512} metrics"):
+        read_cubex(small)
+    sane = tmp_path / "sane.cubex"
+    hostile_cubex(sane, "sane", 256 << 10)
+    assert len(read_cubex(sane).metrics) > 1  # each metric with values brings 1 kB of archive headers at least
+
+
 def test_derived_metric_left_out_with_note(ours, tmp_path):
     ms = _members(ours)
     ms["anchor.xml"] = ms["anchor.xml"].replace(b'<metric id="1" type="EXCLUSIVE">',
