@@ -55,3 +55,12 @@ def test_no_test_skips_when_an_installed_dependency_is_missing():
     found = [f"{p.relative_to(TESTS)}:{i}" for p in sorted(TESTS.rglob("*.py"))
              for i, line in enumerate(p.read_text().splitlines(), 1) if deps.search(line)]
     assert found == [], "import installed dependencies plainly: " + ", ".join(found)
+
+
+def test_test_modules_have_unique_names():
+    # the test folders are not packages, so pytest imports every module by its basename: a second
+    # test_x.py in another folder stops the whole collection ("import file mismatch")
+    seen: dict[str, Path] = {}
+    for path in sorted(TESTS.rglob("test_*.py")):
+        other = seen.setdefault(path.name, path)
+        assert other == path, f"two test modules named {path.name}: {other.relative_to(TESTS)}, {path.relative_to(TESTS)}"
