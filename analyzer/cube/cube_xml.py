@@ -158,7 +158,7 @@ class Element(tuple):
 
 #: a file may declare at most max(MAX_METRICS_FLOOR, its size / BYTES_PER_METRIC) metrics: each costs the reader
 #: about 2 kB as Python objects while the smallest <metric> element is 80 bytes (101,893 of them in 8 MB took
-#: 247 MiB in expert-diff).  A real profile has one to a few hundred (Scalasca about 130, Score-P with many
+#: 247 MiB in expert-diff).  A real profile has tens to a few hundred (Scalasca's scout.cubex 17-83, with many
 #: hardware counters some hundreds), and a CUBE4 metric with values brings two archive members, 1 kB of headers
 #: at least, so no cube whose metrics hold values comes near one per 512 bytes
 MAX_METRICS_FLOOR = 16384

@@ -14,7 +14,8 @@ twice the memory of a sane file of the same size.
 * ``zeros``: the same shape, every metric storing all its rows as zeros (a dense index);
 * ``compressed``: the same shape, every metric's rows all 1.0 in one zlib block (about 1000 : 1);
 * ``void_metrics``: a few call paths, and half the file locations, half metrics without values (no data
-  members): a summary holding a value per metric and location as a dict entry took 100 bytes each;
+  members; at most 90 % of the metrics a reader takes from a file of its size, the rest locations): a summary
+  holding a value per metric and location as a dict entry took 100 bytes each;
 * ``tiny_regions``, ``tiny_metrics``, ``tiny_locations``: a small cube whose anchor is filled with the
   smallest elements of one kind (``<region id="N"/>``; a metric of a unique name and a data type, without
   values;
@@ -34,6 +35,7 @@ import zlib
 import numpy as np
 
 from analyzer.cube import Cube, LocationInfo, MetricInfo, RegionInfo, write_cubex
+from analyzer.cube.cube_xml import max_metrics
 from analyzer.cube.stored_rows import RowValues, StoredRows
 
 KINDS = ("sane", "sane_compressed", "sane_calltree", "many_sparse", "zeros", "compressed", "void_metrics",
@@ -192,7 +194,10 @@ def _void_metrics(path, target_bytes: int) -> int:
     base = write(100, 100)
     per_loc, per_metric = (write(1100, 100) - base) / 1000, (write(100, 1100) - base) / 1000
     half = max(0.0, target_bytes - base) / 2
-    return write(100 + int(half / per_loc), 100 + int(half / per_metric))
+    # the metrics a reader takes from a file of its size at most (max_metrics), the rest of the half locations
+    n_m = min(100 + int(half / per_metric), int(0.9 * max_metrics(target_bytes)))
+    rest = max(0.0, target_bytes - base - (n_m - 100) * per_metric)
+    return write(100 + int(rest / per_loc), n_m)
 
 
 def _write_hostile(path, kind: str, n_c: int, n_l: int, n_m: int, block: bytes | None) -> int:
