@@ -45,7 +45,7 @@ from .kernels.bundles import KnownTeams
 from .kernels.counters import counter_increments
 from .kernels.order import check_order, clamp
 from .kernels.summary import call_summary
-from .matching import build_collectives, build_locks, build_messages, build_omp, concat, remap_cnodes
+from .matching import build_collectives, build_locks, build_messages, build_omp, remap_cnodes
 from .tasks import add_task_busy, build_task_tables, dependence_fragment, thread_grafts
 
 ALL_TABLES = TABLE_NAMES  # every table the replay can build (patterns.tables.TABLES)
@@ -421,8 +421,20 @@ def check_tables(tables) -> set[str]:
     return want
 
 
+def _take(frags: dict[str, list], kind: str) -> dict[str, np.ndarray]:
+    """``concat(frags[kind])``, removing the kind from ``frags`` and each column from its pieces as it is
+    joined: the pieces and their concatenation coexist for one column, not for the whole kind."""
+    pieces = frags.pop(kind, [])
+    if not pieces:
+        return {}
+    return {k: np.concatenate([p.pop(k) for p in pieces]) for k in list(pieces[0])}
+
+
 def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
-    """Merge the shares (in walk order) into the context: call tree, dense metrics, tables."""
+    """Merge the shares (in walk order) into the context: call tree, dense metrics, tables.
+
+    The shares' fragments are consumed (``done`` is emptied): each kind's pieces are freed column by
+    column as they are joined, so the fragments and the tables they become are not all held at once."""
     want = check_tables(want)
     for s in shares:
         if s.error is not None:
@@ -445,6 +457,7 @@ def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
         ident = len(shares) == 1
         for loc, (summ, fr, probs) in s.done.items():
             done.append((order[loc], loc, summ, fr if ident else _remap_fragment(fr, m), probs, m))
+        s.done = {}  # the fragments live on only in `frags` below, to be freed as the tables are built
     done.sort(key=lambda x: x[0])  # fragments concatenate in walk order whatever the shares were
     counter_names = counter_metrics(defs)[0]
     counters = {name: np.zeros((C, n_loc), np.float64) for name in counter_names}
@@ -459,6 +472,7 @@ def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
         problems.extend(probs)
         for k, v in fr.items():
             frags.setdefault(k, []).append(v)
+    del done
     frags = {k: frags.get(k, []) for k in ("sends", "recvs", "collectives", "forks", "joins", "members",
                                            "barriers", "locks", "cuts", "segments", "send_cuts", "recv_cuts",
                                            "tasks", "task_creates", "task_deps", "threads", "file_ops", "rma_ops")}
@@ -467,28 +481,28 @@ def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
     # location's rows of all of them: cheap next to matching, and one fused pass)
     tbl = {}
     if "messages" in want:
-        tbl["messages"] = build_messages(concat(frags["sends"]), concat(frags["recvs"]), problems)
+        tbl["messages"] = build_messages(_take(frags, "sends"), _take(frags, "recvs"), problems)
     if "collectives" in want:
         comm_size = {cid: len(c.ranks) for cid, c in defs.comms.items() if len(c.ranks)}
-        tbl["collectives"] = build_collectives(concat(frags["collectives"]), comm_size, problems)
+        tbl["collectives"] = build_collectives(_take(frags, "collectives"), comm_size, problems)
     omp = [n for n in ("omp_teams", "omp_team_members", "omp_barriers") if n in want]
     if omp:  # barriers and members are numbered by team: the teams are always matched
-        barrier_rows = concat(frags["barriers"]) if "omp_barriers" in want else {}
-        built = build_omp(concat(frags["forks"]), concat(frags["joins"]), concat(frags["members"]), barrier_rows,
+        barrier_rows = _take(frags, "barriers") if "omp_barriers" in want else {}
+        built = build_omp(_take(frags, "forks"), _take(frags, "joins"), _take(frags, "members"), barrier_rows,
                           loc_proc, problems)
         tbl.update((n, t) for n, t in zip(("omp_teams", "omp_team_members", "omp_barriers"), built) if n in want)
         if "omp_barriers" in tbl:  # the time each member ran tasks in a barrier is no wait (format 2.1)
             add_task_busy(tbl["omp_barriers"], frags["tasks"])
     if "locks" in want:
         kinds = {lid: int(lk.kind) for lid, lk in defs.locks.items()}
-        tbl["locks"] = build_locks(concat(frags["locks"]), loc_proc, kinds)
+        tbl["locks"] = build_locks(_take(frags, "locks"), loc_proc, kinds)
     tbl.update(build_task_tables(frags, want, loc_proc))  # OpenMP tasks, threads (format 2.1)
     if "mpi_file_ops" in want:  # MPI file reads and writes (format 2.2)
-        ops = concat(frags["file_ops"])
+        ops = _take(frags, "file_ops")
         tbl["mpi_file_ops"] = (Table({k: np.ascontiguousarray(ops[k], dt) for k, dt in MPI_FILE_OPS.items()})
                                if ops else Table.empty(MPI_FILE_OPS))
     if "mpi_rma_ops" in want:  # MPI one-sided events (format 2.3)
-        ops = concat(frags["rma_ops"])
+        ops = _take(frags, "rma_ops")
         tbl["mpi_rma_ops"] = (Table({k: np.ascontiguousarray(ops[k], dt) for k, dt in MPI_RMA_OPS.items()})
                               if ops else Table.empty(MPI_RMA_OPS))
     for t in tbl.values():

@@ -106,3 +106,31 @@ def test_cli_rejects_zero_jobs(tmp_path, capsys):
     random_builder(5, n_ranks=2, n_threads=1, steps=5).write(trace)
     assert main([str(trace), "-j", "0", "-q"]) == 2
     assert "-j needs a positive number" in capsys.readouterr().err
+
+
+def test_fragments_are_joined_as_concatenation_and_freed():
+    from analyzer.replay.engine import _take
+    from analyzer.replay.matching import concat
+
+    rng = np.random.default_rng(5)
+    pieces = [{"t": rng.random(n), "loc": np.full(n, i, np.int32)} for i, n in enumerate([3, 0, 7, 1])]
+    expect = concat([dict(p) for p in pieces])
+    frags = {"sends": pieces, "recvs": []}
+    got = _take(frags, "sends")
+    assert list(got) == list(expect)
+    for k in expect:
+        assert got[k].dtype == expect[k].dtype and np.array_equal(got[k], expect[k]), k
+    assert "sends" not in frags and all(p == {} for p in pieces)  # nothing of the pieces is kept
+    assert _take(frags, "recvs") == {} and _take(frags, "locks") == {}
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_assembly_consumes_the_fragments_of_the_shares(jobs):
+    from analyzer.replay.engine import assemble, region_arrays, walk_share
+
+    trace = random_trace(4, n_ranks=4, n_threads=2, steps=15)
+    names, _, role = region_arrays(trace.defs)
+    shares = [walk_share(trace, p, role, names, timeline=True) for p in partition(trace, jobs) if p]
+    ctx = assemble(trace, shares)
+    assert all(s.done == {} for s in shares)
+    _same_context(replay(trace), ctx)
