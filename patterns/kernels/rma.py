@@ -110,6 +110,20 @@ def epoch_walk(op, kind, loc, peer, first):
             lk_lock[:nl].copy(), lk_unlock[:nl].copy(), in_acc, in_lock)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _waited(enter, exit_, handover, release):
+    """Seconds a call [enter, exit_) of a waiting epoch spent for a lock released at ``release`` (the holder's
+    unlock exit), -1 if the grant did not fall in it.  Scalasca's rule: the release lies inside the call.  Ours
+    besides: the call began before the holder entered its unlock (``handover``) and returned inside that unlock,
+    since an MPI (MPICH) may hand the lock over before the holder's MPI_Win_unlock returns; then the whole call
+    waited."""
+    if enter <= release < exit_:
+        return release - enter
+    if enter <= handover < exit_ <= release:
+        return exit_ - enter
+    return -1.0
+
+
 @numba.njit(cache=True, nogil=True)
 def lock_queue(first, exclusive, loc, release, lock_row, unlock_row, orig, ops_ptr, ops_row, row_enter, row_exit,
                row_peer, target):
@@ -152,6 +166,7 @@ def lock_queue(first, exclusive, loc, release, lock_row, unlock_row, orig, ops_p
             if ref < 0:
                 break
             u = release[ref]
+            h = row_enter[unlock_row[ref]]
             for s in range(ns):
                 e = sched[s]
                 if loc[e] == loc[ref]:
@@ -159,22 +174,26 @@ def lock_queue(first, exclusive, loc, release, lock_row, unlock_row, orig, ops_p
                 out_holder[m] = unlock_row[ref]
                 found = False
                 r = lock_row[e]
-                if row_enter[r] <= u < row_exit[r]:
-                    out_row[m], out_val[m], out_comm[m] = r, u - row_enter[r], 0
+                w = _waited(row_enter[r], row_exit[r], h, u)
+                if w >= 0.0:
+                    out_row[m], out_val[m], out_comm[m] = r, w, 0
                     m += 1
                     found = True
                 if not found:
                     for j in range(ops_ptr[orig[e]], ops_ptr[orig[e] + 1]):
                         r = ops_row[j]
-                        if row_peer[r] == target[e] and row_enter[r] <= u < row_exit[r]:
-                            out_row[m], out_val[m], out_comm[m] = r, u - row_enter[r], 1
-                            m += 1
-                            found = True
-                            break
+                        if row_peer[r] == target[e]:
+                            w = _waited(row_enter[r], row_exit[r], h, u)
+                            if w >= 0.0:
+                                out_row[m], out_val[m], out_comm[m] = r, w, 1
+                                m += 1
+                                found = True
+                                break
                 if not found:
                     r = unlock_row[e]
-                    if row_enter[r] <= u < row_exit[r]:
-                        out_row[m], out_val[m], out_comm[m] = r, u - row_enter[r], 0
+                    w = _waited(row_enter[r], row_exit[r], h, u)
+                    if w >= 0.0:
+                        out_row[m], out_val[m], out_comm[m] = r, w, 0
                         m += 1
         g0 = g1
     return out_row[:m].copy(), out_val[:m].copy(), out_comm[:m].copy(), out_holder[:m].copy()

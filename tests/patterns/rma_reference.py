@@ -175,11 +175,15 @@ def _lock_contention(locks, out) -> None:
             if reference is None:
                 break
             release = reference["unlock"]["exit"]
+            handover = reference["unlock"]["enter"]  # the lock may pass to the next epoch from here on
             for ep in scheduled:
                 if ep["loc"] == reference["loc"]:
                     continue
                 ops = [(op, "comm_lock") for op in ep["ops"] if op["peer"] == target]
                 for r, key in ((ep["lock"], "sync_lock"), *ops, (ep["unlock"], "sync_lock")):
-                    if r["enter"] <= release < r["exit"]:
+                    if r["enter"] <= release < r["exit"]:  # released while it waited
                         out[key].add(r["cnode"], r["loc"], release - r["enter"])
+                        break
+                    if r["enter"] <= handover < r["exit"] <= release:  # granted inside the holder's unlock
+                        out[key].add(r["cnode"], r["loc"], r["exit"] - r["enter"])
                         break

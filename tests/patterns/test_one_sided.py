@@ -232,6 +232,15 @@ def test_lock_contention_in_a_transfer_and_in_the_unlock():
     assert total(cube, "mpi_rma_sync_lock_competition", "main/MPI_Win_unlock", loc=2) == pytest.approx(0.2)
 
 
+def test_lock_granted_inside_the_holders_unlock():
+    # MPICH hands the lock over before the holder's MPI_Win_unlock [1.4, 2.0] returns: rank 2's lock call
+    # [1.2, 1.9], asked before that unlock began, returned inside it: it waited all its 0.7 s
+    cube = locks(EXCL, EXCL, second_lock=(1.2, 1.9))
+    assert total(cube, "mpi_rma_sync_lock_competition", "main/MPI_Win_lock", loc=2) == pytest.approx(0.7)
+    # asked only after the unlock began [1.5, 1.9]: no wait is known (the release may have been at 1.4)
+    assert total(locks(EXCL, EXCL, second_lock=(1.5, 1.9)), "mpi_rma_sync_lock_competition") == 0
+
+
 def test_shared_locks_and_disjoint_epochs_do_not_compete():
     assert total(locks(0, 0), "mpi_rma_sync_lock_competition") == 0
     # rank 2 locks after rank 1 released (2.0): nothing spans the release

@@ -14,10 +14,9 @@ MPICH busy-polls while it waits; three ranks on a small machine then starve each
 whose progress a passive-target lock needs), so its ranks yield the processor at every poll here
 (MPIR_CVAR_POLLS_BEFORE_YIELD=1): the waits stay as designed instead of growing by tens of ms.
 
-Lock contention is checked under Open MPI only for now: MPICH grants the lock to the next origin before the
-holder's MPI_Win_unlock returns (the holder waits for the target's acknowledgement), and the analysis takes
-the release at that call's exit, Scalasca's rule, which then finds no wait in most runs although the second
-origin waited 0.3 s in MPI_Win_lock (the trace shows it; the analysis side is asked to clip instead).
+MPICH grants the lock to the next origin before the holder's MPI_Win_unlock returns (the holder waits for the
+target's acknowledgement): the analysis counts a lock call that began before that unlock and returned inside it
+as waiting (docs/analysis.md, one-sided), so lock contention is checked under both MPIs.
 """
 from __future__ import annotations
 
@@ -95,9 +94,8 @@ def test_balanced_gats(tmp_path, mpi):
         assert max(by_rank(cube, metric).values()) < TOL * LATE, metric
 
 
-def test_lock_contention(tmp_path, runtime_built):
-    need(MPI_TOOLS["ompi"]["cc"])
-    cube = analyse(tmp_path, "ompi", "mpi_rma_lock.c")
+def test_lock_contention(tmp_path, mpi):
+    cube = analyse(tmp_path, mpi, "mpi_rma_lock.c")
     calls = ["MPI_Win_lock", "MPI_Get", "MPI_Win_flush"]
     waits = {r: by_rank(cube, "mpi_rma_sync_lock_competition", calls)[r]
              + by_rank(cube, "mpi_rma_comm_lock_competition", calls)[r] for r in (0, 1, 2)}
