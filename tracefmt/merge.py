@@ -152,9 +152,17 @@ class _Unifier:
         for cid, c in d.comms.items():  # parents, once every communicator of the piece has its new id
             if c.parent in comms and out.comms[comms[cid]].parent == NO_ID:
                 out.comms[comms[cid]] = dataclasses.replace(out.comms[comms[cid]], parent=comms[c.parent])
-        windows = {}  # window ids are agreed over their communicator: one id, one window in every piece
+        # A window is the k-th created on its communicator, in every piece: a finished trace's ids are agreed
+        # that way and a spool file's are creation indices over all of that process's windows (runtime/src/
+        # spool.c), so ids differ between pieces whose processes also created windows on other communicators.
+        windows, created_on = {}, {}
         for wid, w in sorted(d.windows.items()):
-            key = (comms.get(w.comm, NO_ID), wid)
+            comm = comms.get(w.comm, NO_ID)
+            if comm == NO_ID:  # nothing to agree on: a window of this piece alone
+                key = (NO_ID, len(self.window_key))
+            else:
+                key = (comm, created_on.get(comm, 0))
+                created_on[comm] = key[1] + 1
             if key not in self.window_key:
                 new = self.window_key[key] = len(self.window_key)
                 out.windows[new] = Window(new, key[0], w.name)

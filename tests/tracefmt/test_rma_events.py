@@ -219,6 +219,36 @@ def test_merge_keeps_windows_and_post_start_groups(tmp_path):
         assert validate(tr) == []
 
 
+def test_merge_matches_windows_by_their_communicator_and_creation_order(tmp_path):
+    """Spool files number a process's windows in creation order over all communicators: rank 1 first creates a
+    window on a communicator of its own, so its id of the shared window differs from rank 0's."""
+    for rank in (0, 1):
+        b = tracefmt.TraceBuilder()
+        loc = b.location(rank=rank)
+        world = b.comm((0, 1), "MPI_COMM_WORLD")
+        b.enter(loc, 0.0, "main")
+        if rank == 1:
+            self_comm = b.comm((1,), "MPI_COMM_SELF")
+            own = b.window(self_comm, "own")
+            b.rma_call(loc, 0.05, 0.06, "MPI_Win_create", own, RmaSync.CREATE)
+        w = b.window(world, "w")
+        assert w == rank  # the shared window's id differs between the pieces
+        b.rma_call(loc, 0.1, 0.2, "MPI_Win_create", w, RmaSync.CREATE)
+        b.rma_call(loc, 0.3, 0.4, "MPI_Win_fence", w, RmaSync.FENCE)
+        b.exit(loc, 1.0)
+        b.write(str(tmp_path / f"r.{rank}.elg"))
+    merge(per_process_files(str(tmp_path / "r.elg")), str(tmp_path / "r.elg"))
+    with tracefmt.open(str(tmp_path / "r.elg")) as tr:
+        world_comm = next(c.id for c in tr.defs.comms.values() if c.ranks == (0, 1))
+        shared = [w.id for w in tr.defs.windows.values() if w.comm == world_comm]
+        assert len(shared) == 1 and len(tr.defs.windows) == 2
+        for loc in (0, 1):
+            ev = tr.events(loc)
+            fence = (ev.type == E.MPI_RMA_SYNC) & (ev.c == RmaSync.FENCE)
+            assert ev.a[fence].tolist() == shared
+        assert validate(tr) == []
+
+
 def test_dump_and_info_name_the_rma_fields(tmp_path, capsys):
     from tracefmt.cli import main as expert_trace
 
