@@ -51,6 +51,25 @@ from .tasks import add_task_busy, build_task_tables, dependence_fragment, thread
 ALL_TABLES = TABLE_NAMES  # every table the replay can build (patterns.tables.TABLES)
 TIMELINE_TABLES = {"time_segments", "sync_points"}  # built by analyzer.replay.timeline
 
+_TIMELINE_KINDS = ("cuts", "segments", "send_cuts", "recv_cuts")
+#: the fragment kinds each table is built from (``assemble``); the walk keeps only the wanted tables'
+FRAGMENT_KINDS = {
+    "messages": ("sends", "recvs"),
+    "collectives": ("collectives",),
+    "omp_teams": ("forks", "joins", "members"),  # the teams are matched for every OpenMP table
+    "omp_team_members": ("forks", "joins", "members"),
+    "omp_barriers": ("forks", "joins", "members", "barriers", "tasks"),  # tasks: add_task_busy
+    "locks": ("locks",),
+    "omp_tasks": ("tasks", "task_creates", "task_deps"),
+    "omp_task_dependences": ("task_deps",),
+    "omp_task_fragments": ("tasks",),
+    "threads": ("threads",),
+    "mpi_file_ops": ("file_ops",),
+    "mpi_rma_ops": ("rma_ops",),
+    "time_segments": _TIMELINE_KINDS,
+    "sync_points": _TIMELINE_KINDS,
+}
+
 
 class ReplayError(TraceFormatError):
     """The events of a location cannot be replayed (unbalanced ENTER/EXIT, unknown region or team)."""
@@ -159,10 +178,13 @@ def counter_metrics(defs):
     return names, slot, is_double
 
 
-def walk_share(trace, locs, region_role, names, progress=None, timeline: bool = False, salvage: bool = False) -> Share:
+def walk_share(trace, locs, region_role, names, progress=None, timeline: bool = False, salvage: bool = False,
+               keep=None) -> Share:
     """Walk the locations ``locs`` (whole processes, in walk order) with one call-tree builder.
 
     ``timeline``: also cut every location's time line (``analyzer.replay.timeline``).
+    ``keep``: the fragment kinds to keep (default all; ``FRAGMENT_KINDS`` of the wanted tables): the
+    kernel cuts every kind in its one pass, and the rows no wanted table is built from are dropped at once.
     ``salvage``: repair a location whose time goes backwards (clamped, and reported) instead of failing."""
     path = getattr(trace, "path", None)
     _, _, loc_proc, _ = _location_meta(trace)
@@ -175,7 +197,7 @@ def walk_share(trace, locs, region_role, names, progress=None, timeline: bool = 
     try:
         for proc, plocs in by_proc.items():
             _walk_process(events, proc, plocs, region_role, names, path, share, progress, counters,
-                          _timeline_walker(trace, names) if timeline else None)
+                          _timeline_walker(trace, names) if timeline else None, keep)
     except ReplayError as exc:
         share.error = exc
     return share
@@ -239,7 +261,7 @@ def _timeline_walker(trace, names):
         loc, cols, res.calls, role, flags, loc_thread[loc] > 0, n_nodes, scratch)
 
 
-def _walk_process(events, proc, pending, role, names, path, share, progress, counters, timeline=None):
+def _walk_process(events, proc, pending, role, names, path, share, progress, counters, timeline=None, keep=None):
     """Walk one process's locations; a worker whose team is not forked yet waits for a later round."""
     tree = share.tree
     teams = _Teams()
@@ -278,7 +300,7 @@ def _walk_process(events, proc, pending, role, names, path, share, progress, cou
             if len(counters[0]):  # exclusive counter increments of the visited nodes
                 incr = counter_increments(cols, res.calls, counters[1], counters[2], tree.n_nodes)
                 summary = (*summary, incr[summary.nodes])
-            share.done[loc] = (summary, fr, problems)
+            share.done[loc] = (summary, fr if keep is None else {k: v for k, v in fr.items() if k in keep}, problems)
             # publish this location's forks so its team's workers can be walked
             teams.add(loc, fr["forks"])
             teams.add(loc, thread_grafts(fr["threads"]))  # and its threads' creations (format 2.1)
@@ -385,9 +407,10 @@ def replay(trace, tables=None, jobs: int = 1, progress=None, salvage: bool = Fal
     want = check_tables(tables)
     names, _, role = region_arrays(trace.defs)
     jobs = max(1, int(jobs))
+    keep = {k for t in want for k in FRAGMENT_KINDS[t]}
     if jobs == 1:
         shares = [walk_share(trace, [l for g in walk_order(trace) for l in g], role, names, progress,
-                             timeline=TIMELINE_TABLES & want != set(), salvage=salvage)]
+                             timeline=TIMELINE_TABLES & want != set(), salvage=salvage, keep=keep)]
     else:
         import threading
         from concurrent.futures import ThreadPoolExecutor
@@ -402,7 +425,7 @@ def replay(trace, tables=None, jobs: int = 1, progress=None, salvage: bool = Fal
         with ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix="replay") as pool:
             tl = TIMELINE_TABLES & want != set()
             shares = list(pool.map(lambda p: walk_share(trace, p, role, names, tick if progress else None, tl,
-                                                        salvage), parts))
+                                                        salvage, keep), parts))
     return assemble(trace, shares, want)
 
 
@@ -423,7 +446,8 @@ def check_tables(tables) -> set[str]:
 
 def _take(frags: dict[str, list], kind: str) -> dict[str, np.ndarray]:
     """``concat(frags[kind])``, removing the kind from ``frags`` and each column from its pieces as it is
-    joined: the pieces and their concatenation coexist for one column, not for the whole kind."""
+    joined, so a piece's memory goes as soon as nothing of it is left to join (the kernel's fragment columns
+    are views of one int and one float matrix per piece: those go with their last column)."""
     pieces = frags.pop(kind, [])
     if not pieces:
         return {}

@@ -134,3 +134,20 @@ def test_assembly_consumes_the_fragments_of_the_shares(jobs):
     ctx = assemble(trace, shares)
     assert all(s.done == {} for s in shares)
     _same_context(replay(trace), ctx)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_each_table_alone_is_the_table_of_the_full_replay(jobs):
+    """The walk keeps only the fragments of the wanted tables (engine.FRAGMENT_KINDS): every table, built
+    alone, must come out as when all are built."""
+    from analyzer.replay.engine import ALL_TABLES
+
+    trace = random_trace(6, n_ranks=3, n_threads=3, steps=40, tasks=True, deps=True, rma=True)
+    full = replay(trace, jobs=jobs)
+    for name in ALL_TABLES:
+        alone = replay(trace, tables=[name], jobs=jobs).tables
+        a, b = full.tables[name], alone[name]
+        assert len(a), name  # the trace exercises every table
+        assert list(a) == list(b), name
+        for col in a:
+            assert np.array_equal(a[col], b[col], equal_nan=a[col].dtype.kind == "f"), (name, col)
