@@ -335,7 +335,7 @@ def _openmp(ctx, P):
                              role=np.full(len(s), 7), ref=team,
                              ref2=(members["loc"][mr] == teams["master_loc"][team]).astype(np.int64)))
     ok, s, dense, enter, wait, total, first = barrier_points(
-        np.asarray(P["kind"]), np.asarray(P["row"], np.int64), np.asarray(P["loc"]),
+        np.asarray(P["kind"]), np.asarray(P["row"]), np.asarray(P["loc"]),
         np.asarray(B["instance"], np.int64), np.asarray(B["enter"], np.float64), np.asarray(B["exit"], np.float64),
         np.asarray(ctx.location_thread), _OBAR)
     if ok and len(s):
@@ -368,7 +368,7 @@ def _build(ctx) -> BackwardInputs:
     P, S, M, C = ctx.table("sync_points"), ctx.table("time_segments"), ctx.table("messages"), ctx.table("collectives")
     loc_rank = np.asarray(ctx.location_process, np.int64)
     n_ranks = int(loc_rank.max()) + 1 if L else 0
-    cuts = point_cuts(np.asarray(P["kind"]), np.asarray(P["row"], np.int64), np.asarray(P["cut"], np.int64), len(M),
+    cuts = point_cuts(np.asarray(P["kind"]), np.asarray(P["row"]), np.asarray(P["cut"]), len(M),
                       len(C))
     p2p, n_pairs, pair_type = _p2p(ctx, M, cuts, loc_rank) if len(M) else ([], 0, np.zeros(0, np.int64))
     coll, c_inst, c_rank, c_sp, c_info = _collectives(ctx, C, cuts)
@@ -496,7 +496,7 @@ def _build(ctx) -> BackwardInputs:
     sp_i = np.empty((n_sp, 7), np.int32 if _fits_int32(sp, n_seg=len(S)) else np.int64)
     for c, k in enumerate(("loc", "cut", "cnode", "mpi", "sr_kind", "sr_arg")):
         sp_i[:, c] = sp[k]
-    seg_off, seg_cut = location_offsets(seg_loc, L), np.asarray(S["cut"], np.int64)
+    seg_off, seg_cut = location_offsets(seg_loc, L), np.asarray(S["cut"])  # as stored (int32): no copy
     sp_off = csr(sp_i[:, 0], L)
     sp_i[:, 6] = point_segments(seg_off, seg_cut, sp_off, sp_i[:, 1].copy())
     sp_f = np.empty((n_sp, 4), np.float64)

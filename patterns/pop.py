@@ -145,7 +145,7 @@ def ideal_elapsed(ctx) -> tuple[float, float]:
     t_loc = np.asarray(members["loc"], np.int64)[t_order] if len(members) else np.zeros(0, np.int64)
     t_off = np.concatenate([[0], np.cumsum(np.bincount(m_team, minlength=nt))]).astype(np.int64)
     start = np.where(np.isfinite(first), first, t0)
-    final = ideal_replay(cut_off, np.asarray(P["kind"], np.int64), np.asarray(P["row"], np.int64), comp, comp_last,
+    final = ideal_replay(cut_off, np.asarray(P["kind"], np.int64), np.asarray(P["row"]), comp, comp_last,
                          start.astype(np.float64), c_inst, c_type, c_root.astype(np.bool_), np.asarray(c_off, np.int64),
                          c_loc, c_rows, b_inst, np.asarray(b_off, np.int64), b_loc, m_team, m_master.astype(np.bool_),
                          t_off, t_loc, len(M))

@@ -270,7 +270,8 @@ MPI_RMA_OPS = {
 # (loc, cut): the exclusive time charged as Scalasca's time maps do (docs/analysis.md, "Critical path").
 TIME_SEGMENTS = {
     "loc": "i4",
-    "cut": "i8",  # the interval: time between cut point cut-1 and cut point cut
+    "cut": "i4",  # the interval: time between cut point cut-1 and cut point cut (i8 where a
+    #               location has 2**31 - 1 cut points or more)
     "cnode": "i4",
     "time": "f8",  # seconds (a fork/join shift may make single rows negative)
 }
@@ -278,9 +279,10 @@ TIME_SEGMENTS = {
 # One row per cut point, in (loc, cut) order: the events that can be synchronisation points.
 SYNC_POINTS = {
     "loc": "i4",
-    "cut": "i8",  # its number on the location (1, 2, ...)
+    "cut": "i4",  # its number on the location (1, 2, ...; i8 where a location has 2**31 - 1 or more)
     "kind": "i1",  # CUT_KINDS
-    "row": "i8",  # the row it belongs to in messages / collectives / omp_team_members / omp_barriers / omp_teams
+    "row": "i4",  # the row it belongs to in messages / collectives / omp_team_members / omp_barriers / omp_teams
+    #               (-1: none; i8 if one of those has 2**31 rows)
     "time": "f8",  # time of the event
     "cnode": "i4",  # call path of the call the event belongs to (entered / left / innermost open), -1 outside
     "enter": "f8",  # ENTER time of that call

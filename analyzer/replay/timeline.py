@@ -61,14 +61,22 @@ class Scratch:
             self._arrays = (keys, np.array([self._forks[k] for k in keys.tolist()], np.float64))
 
 
+def _index_dtype(largest: int):
+    """int32 where every value fits, else int64 (fresh memory costs page faults: at 10^7 events the two
+    tables are 200 MB and more)."""
+    return np.int32 if largest <= np.iinfo(np.int32).max else np.int64
+
+
 def location_fragments(loc: int, cols, calls, region_role, flags, is_worker: bool, n_nodes: int,
                        scratch: Scratch) -> dict:
     """The timeline fragments of one location (builder call-tree ids in ``cnode``)."""
     acc, seen = scratch.arrays(n_nodes)
     fork_team, fork_time = scratch.forks()
+    n_events = len(cols.type)
+    cut_dt = _index_dtype(n_events + 1)  # a location's intervals: at most its events + 1
     (kind, event, when, node, enter, e_int, e_node, e_time, send_cuts, recv_cuts, in_order) = K.cut_timeline(
         cols.type, cols.time, cols.a, cols.c, cols.d, cols.e, calls.node, calls.enter, region_role, flags,
-        bool(is_worker), fork_team, fork_time, acc, seen)
+        bool(is_worker), fork_team, fork_time, acc, seen, np.empty(3 * n_events + 16, cut_dt))
     forks = cols.type == K.OMP_FORK
     scratch.add_forks(cols.a[forks].astype(np.int64), cols.time[forks])
     if not in_order:
@@ -76,7 +84,7 @@ def location_fragments(loc: int, cols, calls, region_role, flags, is_worker: boo
         e_int, e_node, e_time = e_int[o], e_node[o], e_time[o]
     n = len(kind)
     return {
-        "cuts": {"loc": np.full(n, loc, np.int32), "cut": np.arange(1, n + 1, dtype=np.int64), "kind": kind,
+        "cuts": {"loc": np.full(n, loc, np.int32), "cut": np.arange(1, n + 1, dtype=cut_dt), "kind": kind,
                  "event": event, "time": when, "cnode": node, "enter": enter},
         "segments": {"loc": np.full(len(e_int), loc, np.int32), "cut": e_int, "cnode": e_node, "time": e_time},
         "send_cuts": {"loc": np.full(len(send_cuts), loc, np.int32), "event": send_cuts[:, 0],
@@ -106,10 +114,13 @@ def _loc_of(frag: dict) -> int:
     return int(frag["loc"][0]) if len(frag["loc"]) else -1
 
 
-def _concat(frags: list[dict]) -> dict:
+def _concat(frags: list[dict], dtypes: dict | None = None) -> dict:
+    """The fragments' columns joined; ``dtypes``: the columns stored narrower than the fragments hold them
+    (the values are known to fit)."""
     if not frags:
         return {}
-    return {k: np.concatenate([f[k] for f in frags]) for k in frags[0]}
+    dtypes = dtypes or {}
+    return {k: np.concatenate([f[k] for f in frags], dtype=dtypes.get(k)) for k in frags[0]}
 
 
 def build_timeline(frags: dict[str, list], tables: dict[str, Table], new_id: np.ndarray,
@@ -121,8 +132,11 @@ def build_timeline(frags: dict[str, list], tables: dict[str, Table], new_id: np.
     parent array.
     """
     order = sorted(range(len(frags.get("cuts", []))), key=lambda j: _loc_of(frags["cuts"][j]))
-    cuts = _concat([frags["cuts"][j] for j in order])
-    segs = _concat([frags["segments"][j] for j in order])
+    # a location's intervals are numbered up to its cut points + 1; rows index the linked tables
+    cut_dt = _index_dtype(max((len(f["kind"]) for f in frags.get("cuts", [])), default=0) + 1)
+    row_dt = _index_dtype(max((len(tables[t]) for t in LINKED_TABLES if tables.get(t) is not None), default=0))
+    cuts = _concat([frags["cuts"][j] for j in order], {"cut": cut_dt})
+    segs = _concat([frags["segments"][j] for j in order], {"cut": cut_dt})
     if not cuts:
         cuts = {k: np.zeros(0, dt) for k, dt in SYNC_POINTS.items()} | {"event": np.zeros(0, np.int64)}
         cuts["cnode"] = np.zeros(0, np.int64)
@@ -134,7 +148,7 @@ def build_timeline(frags: dict[str, list], tables: dict[str, Table], new_id: np.
     # one fragment per location, in location order, its cut points numbered 1, 2, ...: the point (l, c) is
     # row cut_off[l] + c - 1
     cut_off = np.concatenate([[0], np.cumsum(np.bincount(loc))]).astype(np.int64) if len(loc) else np.zeros(1, np.int64)
-    row = np.full(len(kind), -1, np.int64)
+    row = np.full(len(kind), -1, row_dt)
     M = tables.get("messages")
     if M is not None and len(M):
         sc = _concat(frags.get("send_cuts", []))
@@ -173,10 +187,10 @@ def build_timeline(frags: dict[str, list], tables: dict[str, Table], new_id: np.
     if teams is not None and len(teams):
         sel = np.flatnonzero(kind == K.JOIN)
         row[sel] = _join(teams["master_loc"], teams["join_time"], loc[sel], cuts["time"][sel])
-    segments = Table({"loc": segs["loc"].astype(np.int32, copy=False), "cut": segs["cut"].astype(np.int64, copy=False),
+    segments = Table({"loc": segs["loc"].astype(np.int32, copy=False), "cut": segs["cut"].astype(cut_dt, copy=False),
                       "cnode": KJ.remap(segs["cnode"].astype(np.int32, copy=False), new_id),
                       "time": segs["time"].astype(np.float64, copy=False)})
-    points = Table({"loc": loc.astype(np.int32, copy=False), "cut": cuts["cut"].astype(np.int64, copy=False),
+    points = Table({"loc": loc.astype(np.int32, copy=False), "cut": cuts["cut"].astype(cut_dt, copy=False),
                     "kind": kind.astype(np.int8, copy=False), "row": row,
                     "time": cuts["time"].astype(np.float64, copy=False),
                     "cnode": KJ.remap(cuts["cnode"].astype(np.int32, copy=False), new_id),

@@ -10,8 +10,9 @@ from random_hybrid_traces import random_trace
 from timeline_reference import first_rows_reference, fill_rows_reference, reference_timeline
 from analyzer.replay import replay
 from analyzer.replay.kernels import keyjoin as KJ
-from analyzer.replay.timeline import _join
+from analyzer.replay.timeline import _join, build_timeline
 from analyzer.replay.engine import region_arrays, walk_order, walk_share
+from patterns.tables import SYNC_POINTS, TIME_SEGMENTS, Table
 
 
 def _path(tree, node):
@@ -62,6 +63,24 @@ def test_sync_points_link_to_their_rows(seed):
     # every message has its send and its receive point
     assert sorted(P["row"][P["kind"] == 1].tolist()) == list(range(len(M)))
     assert sorted(P["row"][P["kind"] == 3].tolist()) == list(range(len(M)))
+
+
+def test_the_tables_have_the_schema_dtypes():
+    ctx = replay(random_trace(5, n_ranks=3, n_threads=2, steps=25), tables=["sync_points", "time_segments"])
+    for name, schema in (("sync_points", SYNC_POINTS), ("time_segments", TIME_SEGMENTS)):
+        table = ctx.tables[name]
+        assert len(table)
+        assert {k: table[k].dtype for k in schema} == {k: np.dtype(dt) for k, dt in schema.items()}, name
+
+
+def test_rows_are_int64_where_a_linked_table_outgrows_int32():
+    def barriers(n):  # a table of n rows without n rows of memory (only its length is read here)
+        return Table({"loc": np.broadcast_to(np.int32(0), (n,)), "exit": np.broadcast_to(np.float64(0), (n,))})
+
+    for n, want in ((2**31 - 1, np.int32), (2**31, np.int64)):
+        out = build_timeline({}, {"omp_barriers": barriers(n)}, np.zeros(0, np.int64), np.zeros(0, np.int64))
+        assert out["sync_points"]["row"].dtype == want
+        assert out["sync_points"]["cut"].dtype == np.int32
 
 
 def test_the_time_maps_add_up_to_the_exclusive_time_on_masters():

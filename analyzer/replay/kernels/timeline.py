@@ -85,19 +85,9 @@ def _flush(acc, seen, touched, n_touched, interval, e_int, e_node, e_time, k, ke
     return k
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _grow(e_int, e_node, e_time, k, need):
-    if k + need <= e_int.shape[0]:
-        return e_int, e_node, e_time
-    cap = 2 * (k + need) + 16
-    a, b, c = np.empty(cap, np.int64), np.empty(cap, np.int32), np.empty(cap, np.float64)
-    a[:k], b[:k], c[:k] = e_int[:k], e_node[:k], e_time[:k]
-    return a, b, c
-
-
 @numba.njit(cache=True, nogil=True)
 def cut_timeline(etype, time, ea, ec, ed, ee, call_node, call_enter, region_role, region_flags, is_worker, fork_team, fork_time,
-                 acc, seen):
+                 acc, seen, e_int):
     """Cut points and per-interval exclusive times of one location (see the module docstring).
 
     ``etype``, ``time``, ``ea`` (region of ENTER/EXIT, team of OMP_FORK/JOIN), ``ec``/``ed`` (team and
@@ -106,7 +96,9 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, call_enter, region_role
     replay's ``Calls``);
     ``region_role`` (uint8) and ``region_flags`` (uint8, FLAG_*) by region id; ``fork_team`` (sorted)
     and ``fork_time``: the forks of the process's masters walked so far; ``acc`` (float64) and
-    ``seen`` (int8): zeroed scratch arrays at least as long as the call tree, left zeroed.
+    ``seen`` (int8): zeroed scratch arrays at least as long as the call tree, left zeroed; ``e_int``: the
+    reserve the entries' intervals are written to, at least ``3 * len(etype) + 16`` long (int32 where the
+    intervals fit: the caller chooses the type of the ``time_segments.cut`` column).
 
     Returns ``(cut_kind, cut_event, cut_time, cut_node, cut_enter, e_interval, e_node, e_time, send_cuts,
     recv_cuts, in_order)``: per cut point (in order; its number is its index + 1) its kind, event index,
@@ -156,7 +148,8 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, call_enter, region_role
     # never grows these (a resize in the loop costs reference counting on every cut); pages never written
     # are never faulted in
     n_entries = 3 * n + 16
-    e_int = np.empty(n_entries, np.int64)
+    if e_int.shape[0] < n_entries:
+        raise ValueError("cut_timeline: the interval reserve is too short")
     e_node = np.empty(n_entries, np.int32)
     e_time = np.empty(n_entries, np.float64)
     send_cuts = np.full((n_send, 3), -1, np.int64)
