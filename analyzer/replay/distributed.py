@@ -27,7 +27,8 @@ import pickle
 
 from tracefmt.errors import TraceFormatError
 
-from .engine import ReplayError, Share, assemble, check_tables, partition, region_arrays, walk_share
+from .engine import (FRAGMENT_KINDS, ReplayError, Share, assemble, check_tables, partition, region_arrays,
+                     walk_share)
 from .exchange import gather_bytes
 
 __all__ = ["replay_mpi", "world"]
@@ -70,8 +71,10 @@ def replay_mpi(trace, comm, tables=None, progress=None, salvage: bool = False):
     names, _, role = region_arrays(trace.defs)
     shares = partition(trace, comm.size)
     try:
+        # only the fragments of the wanted tables travel to rank 0 (as in the serial replay)
         mine = walk_share(trace, shares[comm.rank], role, names, progress,
-                          timeline=bool(want & {"time_segments", "sync_points"}), salvage=salvage)
+                          timeline=bool(want & {"time_segments", "sync_points"}), salvage=salvage,
+                          keep={k for t in want for k in FRAGMENT_KINDS[t]})
         if mine.error is not None:
             mine.error = _portable_error(mine.error)
     except Exception as exc:  # anything else must still reach the gather, or rank 0 waits forever

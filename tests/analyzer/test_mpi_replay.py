@@ -75,6 +75,18 @@ def test_mpi_ranks_give_the_serial_json(serial, mpi, k):
     assert r.stdout.count("Performance properties") == 1
 
 
+def test_mpi_ranks_with_chosen_patterns_give_the_serial_json(serial):
+    # the ranks keep only the fragments of the tables those patterns need, as the serial replay does
+    d, trace, _ = serial
+    chosen = ["--patterns", "mpi_latesender,omp_ibarrier_wait"]
+    want = d / "serial_chosen.json"
+    assert main([str(trace), "-j", "1", "-q", "--json", str(want), "-o", str(d / "serial_chosen.cubex"), *chosen]) == 0
+    js = d / "mpi2_chosen.json"
+    r = _mpiexec(2, [str(trace), "-q", "--json", str(js), "-o", str(d / "mpi2_chosen.cubex"), *chosen], tmp=d)
+    assert r.returncode == 0, r.stderr
+    assert js.read_bytes() == want.read_bytes()
+
+
 def test_mpi_bad_trace_is_one_error_line_and_status_2(tmp_path):
     bad = tmp_path / "bad.elg"
     bad.write_bytes(b"\x89ELG\r\n\x1a\n" + b"\0" * 10)
