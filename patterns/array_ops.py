@@ -93,9 +93,10 @@ def dense_ids(x) -> np.ndarray:
     return K.dense_ids(x, int(x.max()) + 1)
 
 
-def point_order(P, loc: np.ndarray, cut: np.ndarray, src: np.ndarray, L: int) -> np.ndarray:
+def point_order(P, loc: np.ndarray, cut: np.ndarray, sizes, L: int) -> np.ndarray:
     """The points sorted by (loc, cut, part), a cut registered twice keeping its first meaning (Scalasca's map
-    insert): by indexing sync_points (grouped by location, cuts 1, 2, ... each), else by a sort."""
+    insert): by indexing sync_points (grouped by location, cuts 1, 2, ... each), else by a sort.  The points
+    are the parts' rows one part after the other; ``sizes``: the rows of each part."""
     from .kernels import backward_build as K  # numba: only when a trace is analyzed
 
     p_loc = np.asarray(P["loc"])
@@ -106,6 +107,7 @@ def point_order(P, loc: np.ndarray, cut: np.ndarray, src: np.ndarray, L: int) ->
         ok, o = K.first_per_point(loc, cut, p_loc, np.asarray(P["cut"]), cut_off)
         if ok:
             return o
+    src = np.repeat(np.arange(len(sizes), dtype=np.int64), np.asarray(sizes, np.int64))  # only a sort needs it
     o = by_keys(loc, cut, src)
     loc_o, cut_o = loc[o], cut[o]
     dup = np.zeros(len(o), bool)

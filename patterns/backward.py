@@ -376,16 +376,16 @@ def _build(ctx) -> BackwardInputs:
     cols = ("loc", "cut", "wait", "total", "compl", "cnode", "time", "mpi", "sr_kind", "sr_arg", "role", "ref", "ref2")
     if parts:
         sp = {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in cols}
-        src = np.concatenate([np.full(len(p["loc"]), i) for i, p in enumerate(parts)])
+        sizes = [len(p["loc"]) for p in parts]
         del parts, p2p, coll  # a copy of every point: not kept beside the sorted one
     else:
         sp = {k: np.zeros(0, np.float64 if k in ("wait", "total", "compl", "time") else np.int64) for k in cols}
-        src = np.zeros(0, np.int64)
-    o = point_order(P, sp["loc"], sp["cut"], src, L)
+        sizes = []
+    o = point_order(P, sp["loc"], sp["cut"], sizes, L)
     sp = {k: v[o] for k, v in sp.items()}
     n_sp = len(sp["loc"])
     idx = np.arange(n_sp, dtype=np.int64)
-    role, ref, ref2 = sp["role"].astype(np.int64), sp["ref"].astype(np.int64), sp["ref2"].astype(np.int64)
+    role, ref, ref2 = (sp[k].astype(np.int64, copy=False) for k in ("role", "ref", "ref2"))
     cp_next = np.full(n_sp, -1, np.int64)
     # point-to-point pairs: both points must have survived
     w_of = np.full(n_pairs, -1, np.int64)
