@@ -135,10 +135,14 @@ def build_timeline(frags: dict[str, list], tables: dict[str, Table], new_id: np.
     # a location's intervals are numbered up to its cut points + 1; rows index the linked tables
     cut_dt = _index_dtype(max((len(f["kind"]) for f in frags.get("cuts", [])), default=0) + 1)
     row_dt = _index_dtype(max((len(tables[t]) for t in LINKED_TABLES if tables.get(t) is not None), default=0))
-    cuts = _concat([frags["cuts"][j] for j in order], {"cut": cut_dt})
+    cut_frags = [frags["cuts"][j] for j in order]
+    # of the cut points' event indices only the collectives' are read (their link): not joined for all
+    coll_event = np.concatenate([f["event"][f["kind"] == K.COLLECTIVE] for f in cut_frags]
+                                or [np.zeros(0, np.int64)])
+    cuts = _concat([{k: v for k, v in f.items() if k != "event"} for f in cut_frags], {"cut": cut_dt})
     segs = _concat([frags["segments"][j] for j in order], {"cut": cut_dt})
     if not cuts:
-        cuts = {k: np.zeros(0, dt) for k, dt in SYNC_POINTS.items()} | {"event": np.zeros(0, np.int64)}
+        cuts = {k: np.zeros(0, dt) for k, dt in SYNC_POINTS.items()}
         cuts["cnode"] = np.zeros(0, np.int64)
     if not segs:
         segs = {k: np.zeros(0, dt) for k, dt in TIME_SEGMENTS.items()}
@@ -174,7 +178,7 @@ def build_timeline(frags: dict[str, list], tables: dict[str, Table], new_id: np.
     C = tables.get("collectives")
     if C is not None and len(C):
         sel = np.flatnonzero(kind == K.COLLECTIVE)
-        row[sel] = _join(C["loc"], C["pos"], loc[sel], cuts["event"][sel])
+        row[sel] = _join(C["loc"], C["pos"], loc[sel], coll_event)
     members = tables.get("omp_team_members")
     teams = tables.get("omp_teams")
     if members is not None and len(members) and teams is not None:
