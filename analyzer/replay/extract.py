@@ -17,8 +17,11 @@ from tracefmt.event_codes import MPI_FILE_IO, MPI_RMA_ATOMIC, MPI_RMA_GET, MPI_R
 from tracefmt.layout import NO_ID
 
 from .kernels import location as K
-from .kernels.file_io import file_io_rows
-from .kernels.rma import rma_rows
+from .kernels.enclosing import events_in_calls, type_mask
+
+#: event types of the second passes (file I/O, one-sided), as ``events_in_calls`` takes them
+FILE_IO_TYPES = type_mask(MPI_FILE_IO)
+RMA_TYPES = type_mask(MPI_RMA_PUT, MPI_RMA_GET, MPI_RMA_ATOMIC, MPI_RMA_SYNC)
 
 #: fragment kinds (the fields of ``kernels.bundles.Rows``), with their column names
 KINDS = (
@@ -64,11 +67,11 @@ def file_io_fragment(loc: int, events, calls) -> dict[str, np.ndarray] | None:
     call-tree ids, or None when it has none (the common case: one vectorised test)."""
     if not (events.type == MPI_FILE_IO).any():
         return None
-    call, flags, nbytes, time = file_io_rows(events.type, events.flags, events.time, events.d,
-                                             calls.node.shape[0])
+    ev, call = events_in_calls(events.type, FILE_IO_TYPES, calls.node.shape[0])
     node = np.where(call >= 0, calls.node[np.maximum(call, 0)], -1)
-    return {"loc": np.full(len(call), loc, np.int32), "cnode": node.astype(np.int32), "flags": flags.astype(np.int32),
-            "bytes": nbytes, "time": time}
+    return {"loc": np.full(len(call), loc, np.int32), "cnode": node.astype(np.int32),
+            "flags": events.flags[ev].astype(np.int32), "bytes": events.d[ev].astype(np.int64),
+            "time": events.time[ev].astype(np.float64)}
 
 
 def rma_fragment(loc: int, rank: int, events, calls) -> dict[str, np.ndarray] | None:
@@ -77,7 +80,7 @@ def rma_fragment(loc: int, rank: int, events, calls) -> dict[str, np.ndarray] | 
     et = events.type
     if not ((et >= MPI_RMA_PUT) & (et <= MPI_RMA_SYNC)).any():
         return None
-    ev, call = rma_rows(et, calls.node.shape[0])
+    ev, call = events_in_calls(et, RMA_TYPES, calls.node.shape[0])
     inside = call >= 0
     at = np.maximum(call, 0)
     op = et[ev].astype(np.int32)

@@ -512,7 +512,7 @@ def counter_increments_reference(trace) -> dict:
 
 
 def file_io_rows_reference(ev) -> tuple[list, list, list, list]:
-    """Slow counterpart of ``analyzer.replay.kernels.file_io.file_io_rows`` on one location's events:
+    """Slow counterpart of ``analyzer.replay.kernels.enclosing.events_in_calls`` with MPI_FILE_IO (and the flags, bytes and times it picks) on one location's events:
     (call index in ENTER order of the innermost open call or -1, flags, bytes, time) per MPI_FILE_IO."""
     call, flags, nbytes, time = [], [], [], []
     stack, entered = [], 0

@@ -1,4 +1,4 @@
-"""The MPI_FILE_IO kernel (analyzer/replay/kernels/file_io.py) against its slow reference on random nestings."""
+"""The MPI_FILE_IO kernel (``events_in_calls`` of analyzer/replay/kernels/enclosing.py with MPI_FILE_IO) against its slow reference on random nestings."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import tracefmt
-from analyzer.replay.kernels.file_io import file_io_rows
+from analyzer.replay.extract import FILE_IO_TYPES
+from analyzer.replay.kernels.enclosing import events_in_calls
 from kernel_references import file_io_rows_reference
 from tracefmt.columns import event_columns
 from tracefmt.layout import EventType, FileIoFlag
@@ -41,7 +42,8 @@ def test_kernel_matches_reference(seed):
     trace = random_location_trace(seed)
     ev = trace.events(int(trace.location_ids[0]))
     cols = event_columns(ev)
-    got = file_io_rows(cols.type, cols.flags, cols.time, cols.d, int((ev.type == EventType.ENTER).sum()))
+    at, call = events_in_calls(cols.type, FILE_IO_TYPES, int((ev.type == EventType.ENTER).sum()))
+    got = (call, cols.flags[at], cols.d[at], cols.time[at])
     want = file_io_rows_reference(ev)
     assert len(want[0]) > 0
     for g, w in zip(got, want):

@@ -1,4 +1,4 @@
-"""The MPI one-sided event kernel (analyzer/replay/kernels/rma.py) against its slow reference on random nestings,
+"""The MPI one-sided event kernel (``events_in_calls`` of analyzer/replay/kernels/enclosing.py with the one-sided types) against its slow reference on random nestings,
 and the ``mpi_rma_ops`` table the replay builds from it against a walk of the events."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import pytest
 
 import tracefmt
 from analyzer.replay import replay
-from analyzer.replay.kernels.rma import rma_rows
+from analyzer.replay.extract import RMA_TYPES
+from analyzer.replay.kernels.enclosing import events_in_calls
 from random_hybrid_traces import random_trace
 from tracefmt.columns import event_columns
 from tracefmt.layout import NO_ID, EventType as E
@@ -18,7 +19,7 @@ RMA = (E.MPI_RMA_PUT, E.MPI_RMA_GET, E.MPI_RMA_ATOMIC, E.MPI_RMA_SYNC)
 
 
 def rma_rows_reference(ev) -> tuple[list, list]:
-    """Slow counterpart of ``rma_rows``: (event index, call index in ENTER order of the innermost open call or
+    """Slow counterpart of ``events_in_calls`` with ``RMA_TYPES``: (event index, call index in ENTER order of the innermost open call or
     -1) per MPI_RMA_* event."""
     event, call = [], []
     stack, entered = [], 0
@@ -75,7 +76,7 @@ def test_kernel_matches_reference(seed):
     trace = random_location_trace(seed)
     ev = trace.events(int(trace.location_ids[0]))
     cols = event_columns(ev)
-    got = rma_rows(cols.type, int((ev.type == E.ENTER).sum()))
+    got = events_in_calls(cols.type, RMA_TYPES, int((ev.type == E.ENTER).sum()))
     want = rma_rows_reference(ev)
     assert len(want[0]) > 0 and -1 in want[1]
     for g, w in zip(got, want):
