@@ -1,0 +1,8 @@
+"""The analysis per share of whole processes: ``--mpi`` (one share per MPI rank) and ``--memory`` (shares
+run one after another in one process, their data spilled to disk between stages).
+
+A share walks its processes, exchanges only what its wait states need with the other shares (the send
+rows of messages its processes receive, the extreme members of collective instances), computes the
+patterns for its own locations, and hands rank 0 the columns of the cube it owns.  See
+docs/architecture.md ("Shares") and docs/performance.md.
+"""
