@@ -91,6 +91,11 @@ class AnalysisContext:
     derived: dict[str, Any] = field(default_factory=dict)
     # the pattern being computed (set by :meth:`computing`), None outside a compute step
     current_pattern: Any = None
+    # global location ids this context is responsible for (int64, sorted): a
+    # context of one share of processes (analyzer.distributed) fills only these
+    # columns of the dense arrays, and only they hold exact pattern values;
+    # None = every location (a serial context)
+    owned: np.ndarray | None = None
 
     @property
     def n_cnodes(self) -> int:
