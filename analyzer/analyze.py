@@ -16,7 +16,7 @@ import tracefmt
 from tracefmt.dense import dense_view
 from tracefmt.names import escape_bytes
 from tracefmt.plausible import definition_warnings
-from patterns.api import Pattern, PatternError, Severity, check_subset_rule
+from patterns.api import Pattern, PatternError, check_subset_rule, compute_results
 
 from .cube import Cube, LocationInfo, MetricInfo, RegionInfo, region_strings
 from .cube.dimensions import ABSENT_LOCATION_ATTR
@@ -71,37 +71,19 @@ def required_tables(pats: list[Pattern]) -> tuple[str, ...]:
     return tuple(t for t in TABLE_NAMES if t in wanted)
 
 
-def compute_patterns(ctx, pats: list[Pattern]) -> None:
-    """Compute each pattern into ``ctx.results[name]`` (dense [C, L] float64), in order.
+def compute_patterns(ctx, pats: list[Pattern], check: bool = True) -> None:
+    """Compute each pattern into ``ctx.results[name]`` (dense [C, L] float64), in order
+    (``patterns.api.compute_results``: the loop the analysis per share runs too).
 
     While a pattern computes, it can read only the tables it declares in
-    ``requires`` (``ctx.computing``).  Afterwards the subset rule is checked
+    ``requires`` (``ctx.computing``).  Afterwards, unless ``check`` is False (a share's or a
+    group's results, checked later over the full results), the subset rule is checked
     (``patterns.api.check_subset_rule``): a PatternError names a child that
     exceeds its parent, the call path and the location.
     """
-    C, L = ctx.n_cnodes, ctx.n_locations
-    for p in pats:
-        try:
-            with ctx.computing(p):
-                res = p.compute(ctx)
-        except PatternError:
-            raise
-        except Exception as exc:
-            origin = getattr(p, "origin", type(p).__module__)
-            raise PatternError(f"pattern {p.name!r} (from {origin}) failed: {type(exc).__name__}: {exc}") from exc
-        if isinstance(res, Severity):
-            if len(res.value) and (np.max(res.cnode, initial=0) >= C or np.max(res.location, initial=0) >= L
-                                   or np.min(res.cnode, initial=0) < 0 or np.min(res.location, initial=0) < 0):
-                raise PatternError(f"pattern {p.name!r} returned call-path or location ids out of range")
-            dense = res.to_dense(C, L)
-        else:
-            dense = np.asarray(res, np.float64)
-            if dense.shape != (C, L):
-                raise PatternError(f"pattern {p.name!r} returned shape {dense.shape}, expected {(C, L)}")
-        if not np.isfinite(dense).all():
-            raise PatternError(f"pattern {p.name!r} produced non-finite values")
-        ctx.results[p.name] = dense
-    check_subset_rule(ctx, pats)
+    compute_results(ctx, pats)
+    if check:
+        check_subset_rule(ctx, pats)
 
 
 def _metric_order(pats: list[Pattern]) -> list[Pattern]:

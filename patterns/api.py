@@ -177,6 +177,39 @@ def pattern(*, name: str, display_name: str, description: str, diagnosis: str,
     return wrap
 
 
+def compute_results(ctx, pats) -> None:
+    """Compute each pattern of ``pats`` into ``ctx.results[name]`` (dense [C, L] float64), in order.
+
+    While a pattern computes it reads only the tables it declares in ``requires``
+    (``ctx.computing``); a failure, a location or call-path id out of range, a wrong shape or a
+    non-finite value is a PatternError naming the pattern.  The subset rule is not checked here
+    (:func:`check_subset_rule`): ``analyzer.analyze.compute_patterns`` runs both, the analysis per
+    share only this (on every share) and the check over the gathered results.
+    """
+    C, L = ctx.n_cnodes, ctx.n_locations
+    for p in pats:
+        try:
+            with ctx.computing(p):
+                res = p.compute(ctx)
+        except PatternError:
+            raise
+        except Exception as exc:
+            origin = getattr(p, "origin", type(p).__module__)
+            raise PatternError(f"pattern {p.name!r} (from {origin}) failed: {type(exc).__name__}: {exc}") from exc
+        if isinstance(res, Severity):
+            if len(res.value) and (np.max(res.cnode, initial=0) >= C or np.max(res.location, initial=0) >= L
+                                   or np.min(res.cnode, initial=0) < 0 or np.min(res.location, initial=0) < 0):
+                raise PatternError(f"pattern {p.name!r} returned call-path or location ids out of range")
+            dense = res.to_dense(C, L)
+        else:
+            dense = np.asarray(res, np.float64)
+            if dense.shape != (C, L):
+                raise PatternError(f"pattern {p.name!r} returned shape {dense.shape}, expected {(C, L)}")
+        if not np.isfinite(dense).all():
+            raise PatternError(f"pattern {p.name!r} produced non-finite values")
+        ctx.results[p.name] = dense
+
+
 #: tolerances of the subset rule: a child may exceed its parent by
 #: ``SUBSET_ATOL + SUBSET_RTOL * max(|child|, |parent|)`` (rounding of sums and
 #: differences of float64 times), nothing more
