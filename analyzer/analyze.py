@@ -238,6 +238,31 @@ def collective_mismatches(ctx) -> list[str]:
             f"{' and '.join(ops)} on {where}); their wait states are computed as if the calls matched"]
 
 
+def _share_network(trace, pats, comm, memory, spill_dir, notes):
+    """The carrier of an analysis by shares (``analyzer.distributed``), or None for the analysis in one piece."""
+    if comm is not None:  # the gather to rank 0 (replay_mpi) until the per-share pipeline takes over
+        return None
+    if memory is None:
+        return None
+    from .distributed.memory import plan_memory
+    from .distributed.pipeline import plan
+
+    later = plan(pats).later
+    mp = plan_memory(trace, int(memory), [p.name for p in later if getattr(p, "scope", "global") == "global"])
+    if not mp.bounded:
+        return None
+    import tempfile
+
+    from .distributed.spill import SpillNetwork
+
+    directory = tempfile.mkdtemp(prefix="expert-spill-", dir=spill_dir)
+    if notes is not None:
+        notes.append(f"the analysis needs about {mp.estimate / (1 << 20):.0f} MiB, more than the limit of "
+                     f"{mp.limit / (1 << 20):.0f} MiB: it runs in {mp.n_shares} shares of whole processes, one after "
+                     f"another, spilling to {directory}")
+    return SpillNetwork(directory, mp.n_shares)
+
+
 def efficiency_attrs(cube: Cube) -> dict[str, str]:
     """The run's POP efficiencies as cube attributes (``EFFICIENCY_ATTR + name``), computed from the cube's
     ``pop_*`` totals as ``expert-analyze`` prints them; none unless every ``pop_*`` metric is in the cube."""
@@ -251,17 +276,23 @@ def efficiency_attrs(cube: Cube) -> dict[str, str]:
 
 
 def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, jobs: int = 1,
-            comm=None, plugin_files=(), salvage: bool = False) -> Cube | None:
+            comm=None, plugin_files=(), salvage: bool = False, memory: int | None = None,
+            spill_dir: str | None = None, keep_tables: bool = False, notes=None) -> Cube | None:
     """Analyze a trace (path of any supported format, or an opened ``tracefmt.Trace``) and return the
     severity :class:`Cube`.
 
     ``patterns``: see :func:`select_patterns`; ``plugin_files``: Python files of patterns to add.  ``progress``: optional
     callable ``progress(n_events)`` called as locations are replayed.
     ``jobs``: threads replaying disjoint shares of the processes.  ``comm``:
-    an mpi4py communicator for the distributed replay (every rank calls
-    ``analyze``; rank 0 gets the cube, the others None).  The result does not
-    depend on ``jobs`` or on the number of ranks.  The replay context stays
-    available as ``cube.context``.
+    an mpi4py communicator for the distributed analysis (every rank calls
+    ``analyze``; rank 0 gets the cube, the others None).  ``memory``: a limit in
+    bytes: a trace whose analysis would need more runs in shares of whole processes
+    one after another, their data spilled to ``spill_dir`` (default: a temporary
+    directory) between steps (``analyzer.distributed``).  The result does not
+    depend on ``jobs``, on the number of ranks or on ``memory``.  The replay context stays
+    available as ``cube.context``; ``keep_tables``: under ``comm``/``memory`` it also
+    holds every replay table (the ``--timeline`` writer reads them).  ``notes``: a list
+    that receives one line per decision worth telling (shares chosen for ``memory``).
 
     A location whose time goes backwards raises :class:`tracefmt.TraceFormatError` naming the event and
     both times, unless ``salvage``: then such times are raised to the latest before them.  Of a damaged or
@@ -290,7 +321,17 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
 
     pats = select_patterns(patterns, plugins=plugins, files=plugin_files)
     tables = required_tables(pats)  # the replay builds only what the selected patterns read
-    if comm is not None:
+    net = _share_network(trace, pats, comm, memory, spill_dir, notes)
+    if net is not None:
+        from .distributed.pipeline import analyze_by_shares
+
+        try:
+            ctx = analyze_by_shares(trace, pats, net, salvage=salvage, progress=progress, keep_tables=keep_tables)
+        finally:
+            net.close()
+        if ctx is None:  # not rank 0: its share's results went to rank 0
+            return None
+    elif comm is not None:
         from .replay.distributed import replay_mpi
 
         ctx = replay_mpi(trace, comm, tables=tables, progress=progress, salvage=salvage)
@@ -300,7 +341,10 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
         ctx = replay(trace, tables=tables, jobs=jobs, progress=progress, salvage=salvage)
     ctx.problems.extend(definition_warnings(trace.defs, ids=False))  # dense_view words the ids itself
     ctx.problems.extend(collective_mismatches(ctx))
-    compute_patterns(ctx, pats)
+    done = set(ctx.results)  # computed per share (analyzer.distributed): the rest runs here, over the whole
+    compute_patterns(ctx, [p for p in pats if p.name not in done])
+    if done:
+        check_subset_rule(ctx, pats)
     attrs = {
         "expert-analyze::trace": source,
         "expert-analyze::events": str(sum(int(trace.n_events(int(l))) for l in trace.location_ids)),

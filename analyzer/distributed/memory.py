@@ -1,0 +1,118 @@
+"""``expert-analyze --memory LIMIT``: how many shares keep one analysis within a memory limit.
+
+The analysis of one share holds its processes' table rows and what the patterns derive from them, so its
+peak grows with the share's events; the shares run one after another with their data on disk between
+stages (``spill.SpillNetwork``).  The estimate is per event, with constants measured on the analysis
+benchmark (docs/performance.md, "Bounded memory"): a share may not get smaller than one process, and the
+patterns that need whole tables on share 0 (``pipeline.plan``: delay, critical path, POP, plugins
+without a scope) need them for the whole trace whatever the number of shares.  When those do not fit,
+the run is refused with one line saying so, never started to fail later.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+
+__all__ = ["parse_size", "default_limit", "MemoryPlan", "plan_memory", "BASE_BYTES", "SHARE_BYTES_PER_EVENT",
+           "FALLBACK_BYTES_PER_EVENT"]
+
+#: interpreter, numpy, numba and the compiled kernels (measured: an analysis of a tiny trace)
+BASE_BYTES = 300 << 20
+#: peak bytes per event of a share computing the location patterns (walk fragments, tables, instance
+#: tables, the reused decode buffer), measured on the analysis benchmark
+SHARE_BYTES_PER_EVENT = 60.0
+#: peak bytes per event of the tables the global patterns read when they are all built on share 0 (the
+#: serial analysis with every pattern, minus the base)
+FALLBACK_BYTES_PER_EVENT = 120.0
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+          "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """``"4G"``, ``"512MiB"``, ``"1.5g"``, ``"2000000000"`` or ``"50%"`` (of the memory available now) in bytes;
+    ValueError with the accepted forms otherwise."""
+    t = str(text).strip().lower()
+    m = re.fullmatch(r"(\d+(?:\.\d*)?)\s*(%|[kmgt]?i?b?)", t)
+    if not m:
+        raise ValueError(f"--memory {text!r}: give a size such as 4G, 512M, 2000000000 (bytes) or 50% (of the "
+                         f"memory available now)")
+    value, unit = float(m.group(1)), m.group(2)
+    size = value / 100.0 * available_bytes() if unit == "%" else value * _UNITS[unit]
+    if size <= 0:
+        raise ValueError(f"--memory {text!r}: the limit must be more than 0")
+    return int(size)
+
+
+def available_bytes() -> int:
+    """MemAvailable of /proc/meminfo (what can be allocated without swapping), or the physical memory."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+def default_limit() -> int:
+    """Half of the memory available now: room for the page cache and whatever else runs."""
+    return available_bytes() // 2
+
+
+class MemoryPlan:
+    """``n_shares`` for a run within ``limit`` bytes; ``estimate`` is the unbounded run's peak estimate."""
+
+    def __init__(self, n_shares: int, limit: int, estimate: int, largest_share: int):
+        self.n_shares, self.limit, self.estimate, self.largest_share = n_shares, limit, estimate, largest_share
+
+    @property
+    def bounded(self) -> bool:
+        """True when the trace does not fit unbounded and runs in shares."""
+        return self.n_shares > 1
+
+
+def _events_by_process(trace) -> list[int]:
+    by_proc: dict[int, int] = {}
+    defs = trace.defs.locations
+    for loc in trace.location_ids:
+        d = defs.get(int(loc))
+        p = int(d.process) if d is not None else -1
+        by_proc[p] = by_proc.get(p, 0) + int(trace.n_events(int(loc)))
+    return list(by_proc.values())
+
+
+def _gb(n: float) -> str:
+    return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.0f} MiB"
+
+
+def plan_memory(trace, limit: int, global_patterns=(), fallback_per_event: float = FALLBACK_BYTES_PER_EVENT) -> MemoryPlan:
+    """The number of shares for ``limit``; ValueError (one line: what does not fit and what to do) when no
+    number of shares fits.  ``global_patterns``: names of the selected patterns that run on share 0 over
+    the whole trace's tables."""
+    counts = _events_by_process(trace)
+    events = sum(counts)
+    fallback = fallback_per_event * events if global_patterns else 0.0
+    estimate = int(BASE_BYTES + SHARE_BYTES_PER_EVENT * events + fallback)
+    if estimate <= limit:
+        return MemoryPlan(1, limit, estimate, events)
+    room = limit - BASE_BYTES - fallback
+    names = ", ".join(sorted(global_patterns)[:4]) + (" ..." if len(global_patterns) > 4 else "")
+    if global_patterns and room < SHARE_BYTES_PER_EVENT * max(counts):
+        raise ValueError(f"--memory {_gb(limit)}: the patterns that need the whole trace's tables at once ({names}) "
+                         f"need about {_gb(BASE_BYTES + fallback)} for {events} events; give more memory, or leave "
+                         f"them out with --patterns (e.g. --patterns mpi,omp)")
+    biggest = SHARE_BYTES_PER_EVENT * max(counts)
+    if room < biggest:
+        raise ValueError(f"--memory {_gb(limit)}: the largest process alone has {max(counts)} events and needs "
+                         f"about {_gb(BASE_BYTES + biggest)}; an analysis share holds at least one whole process")
+    # whole processes per share: the partition balances events, so aim below the room with some slack
+    k = max(2, math.ceil(SHARE_BYTES_PER_EVENT * events / (0.8 * room)))
+    k = min(k, len(counts))
+    return MemoryPlan(k, limit, estimate, int(math.ceil(events / k)))

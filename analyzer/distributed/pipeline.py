@@ -1,0 +1,138 @@
+"""The analysis per share, end to end: stages over a :class:`~analyzer.distributed.network.Network`, then the
+reduction on share 0 into one context with every pattern's full [C, L] result.
+
+``analyze_by_shares(trace, pats, net)`` runs on every process of the network (each MPI rank, or the one
+process of ``--memory``) and returns the context on the process holding share 0, None elsewhere:
+
+1. the share replay (``share_replay.share_stages``): every share walks its processes and builds its
+   context (own rows plus halo rows; owned columns of the dense arrays);
+2. one more stage here: each share computes its "location" patterns (``share_patterns``) and posts
+   the owned columns of every result, of the visits and times, and its problems to share 0;
+3. on share 0: the blocks are put together (each cell comes from exactly one share, so nothing is summed
+   across shares and the values are the serial ones bit for bit), and the context is completed with the
+   patterns that cannot run per share: "row" patterns over the full results, "global" ones (delay,
+   critical path, POP, plugins that do not declare a scope) over tables built on share 0 from the
+   fragments every share sent it (the fallback: as much memory on share 0 as a serial run needs for
+   those tables, docs/performance.md).
+
+The caller (``analyzer.analyze``) then computes the patterns not yet in ``ctx.results`` (the row and
+global ones) and checks the subset rule over everything, as for a serial context.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time as _time
+
+import numpy as np
+
+from analyzer.replay.engine import assemble, check_tables, partition
+
+from .network import Network
+from .share_patterns import compute_owned, scatter_owned, split_by_scope
+from .share_replay import merge_problems, share_stages
+
+__all__ = ["analyze_by_shares", "plan"]
+
+#: outbox kind of the walked fragments the "global" patterns need, for share 0
+FALLBACK = "fallback"
+#: outbox kind of each share's owned results, for share 0
+RESULT = "owned_results"
+
+
+@dataclasses.dataclass
+class Plan:
+    """Which patterns run where, and which tables each part builds."""
+
+    local: list  # "location" patterns, computed on every share
+    later: list  # "row" and "global" patterns, computed on share 0 after the reduction
+    share_tables: set[str]  # tables every share builds (for its location patterns)
+    fallback_tables: set[str]  # tables share 0 builds from gathered fragments (for the global patterns)
+
+
+def plan(pats, keep_tables: bool = False) -> Plan:
+    """Split ``pats`` by scope.  ``keep_tables``: share 0 also needs every table the patterns read (the
+    ``--timeline`` writer reads them), so they are all gathered there."""
+    local, row, glob = split_by_scope(pats)
+    share_tables = {t for p in local for t in p.requires}
+    fallback = {t for p in glob for t in p.requires}
+    if keep_tables:
+        fallback |= share_tables
+    if fallback:
+        fallback = check_tables(fallback)
+        # the problems of a share-0 table build are the serial ones only when it builds every table: it does
+        fallback |= check_tables(share_tables) if share_tables else set()
+    return Plan(local, row + glob, check_tables(share_tables) if share_tables else set(), fallback)
+
+
+def analyze_by_shares(trace, pats, net: Network, salvage: bool = False, progress=None, keep_tables: bool = False,
+                      stats: dict | None = None):
+    """The context of the whole trace with the results of every share-computable pattern, on the process
+    running share 0 (None on the others).  ``stats`` (a dict) receives seconds and bytes per step."""
+    p = plan(pats, keep_tables)
+    shares = partition(trace, net.n_shares)
+    stages = share_stages(trace, shares, p.share_tables, salvage=salvage, progress=progress,
+                          fallback_tables=p.fallback_tables)
+    fallback: list = []
+
+    def take_fallback(stage):
+        """Share 0 keeps the fragments sent for the fallback out of the stage's inbox (in this process)."""
+        def run(s, state, inbox):
+            if FALLBACK in inbox:
+                got = inbox.pop(FALLBACK)
+                if s == 0:
+                    fallback.extend(x for x in got if x is not None)
+            return stage(s, state, inbox)
+        return run
+
+    meta: dict = {}
+
+    def results_stage(s, state, inbox):
+        ctx = state.context
+        owned = np.asarray(ctx.owned, np.int64)
+        blocks = compute_owned(ctx, p.local)
+        part = {"owned": owned, "blocks": blocks, "visits": ctx.visits[:, owned], "excl": ctx.excl_time[:, owned],
+                "incl": ctx.incl_time[:, owned], "counters": {n: a[:, owned] for n, a in ctx.counters.items()},
+                "problems": state.problems}
+        if s == 0:  # what every share's context holds alike (call tree, location and region attributes)
+            meta["ctx"] = dataclasses.replace(ctx, visits=None, excl_time=None, incl_time=None, tables={},
+                                              results={}, derived={}, counters={}, problems=[], owned=None)
+        return None, {RESULT: [part] + [None] * (net.n_shares - 1)}
+
+    t0 = _time.perf_counter()
+    from .network import run_stages
+
+    run_stages(net, [stages[0]] + [take_fallback(st) for st in stages[1:]] + [take_fallback(results_stage)])
+    if stats is not None:
+        stats["share_seconds"] = _time.perf_counter() - t0
+    if 0 not in net.local:
+        return None
+    parts = [x for x in net.inbox(0).get(RESULT, []) if x is not None]
+    return _reduce(trace, parts, p, fallback, meta["ctx"])
+
+
+def _scatter(parts, key, C, L, dtype):
+    out = np.zeros((C, L), dtype)
+    for part in parts:
+        out[:, part["owned"]] = part[key]
+    return out
+
+
+def _reduce(trace, parts, p: Plan, fallback, bare):
+    """Share 0: one context from the shares' owned columns (and the fallback tables)."""
+    C, L = bare.n_cnodes, bare.n_locations
+    owned = [part["owned"] for part in parts]
+    results = scatter_owned([part["blocks"] for part in parts], owned, C, L)
+    if p.fallback_tables:
+        # every table the run reads is built here, so the problems are the serial ones (see plan())
+        ctx = assemble(trace, fallback, p.fallback_tables)
+        fallback.clear()
+    else:
+        ctx = dataclasses.replace(bare, visits=_scatter(parts, "visits", C, L, np.int64),
+                                  excl_time=_scatter(parts, "excl", C, L, np.float64),
+                                  incl_time=_scatter(parts, "incl", C, L, np.float64))
+        ctx.counters = {n: _scatter([{"owned": q["owned"], n: q["counters"][n]} for q in parts], n, C, L, np.float64)
+                        for n in parts[0]["counters"]}
+        ctx.problems = merge_problems([part["problems"] for part in parts], trace)
+    ctx.results.update(results)
+    return ctx
