@@ -238,7 +238,7 @@ def collective_mismatches(ctx) -> list[str]:
             f"{' and '.join(ops)} on {where}); their wait states are computed as if the calls matched"]
 
 
-def _share_network(trace, pats, comm, memory, spill_dir, notes):
+def _share_network(trace, pats, comm, memory, spill_dir, notes, strict=True):
     """The carrier of an analysis by shares (``analyzer.distributed``), or None for the analysis in one piece."""
     if comm is not None:  # the gather to rank 0 (replay_mpi) until the per-share pipeline takes over
         return None
@@ -248,7 +248,15 @@ def _share_network(trace, pats, comm, memory, spill_dir, notes):
     from .distributed.pipeline import plan
 
     later = plan(pats).later
-    mp = plan_memory(trace, int(memory), [p.name for p in later if getattr(p, "scope", "global") == "global"])
+    try:
+        mp = plan_memory(trace, int(memory), [p.name for p in later if getattr(p, "scope", "global") == "global"])
+    except ValueError as exc:
+        if strict:
+            raise
+        if notes is not None:
+            notes.append(f"{exc} (running in one piece; it may not fit)".replace("--memory ", "half the available "
+                                                                                  "memory, ", 1))
+        return None
     if not mp.bounded:
         return None
     import tempfile
@@ -277,7 +285,8 @@ def efficiency_attrs(cube: Cube) -> dict[str, str]:
 
 def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, jobs: int = 1,
             comm=None, plugin_files=(), salvage: bool = False, memory: int | None = None,
-            spill_dir: str | None = None, keep_tables: bool = False, notes=None) -> Cube | None:
+            spill_dir: str | None = None, keep_tables: bool = False, notes=None,
+            memory_strict: bool = True) -> Cube | None:
     """Analyze a trace (path of any supported format, or an opened ``tracefmt.Trace``) and return the
     severity :class:`Cube`.
 
@@ -292,7 +301,9 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
     depend on ``jobs``, on the number of ranks or on ``memory``.  The replay context stays
     available as ``cube.context``; ``keep_tables``: under ``comm``/``memory`` it also
     holds every replay table (the ``--timeline`` writer reads them).  ``notes``: a list
-    that receives one line per decision worth telling (shares chosen for ``memory``).
+    that receives one line per decision worth telling (shares chosen for ``memory``).  When no number of
+    shares keeps the analysis within ``memory``, a ValueError says why, unless not ``memory_strict`` (the
+    command's default limit): then it runs in one piece and a note says it may not fit.
 
     A location whose time goes backwards raises :class:`tracefmt.TraceFormatError` naming the event and
     both times, unless ``salvage``: then such times are raised to the latest before them.  Of a damaged or
@@ -321,7 +332,7 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
 
     pats = select_patterns(patterns, plugins=plugins, files=plugin_files)
     tables = required_tables(pats)  # the replay builds only what the selected patterns read
-    net = _share_network(trace, pats, comm, memory, spill_dir, notes)
+    net = _share_network(trace, pats, comm, memory, spill_dir, notes, memory_strict)
     if net is not None:
         from .distributed.pipeline import analyze_by_shares
 
