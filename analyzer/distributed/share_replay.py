@@ -41,3 +41,285 @@ BUILDER ids, the same on every share; this module maps the tables it gets back t
 * ``rma_rows(trace, rows) -> payload`` (stage 2, to every share) and ``rma_table(trace, payloads) -> Table``
   (stage 3; every share gets all rows, in the serial order).
 """
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from analyzer.replay.calltree import CallTreeBuilder
+from analyzer.replay.engine import (FRAGMENT_KINDS, TIMELINE_TABLES, Share, check_tables, counter_metrics,
+                                    location_meta, merge_trees, region_arrays, remap_fragment, walk_order, walk_share)
+from analyzer.replay.matching import (build_locks, build_omp_counted, concat, match_messages, message_problem,
+                                      remap_cnodes, unforked_problem)
+from analyzer.replay.tasks import add_task_busy, build_task_tables
+from patterns.context import AnalysisContext
+from patterns.tables import MPI_FILE_OPS, Table
+
+from .network import EVERY, Stage, route
+
+__all__ = ["ShareResult", "merge_problems", "share_stages"]
+
+#: outbox kinds of the stages
+TREE, SENDS, HALO, FALLBACK = "tree", "sends", "message_halo", "fallback"
+COLL_SUMMARY, COLL_CANDIDATES, COLL_WINNERS, RMA = "coll_summary", "coll_candidates", "coll_winners", "rma_rows"
+
+#: the tables in the order the serial replay builds them (``engine.assemble``), so ``ctx.tables`` iterates alike
+_TABLE_ORDER = ("messages", "collectives", "omp_teams", "omp_team_members", "omp_barriers", "locks", "omp_tasks",
+                "omp_task_dependences", "omp_task_fragments", "threads", "mpi_file_ops", "mpi_rma_ops")
+_OMP = ("omp_teams", "omp_team_members", "omp_barriers")
+
+
+@dataclass
+class ShareResult:
+    """The final state of a share: its context and the parts of the problems :func:`merge_problems` joins."""
+
+    context: AnalysisContext
+    problems: dict = field(default_factory=dict)
+
+
+def _collectives():
+    # imported only when collectives or one-sided rows are wanted (written beside this module by H2b)
+    from . import share_collectives
+
+    return share_collectives
+
+
+class _Setup:
+    """What every stage of every share needs from the trace's definitions (computed once per process)."""
+
+    def __init__(self, trace, shares, want, fallback_tables):
+        self.trace = trace
+        self.shares = [list(map(int, s)) for s in shares]
+        self.want = check_tables(set(want) - TIMELINE_TABLES)
+        self.fallback_tables = set(fallback_tables or ())
+        self.fallback_kinds = {k for t in self.fallback_tables for k in FRAGMENT_KINDS[t]}
+        self.kinds = {k for t in self.want for k in FRAGMENT_KINDS[t]}
+        self.names, self.paradigm, self.role = region_arrays(trace.defs)
+        _, self.n_loc, self.loc_proc, self.loc_thread = location_meta(trace)
+        self.walk_index = {l: i for i, l in enumerate(l for g in walk_order(trace) for l in g)}
+        self.loc_owner = np.full(self.n_loc, -1, np.int64)  # share owning each location
+        for s, locs in enumerate(self.shares):
+            self.loc_owner[np.asarray(locs, np.int64)] = s
+        procs = self.loc_proc[np.asarray([l for g in self.shares for l in g], np.int64)]
+        self.proc_owner = np.full(int(procs.max()) + 1 if len(procs) else 0, -1, np.int64)
+        self.proc_owner[procs] = self.loc_owner[np.asarray([l for g in self.shares for l in g], np.int64)]
+
+    def dest_share(self, dest: np.ndarray, here: int) -> np.ndarray:
+        """The share owning each destination process; ``here`` for one no share has (never matched)."""
+        d = np.asarray(dest, np.int64)
+        ok = (d >= 0) & (d < len(self.proc_owner))
+        o = np.where(ok, self.proc_owner[np.where(ok, d, 0)], -1)
+        return np.where(o >= 0, o, here)
+
+
+def _rows(cols: dict, index) -> dict:
+    return {k: v[index] for k, v in cols.items()}
+
+
+def _remap(cols: dict, m: np.ndarray, kind: str = "rows") -> dict:
+    return remap_fragment({kind: cols}, m)[kind] if cols else cols
+
+
+def share_stages(trace, shares: list[list[int]], want: set[str], salvage: bool = False, progress=None,
+                 fallback_tables: set[str] = frozenset()) -> list[Stage]:
+    """The four stages of the share replay (module docstring) for the shares ``shares`` (lists of location
+    ids, ``engine.partition``) building the tables ``want`` on every share (the timeline tables are never
+    built per share).  ``fallback_tables``: the walk also posts to share 0, under ``"fallback"``, its
+    :class:`~analyzer.replay.engine.Share` with only the fragment kinds of these tables (builder ids, as
+    ``engine.assemble`` takes them); nothing is built from them here.  The last stage leaves a
+    :class:`ShareResult` as each share's state."""
+    setup = _Setup(trace, shares, want, fallback_tables)
+    return [lambda s, state, inbox: _walk(setup, s, progress, salvage),
+            lambda s, state, inbox: _match(setup, s, state, inbox),
+            lambda s, state, inbox: _reduce(setup, s, state, inbox),
+            lambda s, state, inbox: _context(setup, s, state, inbox)]
+
+
+def _walk(setup: _Setup, s: int, progress, salvage: bool):
+    """Stage 1: walk the share's locations; post the tree, the routed sends, the collective summary and the
+    fallback fragments."""
+    K = len(setup.shares)
+    sh = walk_share(setup.trace, setup.shares[s], setup.role, setup.names, progress,
+                    timeline=bool(setup.fallback_tables & TIMELINE_TABLES), salvage=salvage,
+                    keep=setup.kinds | setup.fallback_kinds)
+    if sh.error is not None:
+        raise sh.error
+    n = sh.tree.n_nodes
+    out: dict = {TREE: {EVERY: {"parent": sh.tree.parent[:n].copy(), "region": sh.tree.region[:n].copy(),
+                                "first_visit": sh.tree.first_visit[:n].copy()}}}
+    locs = sorted(sh.done, key=setup.walk_index.__getitem__)
+    if setup.fallback_tables:  # copies of the column dicts: assemble on share 0 pops its columns
+        fb = Share(sh.tree, {l: (sh.done[l][0], {k: dict(v) for k, v in sh.done[l][1].items()
+                                                 if k in setup.fallback_kinds}, sh.done[l][2]) for l in locs})
+        out[FALLBACK] = [fb] + [None] * (K - 1)
+    frags = {k: concat([sh.done[l][1][k] for l in locs if k in sh.done[l][1]]) for k in setup.kinds}
+    state = {"locs": locs, "summaries": [sh.done[l][0] for l in locs],
+             "loc_problems": [(setup.walk_index[l], p) for l in locs for p in sh.done[l][2]],
+             "n_nodes": n}
+    del sh
+    if "messages" in setup.want:  # every send goes to the share of its destination process
+        S = frags.pop("sends")
+        if S:
+            to = setup.dest_share(S["dest"], s)
+            out[SENDS] = route(K, {SENDS: {d: _rows(S, to == d) for d in np.unique(to).tolist()}})[SENDS]
+    if "collectives" in setup.want:
+        out[COLL_SUMMARY] = {EVERY: _collectives().collective_summary(setup.trace, frags.get("collectives", {}))}
+    state["frags"] = frags
+    return state, out
+
+
+def _merged_tree(setup: _Setup, trees: list):
+    builders = []
+    for p in trees:
+        b = CallTreeBuilder(capacity=1)
+        b.parent, b.region, b.first_visit = p["parent"], p["region"], p["first_visit"]
+        b.n_nodes = len(p["parent"])
+        builders.append(b)
+    merged, maps = merge_trees(builders)
+    ctree, new_id, synthesized = merged.freeze(len(setup.names) - 1)
+    return ctree, new_id, synthesized, maps
+
+
+def _match(setup: _Setup, s: int, state: dict, inbox: dict):
+    """Stage 2: the serial call tree on every share; the process-local tables; the messages received by the
+    share's processes (halo rows back to their senders' shares); collective candidates; one-sided rows."""
+    K, want = len(setup.shares), setup.want
+    ctree, new_id, synthesized, maps = _merged_tree(setup, inbox[TREE])
+    m = maps[s]
+    frags = {k: _remap(v, m) for k, v in state.pop("frags").items()}
+    state.update(ctree=ctree, new_id=new_id, synthesized=synthesized, final=new_id[m], tables={}, counts={})
+    out: dict = {}
+    tables, counts = state["tables"], state["counts"]
+    if "messages" in want:
+        S = concat([_remap(p, maps[src]) for src, p in enumerate(inbox.get(SENDS, [])) if p is not None])
+        table, counts["messages"] = match_messages(S, frags.pop("recvs", {}))
+        del S
+        remap_cnodes(table, new_id)
+        to = setup.loc_owner[np.asarray(table["send_loc"], np.int64)]
+        halo = {d: table.take(to == d) for d in np.unique(to).tolist() if d != s}
+        if halo:
+            out[HALO] = route(K, {HALO: halo})[HALO]
+        tables["messages"] = table
+    if "collectives" in want:
+        state["coll"], by_dest = _collectives().collective_candidates(
+            setup.trace, setup.shares, s, frags.pop("collectives", {}), inbox.get(COLL_SUMMARY, [None] * K))
+        out[COLL_CANDIDATES] = route(K, {COLL_CANDIDATES: by_dest})[COLL_CANDIDATES]
+    if "mpi_rma_ops" in want:
+        out[RMA] = {EVERY: _collectives().rma_rows(setup.trace, frags.pop("rma_ops", {}))}
+    tables.update(_local_tables(setup, frags, counts))
+    for name, t in tables.items():
+        if name != "messages":
+            remap_cnodes(t, new_id)
+    return state, out
+
+
+def _local_tables(setup: _Setup, frags: dict, counts: dict) -> dict:
+    """The process-local tables from the share's own fragments (merged builder ids), by today's builders:
+    teams, locks, tasks and threads never span processes, so each comes out as the serial table's rows of
+    the share's processes, in the same relative order (dense keys such as ``team`` numbered per share)."""
+    want, defs, tbl = setup.want, setup.trace.defs, {}
+    lists = {k: [v] if v else [] for k, v in frags.items()}  # the builders of tasks take fragment lists
+    if want & set(_OMP):
+        built, counts["omp"] = build_omp_counted(frags.get("forks", {}), frags.get("joins", {}),
+                                                 frags.get("members", {}),
+                                                 frags.get("barriers", {}) if "omp_barriers" in want else {},
+                                                 setup.loc_proc)
+        tbl.update((n, t) for n, t in zip(_OMP, built) if n in want)
+        if "omp_barriers" in tbl:
+            add_task_busy(tbl["omp_barriers"], lists.get("tasks", []))
+    if "locks" in want:
+        tbl["locks"] = build_locks(frags.get("locks", {}), setup.loc_proc,
+                                   {lid: int(lk.kind) for lid, lk in defs.locks.items()})
+    tbl.update(build_task_tables({k: lists.get(k, []) for k in ("tasks", "task_creates", "task_deps", "threads")},
+                                 want, setup.loc_proc))
+    if "mpi_file_ops" in want:
+        ops = frags.get("file_ops", {})
+        tbl["mpi_file_ops"] = (Table({k: np.ascontiguousarray(ops[k], dt) for k, dt in MPI_FILE_OPS.items()})
+                               if ops else Table.empty(MPI_FILE_OPS))
+    return tbl
+
+
+def _reduce(setup: _Setup, s: int, state: dict, inbox: dict):
+    """Stage 3: the message halo rows join the share's own rows; instance owners reduce the collective
+    candidates; every share takes all one-sided rows."""
+    K, want, tables = len(setup.shares), setup.want, state["tables"]
+    out: dict = {}
+    if "messages" in want:
+        halos = [p for p in inbox.get(HALO, []) if p is not None]
+        if halos:
+            own = tables["messages"]
+            parts = [own] + halos
+            t = Table({k: np.concatenate([p[k] for p in parts]) for k in own})
+            # each receiving location's rows come from one share, in the serial order: a stable sort by
+            # receiving location gives the serial table's order (receiving location, then order there)
+            tables["messages"] = t.take(np.argsort(t["recv_loc"], kind="stable"))
+    if "collectives" in want:
+        state["coll"], by_dest = _collectives().reduce_candidates(setup.trace, setup.shares, s, state["coll"],
+                                                                   inbox.get(COLL_CANDIDATES, [None] * K))
+        out[COLL_WINNERS] = route(K, {COLL_WINNERS: by_dest})[COLL_WINNERS]
+    if "mpi_rma_ops" in want:
+        t = _collectives().rma_table(setup.trace, inbox.get(RMA, [None] * K))
+        remap_cnodes(t, state["new_id"])
+        tables["mpi_rma_ops"] = t
+    return state, out
+
+
+def _context(setup: _Setup, s: int, state: dict, inbox: dict):
+    """Stage 4: the share's AnalysisContext (global location ids, owned columns filled)."""
+    K, want, tables = len(setup.shares), setup.want, state["tables"]
+    problems = {"locations": state["loc_problems"]}
+    if "collectives" in want:
+        t, problems["collectives"] = _collectives().collective_table(setup.trace, setup.shares, s, state.pop("coll"),
+                                                                     inbox.get(COLL_WINNERS, [None] * K))
+        remap_cnodes(t, state["new_id"])
+        tables["collectives"] = t
+    if "messages" in state["counts"]:
+        problems["messages"] = state["counts"]["messages"]
+    if "omp" in state["counts"]:
+        problems["omp"] = state["counts"]["omp"]
+    C, L = len(state["ctree"]), setup.n_loc
+    visits = np.zeros((C, L), np.int64)
+    incl = np.zeros((C, L), np.float64)
+    excl = np.zeros((C, L), np.float64)
+    counter_names = counter_metrics(setup.trace.defs)[0]
+    counters = {name: np.zeros((C, L), np.float64) for name in counter_names}
+    final = state["final"]
+    for loc, summary in zip(state["locs"], state["summaries"]):
+        nodes, v, inc, exc = summary[:4]
+        ids = final[nodes]  # distinct: builder nodes map one to one onto call paths
+        visits[ids, loc] = v
+        incl[ids, loc] = inc
+        excl[ids, loc] = exc
+        for k, name in enumerate(counter_names):
+            counters[name][ids, loc] = summary[4][:, k]
+    ctx = AnalysisContext(
+        trace=setup.trace, calltree=state["ctree"], n_locations=L, location_process=setup.loc_proc,
+        location_thread=setup.loc_thread, region_name=setup.names, region_paradigm=setup.paradigm,
+        region_role=setup.role, visits=visits, excl_time=excl, incl_time=incl,
+        tables={n: tables[n] for n in _TABLE_ORDER if n in tables})
+    ctx.synthetic_root = state["synthesized"]
+    ctx.counters = counters
+    ctx.owned = np.asarray(sorted(setup.shares[s]), np.int64)
+    return ShareResult(ctx, problems), {}
+
+
+def merge_problems(per_share_parts: list[dict], trace) -> list[str]:
+    """The serial ``ctx.problems`` from every share's :attr:`ShareResult.problems` (in share order): the
+    trace's problems, the locations' in walk order, then the table builders' with their counts summed."""
+    parts = [p for p in per_share_parts if p is not None]
+    out = list(getattr(trace, "problems", []) or [])
+    at = sorted((x for p in parts for x in p.get("locations", ())), key=lambda x: x[0])  # stable: a location's
+    out.extend(text for _, text in at)                                                  # own order stays
+    if any("messages" in p for p in parts):
+        text = message_problem(*(sum(int(p["messages"][i]) for p in parts if "messages" in p) for i in range(3)))
+        if text:
+            out.append(text)
+    if any("collectives" in p for p in parts):
+        out.extend(_collectives().collective_problems([p["collectives"] for p in parts if "collectives" in p]))
+    if any("omp" in p for p in parts):
+        text = unforked_problem(sum(int(p["omp"]) for p in parts if "omp" in p))
+        if text:
+            out.append(text)
+    return out

@@ -89,7 +89,7 @@ def region_arrays(defs):
     return names, paradigm, role
 
 
-def _location_meta(trace):
+def location_meta(trace):
     loc_ids = np.asarray(trace.location_ids, np.int64)
     n_loc = int(loc_ids.max()) + 1 if len(loc_ids) else 0
     proc = np.zeros(n_loc, np.int32)
@@ -139,7 +139,7 @@ def walk_order(trace) -> list[list[int]]:
     is walked by one worker and merging the shares' call trees in share
     order reproduces the serial tree exactly.
     """
-    _, _, loc_proc, loc_thread = _location_meta(trace)
+    _, _, loc_proc, loc_thread = location_meta(trace)
     groups: dict[int, list[int]] = {}
     for l in sorted((int(x) for x in trace.location_ids), key=lambda l: (loc_proc[l], loc_thread[l], l)):
         groups.setdefault(int(loc_proc[l]), []).append(l)
@@ -187,7 +187,7 @@ def walk_share(trace, locs, region_role, names, progress=None, timeline: bool = 
     kernel cuts every kind in its one pass, and the rows no wanted table is built from are dropped at once.
     ``salvage``: repair a location whose time goes backwards (clamped, and reported) instead of failing."""
     path = getattr(trace, "path", None)
-    _, _, loc_proc, _ = _location_meta(trace)
+    _, _, loc_proc, _ = location_meta(trace)
     share = Share(CallTreeBuilder())
     by_proc: dict[int, list[int]] = {}
     for l in locs:
@@ -255,7 +255,7 @@ def _timeline_walker(trace, names):
     from . import timeline
 
     flags = timeline.region_flags(names)
-    _, _, _, loc_thread = _location_meta(trace)
+    _, _, _, loc_thread = location_meta(trace)
     scratch = timeline.Scratch()
     return lambda loc, cols, res, n_nodes, role: timeline.location_fragments(
         loc, cols, res.calls, role, flags, loc_thread[loc] > 0, n_nodes, scratch)
@@ -381,7 +381,9 @@ def merge_trees(trees: list[CallTreeBuilder]) -> tuple[CallTreeBuilder, list[np.
     return out, maps
 
 
-def _remap_fragment(fr: dict, m: np.ndarray) -> dict:
+def remap_fragment(fr: dict, m: np.ndarray) -> dict:
+    """A location's fragments (``{kind: {column: array}}``) with builder call-tree ids mapped by ``m`` (new
+    dicts; the arrays not mapped are shared)."""
     out = {}
     for name, cols in fr.items():
         c2 = dict(cols)
@@ -466,7 +468,7 @@ def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
     defs = trace.defs
     names, paradigm, role = region_arrays(defs)
     synthetic_region = len(names) - 1
-    _, n_loc, loc_proc, loc_thread = _location_meta(trace)
+    _, n_loc, loc_proc, loc_thread = location_meta(trace)
     problems: list[str] = list(getattr(trace, "problems", []) or [])
     merged, maps = merge_trees([s.tree for s in shares])
     ctree, new_id, synthesized = merged.freeze(synthetic_region)
@@ -480,7 +482,7 @@ def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
     for s, m in zip(shares, maps):
         ident = len(shares) == 1
         for loc, (summ, fr, probs) in s.done.items():
-            done.append((order[loc], loc, summ, fr if ident else _remap_fragment(fr, m), probs, m))
+            done.append((order[loc], loc, summ, fr if ident else remap_fragment(fr, m), probs, m))
         s.done = {}  # the fragments live on only in `frags` below, to be freed as the tables are built
     done.sort(key=lambda x: x[0])  # fragments concatenate in walk order whatever the shares were
     counter_names = counter_metrics(defs)[0]

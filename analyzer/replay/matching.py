@@ -39,7 +39,30 @@ def _typed(cols: dict, schema: dict) -> Table:
 
 
 def build_messages(S: dict, R: dict, problems: list[str]) -> Table:
-    """Match sends to receives per (source, dest, comm, tag) in FIFO order.
+    """Match sends to receives per (source, dest, comm, tag) in FIFO order (:func:`match_messages`),
+    reporting the unmatched ones in ``problems``."""
+    table, counts = match_messages(S, R)
+    text = message_problem(*counts)
+    if text:
+        problems.append(text)
+    return table
+
+
+def message_problem(n_sends: int, n_recvs: int, n_matched: int) -> str | None:
+    """The problem line for ``n_sends`` send and ``n_recvs`` receive rows of which ``n_matched`` pairs
+    matched (None: all matched).  The counts of disjoint sets of channels add up: a distributed match
+    sums them and formats once."""
+    if n_sends == 0 or n_recvs == 0:
+        return f"{n_sends + n_recvs} point-to-point events have no matching partner" if n_sends + n_recvs else None
+    unmatched = n_sends + n_recvs - 2 * n_matched
+    if unmatched:
+        return (f"{unmatched} point-to-point events have no matching partner "
+                f"({n_sends - n_matched} sends, {n_recvs - n_matched} receives); they are ignored")
+    return None
+
+
+def match_messages(S: dict, R: dict) -> tuple[Table, tuple[int, int, int]]:
+    """The messages table and ``(send rows, receive rows, matched pairs)``.
 
     Sends are ordered by their SEND event (time, location, position); receives
     by the posting of the receive (MPI_RECV_REQUEST for non-blocking, the
@@ -47,12 +70,10 @@ def build_messages(S: dict, R: dict, problems: list[str]) -> Table:
     matches them in.  Rows are presented in receiver order (receiving
     location, completion order).
     """
-    if not S or not R or len(S["send_time"]) == 0 or len(R["recv_time"]) == 0:
-        n_un = (len(S["send_time"]) if S else 0) + (len(R["recv_time"]) if R else 0)
-        if n_un:
-            problems.append(f"{n_un} point-to-point events have no matching partner")
-        return Table.empty(MESSAGES)
-    ns, nr = len(S["send_time"]), len(R["recv_time"])
+    ns = len(S["send_time"]) if S else 0
+    nr = len(R["recv_time"]) if R else 0
+    if ns == 0 or nr == 0:
+        return Table.empty(MESSAGES), (ns, nr, 0)
     i8 = lambda a: np.asarray(a, np.int64)  # noqa: E731
     chan, n_chan = channel_ids(np.concatenate([i8(S["send_rank"]), i8(R["source"])]),
                                np.concatenate([i8(S["dest"]), i8(R["recv_rank"])]),
@@ -64,10 +85,6 @@ def build_messages(S: dict, R: dict, problems: list[str]) -> Table:
     ri = np.flatnonzero(partner >= 0)  # receive rows are per location in completion order
     ri = ri[np.argsort(R["recv_loc"][ri], kind="stable")]
     si = partner[ri]
-    unmatched = ns + nr - 2 * len(ri)
-    if unmatched:
-        problems.append(f"{unmatched} point-to-point events have no matching partner "
-                        f"({ns - len(ri)} sends, {nr - len(ri)} receives); they are ignored")
     cols = {}
     for k in ("send_loc", "send_rank", "send_time", "send_region", "send_cnode", "send_enter", "send_exit",
               "send_flags", "send_request", "sendc_region", "sendc_cnode", "sendc_enter", "sendc_exit", "send_pos"):
@@ -79,7 +96,7 @@ def build_messages(S: dict, R: dict, problems: list[str]) -> Table:
               "recv_call", "recvp_region", "recvp_cnode", "recvp_enter", "recvp_exit", "recv_request",
               "recv_flags", "recv_bytes", "recv_seq"):
         cols[k] = R[k][ri]
-    return _typed(cols, MESSAGES)
+    return _typed(cols, MESSAGES), (ns, nr, len(ri))
 
 
 def build_collectives(C: dict, comm_size: dict[int, int], problems: list[str]) -> Table:
@@ -124,7 +141,25 @@ def _team_rows(F: dict) -> np.ndarray:
 
 def build_omp(F: dict, J: dict, M: dict, B: dict, loc_process: np.ndarray,
               problems: list[str]) -> tuple[Table, Table, Table]:
-    """Team instances, their members and their barrier instances.
+    """Team instances, their members and their barrier instances (:func:`build_omp_counted`), reporting
+    the members whose team has no fork in ``problems``."""
+    tables, n_unforked = build_omp_counted(F, J, M, B, loc_process)
+    text = unforked_problem(n_unforked)
+    if text:
+        problems.append(text)
+    return tables
+
+
+def unforked_problem(n_unforked: int) -> str | None:
+    """The problem line for ``n_unforked`` parallel-region entries without a fork (None for none); teams
+    live within a process, so the counts of disjoint sets of processes add up."""
+    return f"{n_unforked} parallel-region entries name teams without an OMP_FORK; ignored" if n_unforked else None
+
+
+def build_omp_counted(F: dict, J: dict, M: dict, B: dict,
+                      loc_process: np.ndarray) -> tuple[tuple[Table, Table, Table], int]:
+    """Team instances, their members and their barrier instances, and how many members name a team
+    without an OMP_FORK (they are ignored).
 
     Members, joins, barriers and nested forks name their team by a team
     reference ``(location << 32) | k``, the k-th fork row of that location
@@ -133,9 +168,7 @@ def build_omp(F: dict, J: dict, M: dict, B: dict, loc_process: np.ndarray,
     """
     empty = (Table.empty(OMP_TEAMS), Table.empty(OMP_TEAM_MEMBERS), Table.empty(OMP_BARRIERS))
     if not F or len(F["team_id"]) == 0:
-        if M and len(M["team_id"]):
-            problems.append(f"{len(M['team_id'])} parallel-region entries name teams without an OMP_FORK; ignored")
-        return empty
+        return empty, (len(M["team_id"]) if M else 0)
     proc = loc_process[F["master_loc"]].astype(np.int64)
     o = np.lexsort((F["team_id"], proc, F["fork_time"]))
     n_t = len(o)
@@ -158,8 +191,7 @@ def build_omp(F: dict, J: dict, M: dict, B: dict, loc_process: np.ndarray,
         join_time[jt[okj]] = J["join_time"][okj]
     parent_team = dense(F["parent_ref"])
     mt = dense(M["team_ref"]) if M and len(M["team_id"]) else np.zeros(0, np.int64)
-    if (mt < 0).any():
-        problems.append(f"{int((mt < 0).sum())} parallel-region entries name teams without an OMP_FORK; ignored")
+    n_unforked = int((mt < 0).sum())
     okm = mt >= 0
     Mk = {k: v[okm] for k, v in M.items()} if not okm.all() else M
     mt = mt[okm]
@@ -200,7 +232,7 @@ def build_omp(F: dict, J: dict, M: dict, B: dict, loc_process: np.ndarray,
                            "call_id": (Bk["loc"][o4].astype(np.int64) << 32) | Bk["call"][o4]}, OMP_BARRIERS)
     else:
         barriers = Table.empty(OMP_BARRIERS)
-    return teams, members, barriers
+    return (teams, members, barriers), n_unforked
 
 
 def build_locks(L: dict, loc_process: np.ndarray, lock_kind: dict[int, int]) -> Table:
