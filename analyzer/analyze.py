@@ -230,12 +230,10 @@ def collective_mismatches(ctx) -> list[str]:
     if not len(bad):
         return []
     rows = np.flatnonzero(inst == bad[0])
+    from .replay.matching import mismatch_problem  # numba kernels beside it: imported only when needed
+
     ops = sorted(set(names[rows].tolist()))
-    comm = ctx.trace.defs.comms.get(int(t["comm"][rows[0]]))
-    cid = int(t["comm"][rows[0]])
-    where = f"communicator {comm.name!r}" if comm is not None and comm.name else f"communicator {cid}"
-    return [f"{len(bad)} MPI collective instance(s) have members that called different operations (first: "
-            f"{' and '.join(ops)} on {where}); their wait states are computed as if the calls matched"]
+    return [mismatch_problem(len(bad), ops, int(t["comm"][rows[0]]), ctx.trace.defs.comms)]
 
 
 def _share_network(trace, pats, comm, memory, spill_dir, notes, strict=True):

@@ -118,16 +118,33 @@ def build_collectives(C: dict, comm_size: dict[int, int], problems: list[str]) -
     ucomm, cinv = np.unique(C["comm"], return_inverse=True)
     sizes = np.array([comm_size.get(int(cm), observed[int(cm)]) for cm in ucomm], np.int32)[cinv]
     missing = sorted({int(cm) for cm in np.unique(C["comm"]) if int(cm) not in comm_size})
-    if missing:
-        problems.append(f"collectives on undefined communicators {missing}: size taken from the ranks seen")
     complete = counts[inst] == sizes
-    n_incomplete = len(np.unique(inst[~complete]))
-    if n_incomplete:
-        problems.append(f"{n_incomplete} collective instances miss members; wait states are not computed for them")
+    problems.extend(collective_problem_lines(missing, len(np.unique(inst[~complete]))))
     cols = dict(C)
     cols.update(instance=inst, seq=seq, n_members=sizes, complete=complete)
     o3 = np.lexsort((cols["loc"], inst))
     return _typed({k: v[o3] for k, v in cols.items()}, COLLECTIVES | {"complete": "?"})
+
+
+def collective_problem_lines(undefined: list[int], n_incomplete: int) -> list[str]:
+    """The problem lines of :func:`build_collectives`: collectives on the communicators ``undefined`` (sorted
+    ids), ``n_incomplete`` instances missing members.  Instances are disjoint, so a distributed build sums
+    the counts of every instance's one owner and formats once."""
+    out = []
+    if undefined:
+        out.append(f"collectives on undefined communicators {undefined}: size taken from the ranks seen")
+    if n_incomplete:
+        out.append(f"{n_incomplete} collective instances miss members; wait states are not computed for them")
+    return out
+
+
+def mismatch_problem(n_bad: int, ops: list[str], comm_id: int, comms: dict) -> str:
+    """The line for ``n_bad`` collective instances whose members called differently named operations; the
+    first one's sorted names ``ops`` and communicator id (``comms``: the trace's definitions)."""
+    comm = comms.get(comm_id)
+    where = f"communicator {comm.name!r}" if comm is not None and comm.name else f"communicator {comm_id}"
+    return (f"{n_bad} MPI collective instance(s) have members that called different operations (first: "
+            f"{' and '.join(ops)} on {where}); their wait states are computed as if the calls matched")
 
 
 def _team_rows(F: dict) -> np.ndarray:
