@@ -11,7 +11,7 @@ imports them only when patterns are loaded.  Nothing here imports
 ``analyzer``: the replay fills this contract in.
 """
 
-from .api import (ENTRY_POINT_GROUP, SUBSET_ATOL, SUBSET_RTOL, UNITS, Pattern, PatternError, Severity,
+from .api import (ENTRY_POINT_GROUP, SCOPES, SUBSET_ATOL, SUBSET_RTOL, UNITS, Pattern, PatternError, Severity,
                   check_subset_rule, pattern, validate_pattern)
 from .context import AnalysisContext, CallTree
 from .registry import HierarchyEntry, all_patterns, format_hierarchy, hierarchy, load_patterns
@@ -21,6 +21,7 @@ from .tables import (COLLECTIVES, LOCKS, MESSAGES, OMP_BARRIERS, OMP_TEAM_MEMBER
 __all__ = [
     "ENTRY_POINT_GROUP",
     "UNITS",
+    "SCOPES",
     "Pattern",
     "PatternError",
     "Severity",

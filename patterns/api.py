@@ -42,6 +42,9 @@ UNITS = ("sec", "occ", "bytes")
 #: values of ``Pattern.paradigm``: None (every program; "generic", as earlier versions wrote it), MPI, OpenMP,
 #: POSIX threads
 PARADIGMS = (None, "generic", "mpi", "openmp", "pthread")
+#: values of ``Pattern.scope``: what part of the run a pattern's value in one location's column needs
+#: (docs/writing-patterns.md, "Scope"); "global", the default, is always correct
+SCOPES = ("location", "row", "global")
 
 
 class PatternError(Exception):
@@ -103,6 +106,16 @@ class Pattern:
     #: program; ``"generic"`` means the same).  None inherits the parent's.  In a trace without a call of that paradigm
     #: the property is zero by construction, and the text report hides it unless ``--all``
     paradigm: ClassVar[str | None] = None
+    #: what the analysis per share of processes (``--mpi``, ``--memory``) must hand ``compute``
+    #: for the value to be exact (docs/writing-patterns.md, "Scope"):
+    #: ``"location"``: a location's column depends only on the rows of the tables that touch that
+    #: location (plus the halo rows a share receives: the other side of its messages, the extreme
+    #: members of its collective instances, every one-sided event) and on its own columns of the
+    #: dense arrays: computed on every share for the locations it owns;
+    #: ``"row"``: needs whole call-path rows of the results in ``depends`` over all locations and no
+    #: table (``requires == ()``): computed on rank 0 from the gathered results;
+    #: ``"global"`` (the default, safe for any pattern): computed on rank 0 over tables gathered there
+    scope: ClassVar[str] = "global"
 
     def compute(self, ctx) -> Severity | np.ndarray:  # pragma: no cover - abstract
         """Return a Severity or a dense [n_cnodes, n_locations] array."""
@@ -139,6 +152,13 @@ def validate_pattern(p: Pattern, origin: str = "") -> None:
         v = getattr(p, attr, ())
         if isinstance(v, str) or not isinstance(v, (tuple, list)) or not all(isinstance(x, str) for x in v):
             raise PatternError(f"pattern {name!r}{where}: {attr} must be a tuple of names, got {v!r}")
+    scope = getattr(p, "scope", "global")
+    if scope not in SCOPES:
+        raise PatternError(f"pattern {name!r}{where}: scope must be one of {SCOPES}, got {scope!r}")
+    if scope == "row" and tuple(p.requires):
+        raise PatternError(f"pattern {name!r}{where}: scope 'row' is computed from the results of its depends "
+                           f"alone, so requires must be empty (now {tuple(p.requires)!r}); use scope 'global' "
+                           f"for a pattern that reads replay tables")
     for table in p.requires:
         if table not in TABLE_NAMES:
             hint = difflib.get_close_matches(table, TABLE_NAMES, n=1)
@@ -149,7 +169,8 @@ def validate_pattern(p: Pattern, origin: str = "") -> None:
 
 def pattern(*, name: str, display_name: str, description: str, diagnosis: str,
             parent: str | None = None, unit: str = "sec", requires: tuple[str, ...] = (),
-            depends: tuple[str, ...] = (), optional_depends: tuple[str, ...] = (), paradigm: str | None = None):
+            depends: tuple[str, ...] = (), optional_depends: tuple[str, ...] = (), paradigm: str | None = None,
+            scope: str = "global"):
     """Decorator turning a function ``f(ctx) -> Severity | ndarray`` into a Pattern class."""
 
     def wrap(fn):
@@ -167,6 +188,7 @@ def pattern(*, name: str, display_name: str, description: str, diagnosis: str,
                 "depends": tuple(depends),
                 "optional_depends": tuple(optional_depends),
                 "paradigm": paradigm,
+                "scope": scope,
                 "compute": lambda self, ctx: fn(ctx),
                 "__doc__": fn.__doc__,
                 "__module__": fn.__module__,

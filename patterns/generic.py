@@ -69,6 +69,7 @@ def base_time(ctx) -> np.ndarray:
 
 class Time(Pattern):
     name = "time"
+    scope = "location"
     parent = None
     display_name = "Time"
     unit = "sec"
@@ -96,6 +97,7 @@ class Time(Pattern):
 
 class Visits(Pattern):
     name = "visits"
+    scope = "location"
     parent = None
     display_name = "Visits"
     unit = "occ"
@@ -115,6 +117,7 @@ class Visits(Pattern):
 
 class Execution(Pattern):
     name = "execution"
+    scope = "location"
     parent = "time"
     display_name = "Execution"
     unit = "sec"
@@ -136,6 +139,7 @@ class Execution(Pattern):
 
 class Overhead(Pattern):
     name = "overhead"
+    scope = "location"
     parent = "time"
     display_name = "Overhead"
     unit = "sec"
@@ -219,6 +223,9 @@ def _imbalance_parts(ctx) -> dict[str, np.ndarray]:
 class _Imbalance(Pattern):
     """The sum of the ``parts`` of :func:`imbalance_parts`."""
 
+    # a call path's imbalance compares its time on every location with their mean: it needs the whole row
+    # of its depends' results (computed after the shares' columns are gathered), and no table
+    scope = "row"
     parts: tuple[str, ...] = ()
 
     def compute(self, ctx):

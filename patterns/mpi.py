@@ -70,6 +70,7 @@ def _rma_mask(ctx, sync: bool):
 # --------------------------------------------------------------------------
 class Mpi(Pattern):
     name = "mpi"
+    scope = "location"
     parent = "execution"
     paradigm = "mpi"  # inherited by the whole MPI subtree
     display_name = "MPI"
@@ -91,6 +92,7 @@ class Mpi(Pattern):
 
 class MpiCommunication(Pattern):
     name = "mpi_communication"
+    scope = "location"
     parent = "mpi"
     display_name = "Communication"
     unit = "sec"
@@ -110,6 +112,7 @@ class MpiCommunication(Pattern):
 
 class MpiPoint2point(Pattern):
     name = "mpi_point2point"
+    scope = "location"
     parent = "mpi_communication"
     display_name = "Point-to-point"
     unit = "sec"
@@ -130,6 +133,7 @@ class MpiPoint2point(Pattern):
 
 class MpiCollective(Pattern):
     name = "mpi_collective"
+    scope = "location"
     parent = "mpi_communication"
     display_name = "Collective"
     unit = "sec"
@@ -149,6 +153,7 @@ class MpiCollective(Pattern):
 
 class MpiSynchronization(Pattern):
     name = "mpi_synchronization"
+    scope = "location"
     parent = "mpi"
     display_name = "Synchronization"
     unit = "sec"
@@ -168,6 +173,7 @@ class MpiSynchronization(Pattern):
 
 class MpiSyncCollective(Pattern):
     name = "mpi_sync_collective"
+    scope = "location"
     parent = "mpi_synchronization"
     display_name = "Barrier"
     unit = "sec"
@@ -187,6 +193,7 @@ class MpiSyncCollective(Pattern):
 
 class MpiIo(Pattern):
     name = "mpi_io"
+    scope = "location"
     parent = "mpi"
     display_name = "File I/O"
     unit = "sec"
@@ -206,6 +213,7 @@ class MpiIo(Pattern):
 
 class MpiInitExit(Pattern):
     name = "mpi_init_exit"
+    scope = "location"
     parent = "mpi"
     display_name = "Init/Exit"
     unit = "sec"
@@ -228,6 +236,7 @@ class MpiInitExit(Pattern):
 # --------------------------------------------------------------------------
 class MpiLateSender(Pattern):
     name = "mpi_latesender"
+    scope = "location"
     parent = "mpi_point2point"
     display_name = "Late Sender"
     unit = "sec"
@@ -249,6 +258,7 @@ class MpiLateSender(Pattern):
 
 class MpiLateSenderWo(Pattern):
     name = "mpi_latesender_wo"
+    scope = "location"
     parent = "mpi_latesender"
     display_name = "Messages in Wrong Order"
     unit = "sec"
@@ -271,6 +281,7 @@ class MpiLateSenderWo(Pattern):
 
 class MpiLswoDifferent(Pattern):
     name = "mpi_lswo_different"
+    scope = "location"
     parent = "mpi_latesender_wo"
     display_name = "From different sources"
     unit = "sec"
@@ -290,6 +301,7 @@ class MpiLswoDifferent(Pattern):
 
 class MpiLswoSame(Pattern):
     name = "mpi_lswo_same"
+    scope = "location"
     parent = "mpi_latesender_wo"
     display_name = "From same source"
     unit = "sec"
@@ -309,6 +321,7 @@ class MpiLswoSame(Pattern):
 
 class MpiLateReceiver(Pattern):
     name = "mpi_latereceiver"
+    scope = "location"
     parent = "mpi_point2point"
     display_name = "Late Receiver"
     unit = "sec"
@@ -333,6 +346,7 @@ class MpiLateReceiver(Pattern):
 # --------------------------------------------------------------------------
 class MpiBarrierWait(Pattern):
     name = "mpi_barrier_wait"
+    scope = "location"
     parent = "mpi_sync_collective"
     display_name = "Wait at Barrier"
     unit = "sec"
@@ -351,6 +365,7 @@ class MpiBarrierWait(Pattern):
 
 class MpiBarrierCompletion(Pattern):
     name = "mpi_barrier_completion"
+    scope = "location"
     parent = "mpi_sync_collective"
     display_name = "Barrier Completion"
     unit = "sec"
@@ -370,6 +385,7 @@ class MpiBarrierCompletion(Pattern):
 
 class MpiWaitNxn(Pattern):
     name = "mpi_wait_nxn"
+    scope = "location"
     parent = "mpi_collective"
     display_name = "Wait at N x N"
     unit = "sec"
@@ -389,6 +405,7 @@ class MpiWaitNxn(Pattern):
 
 class MpiNxnCompletion(Pattern):
     name = "mpi_nxn_completion"
+    scope = "location"
     parent = "mpi_collective"
     display_name = "N x N Completion"
     unit = "sec"
@@ -408,6 +425,7 @@ class MpiNxnCompletion(Pattern):
 
 class MpiEarlyReduce(Pattern):
     name = "mpi_earlyreduce"
+    scope = "location"
     parent = "mpi_collective"
     display_name = "Early Reduce"
     unit = "sec"
@@ -427,6 +445,7 @@ class MpiEarlyReduce(Pattern):
 
 class MpiEarlyScan(Pattern):
     name = "mpi_earlyscan"
+    scope = "location"
     parent = "mpi_collective"
     display_name = "Early Scan"
     unit = "sec"
@@ -446,6 +465,7 @@ class MpiEarlyScan(Pattern):
 
 class MpiLateBroadcast(Pattern):
     name = "mpi_latebroadcast"
+    scope = "location"
     parent = "mpi_collective"
     display_name = "Late Broadcast"
     unit = "sec"

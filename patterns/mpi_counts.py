@@ -85,6 +85,7 @@ data_wrong_order = partial(_instances, instances=late_sender_instances, zero=Fal
 class _Count(Pattern):
     """The sum of ``terms`` (functions ``ctx -> Severity``)."""
 
+    scope = "location"
     terms: tuple = ()
 
     def compute(self, ctx):

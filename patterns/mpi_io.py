@@ -50,6 +50,7 @@ def _collective_cnodes(ctx) -> np.ndarray:
 
 
 class _IoTime(Pattern):
+    scope = "location"
     parent = "mpi_io"
     unit = "sec"
     requires = ()
@@ -102,6 +103,7 @@ def _unrecorded(ctx) -> str | None:
 class _FileOps(Pattern):
     """Operations (unit occ) or bytes (unit bytes) of the mpi_file_ops rows whose flags match."""
 
+    scope = "location"
     requires = ("mpi_file_ops",)
     depends = ()
     weigh_bytes = False

@@ -65,6 +65,7 @@ def _unrecorded(ctx) -> str | None:
 
 
 class _RmaTime(Pattern):
+    scope = "location"
     unit = "sec"
     requires = ()
     depends = ("execution",)
@@ -128,6 +129,9 @@ class MpiRmaCommunication(_RmaTime):
 class _RmaWait(Pattern):
     """One metric of :func:`rma_instances`."""
 
+    # epochs pair origins with targets of any process: exact on a share only because every share holds all
+    # mpi_rma_ops rows (in the serial order); the epoch matching then runs whole on each share
+    scope = "location"
     unit = "sec"
     requires = ("mpi_rma_ops",)
     depends = ()
@@ -261,6 +265,7 @@ class MpiRmaPairsyncUnneededCount(_RmaWait):
 
 # ---- counts and bytes of the MPI_RMA_* events
 class _RmaCount(Pattern):
+    scope = "location"  # own rows only (every share holds all mpi_rma_ops rows anyway)
     requires = ("mpi_rma_ops",)
     depends = ()
     unit = "occ"

@@ -215,6 +215,7 @@ def idle_threads(ctx, limited_only: bool = False) -> np.ndarray:
 class _RoleTime(Pattern):
     """Exclusive time of call paths whose callee has one of ``roles``."""
 
+    scope = "location"
     roles: tuple = ()
 
     def compute(self, ctx):
@@ -223,6 +224,7 @@ class _RoleTime(Pattern):
 
 class OmpTime(Pattern):
     name = "omp_time"
+    scope = "location"
     parent = "execution"
     paradigm = "openmp"  # inherited by the whole OpenMP subtree
     display_name = "OMP"
@@ -263,6 +265,7 @@ class OmpFlush(_RoleTime):
 
 class OmpManagement(Pattern):
     name = "omp_management"
+    scope = "location"
     parent = "omp_time"
     display_name = "Management"
     unit = "sec"
@@ -285,6 +288,7 @@ class OmpManagement(Pattern):
 
 class OmpFork(Pattern):
     name = "omp_fork"
+    scope = "location"
     parent = "omp_management"
     display_name = "Fork"
     unit = "sec"
@@ -359,6 +363,7 @@ class OmpExplicitBarrier(_RoleTime):
 
 class OmpExplicitBarrierWait(Pattern):
     name = "omp_ebarrier_wait"
+    scope = "location"
     parent = "omp_ebarrier"
     display_name = "Wait at Barrier"
     unit = "sec"
@@ -397,6 +402,7 @@ class OmpImplicitBarrier(_RoleTime):
 
 class OmpImplicitBarrierWait(Pattern):
     name = "omp_ibarrier_wait"
+    scope = "location"
     parent = "omp_ibarrier"
     display_name = "Wait at Barrier"
     unit = "sec"
@@ -436,6 +442,7 @@ class OmpCritical(_RoleTime):
 
 class OmpLockContentionCritical(Pattern):
     name = "omp_lock_contention_critical"
+    scope = "location"
     parent = "omp_critical"
     display_name = "Critical Contention"
     unit = "sec"
@@ -475,6 +482,7 @@ class OmpLockApi(_RoleTime):
 
 class OmpLockContentionApi(Pattern):
     name = "omp_lock_contention_api"
+    scope = "location"
     parent = "omp_lock_api"
     display_name = "Lock API Contention"
     unit = "sec"
@@ -513,6 +521,7 @@ class OmpOrdered(_RoleTime):
 
 class OmpIdleThreads(Pattern):
     name = "omp_idle_threads"
+    scope = "location"
     parent = "time"
     paradigm = "openmp"
     display_name = "Idle Threads"
@@ -537,6 +546,7 @@ class OmpIdleThreads(Pattern):
 
 class OmpLimitedParallelism(Pattern):
     name = "omp_limited_parallelism"
+    scope = "location"
     parent = "omp_idle_threads"
     display_name = "Limited Parallelism"
     unit = "sec"

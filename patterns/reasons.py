@@ -153,6 +153,7 @@ def _section_reasons(ctx, want_not_enough: bool) -> np.ndarray:
 
 class OmpUnevenSectionDistribution(Pattern):
     name = "omp_uneven_section_distribution"
+    scope = "location"
     parent = "omp_ibarrier_wait"
     display_name = "Uneven Section Distribution"
     unit = "sec"
@@ -173,6 +174,7 @@ class OmpUnevenSectionDistribution(Pattern):
 
 class OmpNotEnoughSections(Pattern):
     name = "omp_not_enough_sections"
+    scope = "location"
     parent = "omp_ibarrier_wait"
     display_name = "Not Enough Sections"
     unit = "sec"
@@ -196,6 +198,7 @@ class OmpNotEnoughSections(Pattern):
 # --------------------------------------------------------------------------
 class OmpSingleSerialization(Pattern):
     name = "omp_single_serialization"
+    scope = "location"
     parent = "omp_ibarrier_wait"
     display_name = "Serialization in Single"
     unit = "sec"
@@ -234,6 +237,7 @@ class OmpSingleSerialization(Pattern):
 
 class OmpNowaitLoopImbalance(Pattern):
     name = "omp_nowait_loop_imbalance"
+    scope = "location"
     parent = "omp_ibarrier_wait"
     display_name = "Imbalance in Nowait Loop"
     unit = "sec"
@@ -286,6 +290,7 @@ class OmpNowaitLoopImbalance(Pattern):
 
 class OmpMasterSerialization(Pattern):
     name = "omp_master_serialization"
+    scope = "location"
     parent = "omp_ebarrier_wait"
     display_name = "Serialization in Master"
     unit = "sec"
@@ -352,6 +357,7 @@ def _serialization(ctx, construct_role: int, body_role: int, parent_pattern: str
 
 class OmpOrderedSerialization(Pattern):
     name = "omp_ordered_serialization"
+    scope = "location"
     parent = "omp_ordered"
     display_name = "Ordered Serialization"
     unit = "sec"
@@ -372,6 +378,7 @@ class OmpOrderedSerialization(Pattern):
 
 class OmpCriticalSerialization(Pattern):
     name = "omp_critical_serialization"
+    scope = "location"
     parent = "omp_lock_contention_critical"
     display_name = "Critical Serialization"
     unit = "sec"
@@ -395,6 +402,7 @@ class OmpCriticalSerialization(Pattern):
 # --------------------------------------------------------------------------
 class OmpFrequentAtomics(Pattern):
     name = "omp_frequent_atomics"
+    scope = "location"
     parent = "omp_critical"
     display_name = "Frequent Atomics"
     unit = "sec"
@@ -450,6 +458,7 @@ def _lock_waits(ctx, want: str) -> Severity:
 
 class OmpLockContentionAllThreads(Pattern):
     name = "omp_lock_contention_all_threads"
+    scope = "location"
     parent = "omp_lock_contention_api"
     display_name = "Contention by All Threads"
     unit = "sec"
@@ -470,6 +479,7 @@ class OmpLockContentionAllThreads(Pattern):
 
 class OmpLockContentionPairs(Pattern):
     name = "omp_lock_contention_pairs"
+    scope = "location"
     parent = "omp_lock_contention_api"
     display_name = "Contention by Pairs"
     unit = "sec"
@@ -504,6 +514,7 @@ FALSE_SHARING_FACTOR = 4.0
 
 class OmpFalseSharing(Pattern):
     name = "omp_false_sharing"
+    scope = "location"
     parent = None
     paradigm = "openmp"
     display_name = "False Sharing (excess cache misses)"

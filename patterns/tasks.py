@@ -203,6 +203,7 @@ def task_imbalance(ctx) -> Severity:
 # --------------------------------------------------------------------------
 class OmpTaskCreation(Pattern):
     name = "omp_task_creation"
+    scope = "location"
     parent = None
     paradigm = "openmp"
     display_name = "OMP Tasks Created"
@@ -221,6 +222,7 @@ class OmpTaskCreation(Pattern):
 
 class OmpTaskExecution(Pattern):
     name = "omp_task_execution"
+    scope = "location"
     parent = None
     paradigm = "openmp"
     display_name = "OMP Task Execution"
@@ -241,6 +243,7 @@ class OmpTaskExecution(Pattern):
 
 class OmpTaskImbalance(Pattern):
     name = "omp_task_imbalance"
+    scope = "location"
     parent = "omp_task_execution"
     display_name = "Task Imbalance"
     unit = "sec"
@@ -259,6 +262,7 @@ class OmpTaskImbalance(Pattern):
 
 class OmpTaskwait(Pattern):
     name = "omp_taskwait"
+    scope = "location"
     parent = "omp_synchronization"
     display_name = "Taskwait"
     unit = "sec"
@@ -274,6 +278,7 @@ class OmpTaskwait(Pattern):
 
 class OmpTaskManagement(Pattern):
     name = "omp_task_management"
+    scope = "location"
     parent = "omp_synchronization"
     display_name = "Task Management"
     unit = "sec"
@@ -294,6 +299,7 @@ class OmpTaskManagement(Pattern):
 
 class OmpTaskStarvation(Pattern):
     name = "omp_task_starvation"
+    scope = "location"
     parent = "omp_barrier"
     display_name = "Task Starvation"
     unit = "sec"

@@ -44,6 +44,7 @@ PTHREAD_ROLES = MANAGEMENT_ROLES + SYNC_ROLES
 class _RoleTime(Pattern):
     """Exclusive time of call paths whose callee has one of ``roles``."""
 
+    scope = "location"
     roles: tuple = ()
 
     def compute(self, ctx):
@@ -74,6 +75,7 @@ class PthreadManagement(_RoleTime):
 
 class PthreadJoinWait(Pattern):
     name = "pthread_join_wait"
+    scope = "location"
     parent = "pthread_management"
     display_name = "Pthread Join Wait"
     description = ("Time a thread waits in pthread_join for the joined thread to end: the joined thread's end "
@@ -115,6 +117,7 @@ class PthreadLockApi(_RoleTime):
 
 class PthreadLockContentionMutexLock(Pattern):
     name = "pthread_lock_contention_mutex_lock"
+    scope = "location"
     parent = "pthread_lock_api"
     display_name = "Pthread Mutex Lock Contention"
     description = ("Time lost waiting for a mutex to be acquired while another thread still holds it: the release "
@@ -139,6 +142,7 @@ class PthreadConditional(_RoleTime):
 
 class PthreadLockContentionConditional(Pattern):
     name = "pthread_lock_contention_conditional"
+    scope = "location"
     parent = "pthread_conditional"
     display_name = "Pthread Condition Lock Contention"
     description = ("Time lost in a condition wait until the mutex could be taken back: the release time of the "
