@@ -62,7 +62,8 @@ from .network import EVERY, Stage, route
 __all__ = ["ShareResult", "merge_problems", "share_stages"]
 
 #: outbox kinds of the stages
-TREE, SENDS, HALO, FALLBACK = "tree", "sends", "message_halo", "fallback"
+TREE, SENDS, HALO, FALLBACK, P2P_COUNTS = "tree", "sends", "message_halo", "fallback", "p2p_counts"
+COLUMNS = "local_columns"
 COLL_SUMMARY, COLL_CANDIDATES, COLL_WINNERS, RMA = "coll_summary", "coll_candidates", "coll_winners", "rma_rows"
 
 #: the tables in the order the serial replay builds them (``engine.assemble``), so ``ctx.tables`` iterates alike
@@ -161,6 +162,8 @@ def _walk(setup: _Setup, s: int, progress, salvage: bool):
     del sh
     if "messages" in setup.want:  # every send goes to the share of its destination process
         S = frags.pop("sends")
+        out[P2P_COUNTS] = {EVERY: (len(S["send_time"]) if S else 0, len(frags["recvs"]["recv_time"])
+                                   if frags["recvs"] else 0)}
         if S:
             to = setup.dest_share(S["dest"], s)
             out[SENDS] = route(K, {SENDS: {d: _rows(S, to == d) for d in np.unique(to).tolist()}})[SENDS]
@@ -197,6 +200,10 @@ def _match(setup: _Setup, s: int, state: dict, inbox: dict):
         table, counts["messages"] = match_messages(S, frags.pop("recvs", {}))
         del S
         remap_cnodes(table, new_id)
+        totals = [sum(c[i] for c in inbox[P2P_COUNTS] if c is not None) for i in (0, 1)]
+        if totals[0] and totals[1] and "send_pos" not in table:
+            # the serial table has the send positions once it matched at all, even where this share did not
+            table["send_pos"] = np.zeros(0, np.int64)
         to = setup.loc_owner[np.asarray(table["send_loc"], np.int64)]
         halo = {d: table.take(to == d) for d in np.unique(to).tolist() if d != s}
         if halo:
@@ -208,11 +215,23 @@ def _match(setup: _Setup, s: int, state: dict, inbox: dict):
         out[COLL_CANDIDATES] = route(K, {COLL_CANDIDATES: by_dest})[COLL_CANDIDATES]
     if "mpi_rma_ops" in want:
         out[RMA] = {EVERY: _collectives().rma_rows(setup.trace, frags.pop("rma_ops", {}))}
-    tables.update(_local_tables(setup, frags, counts))
-    for name, t in tables.items():
-        if name != "messages":
-            remap_cnodes(t, new_id)
+    local = _local_tables(setup, frags, counts)
+    for t in local.values():
+        remap_cnodes(t, new_id)
+    tables.update(local)
+    # the builders give an empty table only the schema's columns, a filled one also their extra columns
+    # (omp_teams.fork_cnode, omp_team_members.cnode, omp_barriers.call_id): every share tells the columns
+    # it has, so a share with no rows gets those of the serial table (filled iff some share's is)
+    out[COLUMNS] = {EVERY: {n: [(c, t[c].dtype.str) for c in t] for n, t in local.items()}}
     return state, out
+
+
+def _serial_columns(tables: dict, told: list) -> None:
+    """Give each table the columns of the fullest one any share told (empty columns of their dtypes)."""
+    for name, t in tables.items():
+        cols = max((p[name] for p in told if p is not None and name in p), key=len, default=[])
+        if len(cols) > len(t.keys()):
+            tables[name] = Table({c: t[c] if c in t else np.zeros(0, dt) for c, dt in cols})
 
 
 def _local_tables(setup: _Setup, frags: dict, counts: dict) -> dict:
@@ -246,6 +265,7 @@ def _reduce(setup: _Setup, s: int, state: dict, inbox: dict):
     candidates; every share takes all one-sided rows."""
     K, want, tables = len(setup.shares), setup.want, state["tables"]
     out: dict = {}
+    _serial_columns(tables, inbox.get(COLUMNS, []))
     if "messages" in want:
         halos = [p for p in inbox.get(HALO, []) if p is not None]
         if halos:
