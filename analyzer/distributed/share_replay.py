@@ -115,6 +115,15 @@ class _Setup:
         return np.where(o >= 0, o, here)
 
 
+def _joined(location_frags: list[dict], kind: str) -> dict:
+    """The locations' rows of ``kind`` as one dict of columns, each piece's column dropped as it is joined
+    (as ``engine.assemble`` does), so the rows are not held twice."""
+    pieces = [fr.pop(kind) for fr in location_frags if kind in fr]
+    if not pieces:
+        return {}
+    return {k: np.concatenate([p.pop(k) for p in pieces]) for k in list(pieces[0])}
+
+
 def _rows(cols: dict, index) -> dict:
     return {k: v[index] for k, v in cols.items()}
 
@@ -155,7 +164,7 @@ def _walk(setup: _Setup, s: int, progress, salvage: bool):
         fb = Share(sh.tree, {l: (sh.done[l][0], {k: dict(v) for k, v in sh.done[l][1].items()
                                                  if k in setup.fallback_kinds}, sh.done[l][2]) for l in locs})
         out[FALLBACK] = [fb] + [None] * (K - 1)
-    frags = {k: concat([sh.done[l][1][k] for l in locs if k in sh.done[l][1]]) for k in setup.kinds}
+    frags = {k: _joined([sh.done[l][1] for l in locs], k) for k in setup.kinds}
     state = {"locs": locs, "summaries": [sh.done[l][0] for l in locs],
              "loc_problems": [(setup.walk_index[l], p) for l in locs for p in sh.done[l][2]],
              "n_nodes": n}

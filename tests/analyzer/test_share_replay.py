@@ -128,24 +128,29 @@ def test_only_the_wanted_tables(want):
     _compare(random_builder(4, N_PROCESSES, 2, 25, tasks=True).build(), want=want)
 
 
-def _damaged(seed, backwards: bool = False):
-    """A random trace with every third receive dropped, the last EXIT of one location dropped (a region
-    left open), and, with ``backwards``, one location whose time goes back once."""
-    b = random_builder(seed, N_PROCESSES, 2, 30, tasks=True)
+def _rewritten(b, edit):
+    """The trace of builder ``b`` with each location's event records passed through ``edit(i, records)``."""
     defs = b.definitions()
     buf = io.BytesIO()
     with TraceWriter(buf) as w:
         w.write_definitions(defs)
         for i, loc in enumerate(sorted(defs.locations)):
-            rec = b.records(loc)
-            rec = np.delete(rec, np.flatnonzero(rec["type"] == int(EventType.MPI_RECV))[i % 3::3])
-            if i == 3 and rec["type"][-1] == int(EventType.EXIT):
-                rec = rec[:-1]
-            if backwards and i == 6:
-                rec = rec.copy()
-                rec["time"][5] = rec["time"][4] - 1
-            w.write_events(loc, rec)
+            w.write_events(loc, edit(i, b.records(loc)))
     return Trace(buf.getvalue())
+
+
+def _damaged(seed, backwards: bool = False):
+    """A random trace with every third receive dropped, the last EXIT of one location dropped (a region
+    left open), and, with ``backwards``, one location whose time goes back once."""
+    def edit(i, rec):
+        rec = np.delete(rec, np.flatnonzero(rec["type"] == int(EventType.MPI_RECV))[i % 3::3])
+        if i == 3 and rec["type"][-1] == int(EventType.EXIT):
+            rec = rec[:-1]
+        if backwards and i == 6:
+            rec["time"][5] = rec["time"][4] - 1
+        return rec
+
+    return _rewritten(random_builder(seed, N_PROCESSES, 2, 30, tasks=True), edit)
 
 
 def test_problems_are_the_serial_ones():
@@ -169,15 +174,24 @@ def test_salvaged_times_and_the_walk_error():
 def test_no_receive_anywhere():
     """Every receive dropped: the problem's short form, counted over the shares' sends."""
     b = random_builder(7, N_PROCESSES, 2, 20)
-    defs = b.definitions()
-    buf = io.BytesIO()
-    with TraceWriter(buf) as w:
-        w.write_definitions(defs)
-        for loc in sorted(defs.locations):
-            rec = b.records(loc)
-            w.write_events(loc, rec[rec["type"] != int(EventType.MPI_RECV)])
-    ser = _compare(Trace(buf.getvalue()), want={"messages"})
+    ser = _compare(_rewritten(b, lambda i, rec: rec[rec["type"] != int(EventType.MPI_RECV)]), want={"messages"})
     assert any(p.endswith("point-to-point events have no matching partner") for p in ser.problems)
+
+
+def test_counters_in_the_owned_columns():
+    b = random_builder(9, N_PROCESSES, 2, 25, tasks=True)
+    ins = b.metric("PAPI_TOT_INS")
+    rng = np.random.default_rng(9)
+
+    def edit(i, rec):  # a reading after every ENTER and EXIT
+        at = np.flatnonzero(np.isin(rec["type"], [int(EventType.ENTER), int(EventType.EXIT)])) + 1
+        c = np.zeros(len(at), rec.dtype)
+        c["time"], c["type"], c["a"] = rec["time"][at - 1], int(EventType.COUNTER), ins
+        c["d"] = np.cumsum(rng.integers(0, 1000, len(at)))
+        return np.insert(rec, at, c)
+
+    ser = _compare(_rewritten(b, edit))
+    assert ser.counters["PAPI_TOT_INS"].any()
 
 
 def test_fallback_fragments_give_the_serial_tables_on_share_0():
