@@ -6,8 +6,10 @@ wait states of ``patterns.instances`` take over the instance (a maximum or minim
 extreme rows is the serial one, so those patterns run unchanged).  Per (instance, region) group -- the
 region decides which class of wait state a row belongs to, so mismatched calls stay apart -- the extremes
 are: the latest ENTER of all members and of the sending ones, the earliest EXIT of all and of those that
-send and receive, the earliest ENTER of a sending non-root, every root row, and every row of a scan-like
-call (``Role.MPI_COLL_OTHER``: Early Scan runs a maximum over the ranks below each member).
+send and receive, the earliest ENTER of a sending non-root, every root row, and for scan-like calls
+(``Role.MPI_COLL_OTHER``: Early Scan takes the latest ENTER of the ranks up to each member) the rows that
+ENTER later than every row before them in comm-local rank order (:func:`_scan_records`; a share's records
+include the instance's, so each share sends only its own and the owner keeps the instance's).
 
 The columns ``instance``, ``seq``, ``n_members`` and ``complete`` equal ``matching.build_collectives``':
 each (communicator, rank) numbers its calls 0, 1, ... (``seq``; a rank is a process, so all of its rows are
@@ -114,7 +116,44 @@ def _extremes(inst, region, value, mask, largest: bool) -> np.ndarray:
     return o[last]
 
 
-def _candidates(cols: dict, inst: np.ndarray, scan: np.ndarray) -> np.ndarray:
+def _comm_local_ranks(comm: np.ndarray, rank: np.ndarray, comms: dict) -> np.ndarray:
+    """Each row's position in its communicator's group (its global rank where the group lacks it), as
+    ``patterns.instances.mpi_early_scan_instances`` orders the members of a scan."""
+    local = rank.astype(np.int64)
+    for c in np.unique(comm):
+        group = np.asarray(comms[int(c)].ranks if int(c) in comms else (), np.int64)
+        at = np.flatnonzero(comm == c)
+        if not len(group):
+            continue
+        o = np.argsort(group, kind="stable")  # the first position of a rank listed twice, as list.index
+        pos = np.minimum(np.searchsorted(group[o], local[at]), len(group) - 1)
+        found = group[o][pos] == local[at]
+        local[at] = np.where(found, o[pos], local[at])
+    return local
+
+
+def _scan_records(cols: dict, inst: np.ndarray, scan: np.ndarray, comms: dict) -> np.ndarray:
+    """The rows of scan-like calls that transfer data and ENTER later than every such row before them (comm-local
+    rank order, then location) in their instance.  Early Scan takes the latest ENTER of the members up to
+    each rank: that is the ENTER of the last such record up to it, so the records of the other shares (with a
+    share's own rows) give every member its serial value.  A NaN ENTER is no record, as that maximum skips it."""
+    keep = np.zeros(len(inst), bool)
+    rows = np.flatnonzero(scan & ((cols["sent"] > 0) | (cols["recvd"] > 0)))
+    if not len(rows):
+        return keep
+    local = _comm_local_ranks(np.asarray(cols["comm"], np.int64)[rows], np.asarray(cols["rank"])[rows], comms)
+    o = rows[np.lexsort((np.asarray(cols["loc"])[rows], local, inst[rows]))]
+    enter, g = np.asarray(cols["enter"], np.float64)[o], inst[o]
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    before = np.full(len(o), -np.inf)  # latest ENTER before each row in its instance
+    for a, b in zip(starts, np.r_[starts[1:], len(o)]):  # one step per scan instance, not per row
+        if b - a > 1:
+            before[a + 1:b] = np.fmax.accumulate(enter[a:b - 1])
+    keep[o[enter > before]] = True
+    return keep
+
+
+def _candidates(cols: dict, inst: np.ndarray, scan: np.ndarray, comms: dict) -> np.ndarray:
     """Boolean mask of the rows holding an extreme some collective wait state takes (module docstring)."""
     n = len(inst)
     region = np.asarray(cols["region"], np.int64)
@@ -122,7 +161,7 @@ def _candidates(cols: dict, inst: np.ndarray, scan: np.ndarray) -> np.ndarray:
     sent, recvd = cols["sent"] > 0, cols["recvd"] > 0
     root = cols["rank"] == cols["root"]
     everyone = np.ones(n, bool)
-    keep = scan | root
+    keep = root | _scan_records(cols, inst, scan, comms)
     for value, mask, largest in ((enter, everyone, True), (exit_, everyone, False), (enter, sent, True),
                                  (exit_, sent & recvd, False), (enter, ~root & sent, False)):
         keep[_extremes(inst, region, value, mask, largest)] = True
@@ -139,6 +178,15 @@ class CollState:
         self.columns = columns  # some share has rows: the serial table has the fragments' extra column
         self.n_incomplete = 0
         self.mismatch: tuple | None = None  # (bad instances, first bad instance, its comm, its op names)
+
+
+def _split(keys: np.ndarray) -> dict[int, np.ndarray]:
+    """The indices of each non-negative key's entries, ascending."""
+    o = np.argsort(keys, kind="stable")
+    k = keys[o]
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if len(k) else np.zeros(0, np.int64)
+    ends = np.r_[starts[1:], len(k)]
+    return {int(k[a]): o[a:b] for a, b in zip(starts, ends) if k[a] >= 0}
 
 
 def _take(cols: dict, idx) -> dict:
@@ -165,15 +213,12 @@ def collective_candidates(trace, shares, s, rows, summaries) -> tuple[CollState,
     _, _, role = region_arrays(trace.defs)
     region = np.asarray(cols["region"], np.int64)
     cols[_SCAN] = (region >= 0) & (role[np.maximum(region, 0)] == int(Role.MPI_COLL_OTHER))
-    cand = _candidates(cols, inst, cols[_SCAN])
+    cand = _candidates(cols, inst, cols[_SCAN], trace.defs.comms)
     insts, at, counts = np.unique(inst, return_index=True, return_counts=True)
     size_i = cols["n_members"][at]
-    owner_i, owner_r = insts % n_shares, inst % n_shares
-    out = {}
-    for d in np.unique(owner_i):
-        mi, mr = owner_i == d, cand & (owner_r == d)
-        out[int(d)] = {"instance": insts[mi], "count": counts[mi].astype(np.int64), "n_members": size_i[mi],
-                       "rows": _take(cols, mr)}
+    by_inst, by_row = _split(insts % n_shares), _split(np.where(cand, inst % n_shares, -1))
+    out = {d: {"instance": insts[i], "count": counts[i].astype(np.int64), "n_members": size_i[i],
+               "rows": _take(cols, by_row.get(d, np.zeros(0, np.int64)))} for d, i in by_inst.items()}
     return CollState(cols, undefined, True), out
 
 
@@ -197,15 +242,24 @@ def reduce_candidates(trace, shares, s, state: CollState, received) -> tuple[Col
     rows = {k: np.concatenate([q[k] for q in parts]) for k in parts[0]}
     rows[_SRC] = np.concatenate([np.full(len(q["instance"]), src, np.int64) for (src, _), q in zip(got, parts)])
     r_inst = np.asarray(rows["instance"], np.int64)
-    win = _candidates(rows, r_inst, rows[_SCAN])
+    win = _candidates(rows, r_inst, rows[_SCAN], trace.defs.comms)
     state.mismatch = _mismatch(trace, rows, r_inst)
+    # every (instance, member share) pair gets the instance's winners from the other shares
+    w = np.flatnonzero(win)
+    w = w[np.argsort(r_inst[w], kind="stable")]
+    lo, hi = np.searchsorted(r_inst[w], inst_i), np.searchsorted(r_inst[w], inst_i, side="right")
+    pair = np.repeat(np.arange(len(inst_i)), hi - lo)
+    sent_row = w[np.arange(len(pair)) - np.repeat(np.cumsum(hi - lo) - (hi - lo), hi - lo) + lo[pair]]
+    other = rows[_SRC][sent_row] != src_i[pair]
+    sent_row, pair = sent_row[other], pair[other]
+    del rows[_SRC]
+    rows_to = _split(src_i[pair])
     out = {}
-    for d in np.unique(src_i):
-        mine = insts[np.unique(inv[src_i == d])]  # the instances share d has members in
-        sel = win & (rows[_SRC] != d) & np.isin(r_inst, mine)
-        w = _take(rows, sel)
-        del w[_SRC]
-        out[int(d)] = {"instance": mine, "complete": complete[np.searchsorted(insts, mine)], "rows": w}
+    for d, i in _split(src_i).items():  # src_i lists each member share's instances once, ascending
+        mine = inst_i[i]
+        sel = sent_row[rows_to[d]] if d in rows_to else np.zeros(0, np.int64)
+        out[d] = {"instance": mine, "complete": complete[np.searchsorted(insts, mine)],
+                  "rows": _take(rows, np.sort(sel))}
     return state, out
 
 

@@ -138,14 +138,15 @@ def _five(b):
 def test_scan_broadcast_and_reduce_across_shares():
     b = tracefmt.TraceBuilder()
     locs = _five(b)
-    odd = b.comm([3, 1], name="odd")  # comm-local order differs from the global ranks
+    mixed = b.comm([3, 1, 4, 0], name="mixed")  # comm-local order differs from the global ranks
     for loc in locs:
         b.enter(loc, 0.0, "main")
-    # a scan whose latest ENTER below each rank lies on another share
+    # a scan whose latest ENTER below ranks 1 and 2 is rank 0's, which is no other extreme of the instance
     for r, t in enumerate((5.0, 1.0, 2.0, 7.0, 3.0)):
-        b.collective(locs[r], t, 9.0 + r * 0.1, "MPI_Scan", sent=8, recvd=8)
-    for r, t in ((3, 10.0), (1, 12.0)):
-        b.collective(locs[r], t, 14.0, "MPI_Exscan", comm=odd, sent=8, recvd=8)
+        b.collective(locs[r], t, 9.5 - r * 0.1, "MPI_Scan", sent=8, recvd=8)
+    # in "mixed" order rank 1 waits for rank 3, which in the global rank order would be no record (rank 0 is)
+    for r, t0, t1 in ((3, 12.0, 14.6), (1, 11.0, 14.5), (4, 13.0, 14.7), (0, 12.5, 14.0)):
+        b.collective(locs[r], t0, t1, "MPI_Exscan", comm=mixed, sent=8, recvd=8)
     # a broadcast from rank 3, which enters last; a reduce to rank 4 with the earliest sender on rank 0
     for r, t in enumerate((15.0, 15.5, 16.0, 18.0, 15.2)):
         b.collective(locs[r], t, 19.0, "MPI_Bcast", root=3, sent=8 if r == 3 else 0, recvd=0 if r == 3 else 8)
@@ -188,3 +189,23 @@ def test_incomplete_instance_undefined_communicator_and_mismatch():
     assert any("miss members" in p for p in serial.problems)
     assert any("undefined communicators" in p for p in serial.problems)
     assert collective_mismatches(serial)
+
+
+def test_the_halo_holds_the_extremes_not_every_member():
+    b = tracefmt.TraceBuilder()
+    locs = [b.location(rank=r, thread=0) for r in range(16)]
+    for loc in locs:
+        b.enter(loc, 0.0, "main")
+    for r, loc in enumerate(locs):
+        b.collective(loc, 1.0 + 0.1 * r, 5.0 + 0.1 * r, "MPI_Barrier")
+    for r, loc in enumerate(locs):  # rank 0 enters last: the latest ENTER below every rank is its own
+        b.collective(loc, 9.0 - 0.1 * r, 10.0 + 0.1 * r, "MPI_Scan", sent=8, recvd=8)
+    for loc in locs:
+        b.exit(loc, 20.0)
+    trace = b.build()
+    _check(trace, 16)
+    shares, rows, _ = _share_rows(trace, 16)
+    got, _ = _run(trace, shares, rows)
+    for s, (table, _) in got.items():
+        halo = ~np.isin(table["loc"], shares[s])
+        assert np.bincount(table["instance"][halo]).max() <= 5, s  # of 15 other members
