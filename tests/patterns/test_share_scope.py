@@ -23,6 +23,7 @@ from analyzer.distributed.share_patterns import compute_owned, scatter_owned, sp
 from analyzer.replay import partition, replay
 from patterns import Pattern, PatternError, Severity, load_patterns, validate_pattern
 from patterns.api import compute_results
+from patterns.instances import mpi_operations
 from benchmarks.analysis import build_trace
 from benchmarks.rma import rma_trace
 from random_hybrid_traces import random_trace  # tests/helpers (pytest's pythonpath)
@@ -44,11 +45,47 @@ def _renumber(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return np.where(found, order[pos] if len(keys) else -1, -1).astype(values.dtype)
 
 
-def restrict_tables(tables: dict, owned: np.ndarray) -> dict:
+def _collective_rows(t, owned: np.ndarray, scans: np.ndarray) -> np.ndarray:
+    """The collectives rows a share holds: its own, and of each instance with an own member the rows that
+    hold an extreme of the instance (latest enter of all members and of the sending ones, earliest exit of
+    all and of those that send and receive, the root's, the earliest enter of a sending non-root, the
+    smallest and largest region id: one row each); every row of an MPI_Scan/Exscan instance (``scans``: by
+    region id)."""
+    n = len(t["loc"])
+    keep = np.isin(t["loc"], owned)
+    inst = np.asarray(t["instance"])
+    enter, exit_, region = np.asarray(t["enter"]), np.asarray(t["exit"]), np.asarray(t["region"])
+    sent, recvd = np.asarray(t["sent"]) > 0, np.asarray(t["recvd"]) > 0
+    root = np.asarray(t["rank"]) == np.asarray(t["root"])
+    for i in np.unique(inst[keep]):
+        rows = np.flatnonzero(inst == i)
+        if scans[np.maximum(region[rows], 0)].any():
+            keep[rows] = True
+            continue
+
+        def extreme(values, sel, pick):  # one row holding it (of ties, the first) is enough
+            cand = rows[sel[rows]]
+            if len(cand):
+                keep[cand[pick(values[cand])]] = True
+
+        every = np.ones(n, bool)
+        extreme(enter, every, np.argmax)
+        extreme(enter, sent, np.argmax)
+        extreme(exit_, every, np.argmin)
+        extreme(exit_, sent & recvd, np.argmin)
+        extreme(enter, ~root & sent, np.argmin)
+        extreme(region, every, np.argmin)
+        extreme(region, every, np.argmax)
+        keep[rows[root[rows]]] = True
+    return keep
+
+
+def restrict_tables(tables: dict, owned: np.ndarray, scans: np.ndarray) -> dict:
     """The tables a share owning ``owned`` holds, from the serial ones (in the serial row order):
 
     * messages: rows with the sender or the receiver owned;
-    * collectives: every row of an instance with an owned member (a superset of the extreme members);
+    * collectives: own rows, plus the rows holding an extreme of an instance with an owned member
+      (:func:`_collective_rows`);
     * mpi_rma_ops: all rows;
     * every other table: rows whose ``*loc`` columns name an owned location; the dense keys of the
       process-local OpenMP tables (team, barrier instance) numbered again over the rows kept, as the
@@ -63,8 +100,7 @@ def restrict_tables(tables: dict, owned: np.ndarray) -> dict:
         if name == "mpi_rma_ops":
             keep = np.ones(n, bool)
         elif name == "collectives":
-            mine = np.isin(t["loc"], owned)
-            keep = np.isin(t["instance"], t["instance"][mine])
+            keep = _collective_rows(t, owned, scans)
         else:
             keep = np.zeros(n, bool)
             for col in t:
@@ -90,6 +126,7 @@ def share_context(ctx, owned):
     """The context of the share owning the global locations ``owned``: built from the serial ``ctx``."""
     owned = np.asarray(sorted(owned), np.int64)
     foreign = np.setdiff1d(np.arange(ctx.n_locations), owned)
+    scans = np.array([op in ("scan", "exscan") for op in mpi_operations(ctx)], bool)
 
     def cols(a):
         a = np.array(a, copy=True)
@@ -98,7 +135,7 @@ def share_context(ctx, owned):
 
     return dataclasses.replace(
         ctx, visits=cols(ctx.visits), excl_time=cols(ctx.excl_time), incl_time=cols(ctx.incl_time),
-        counters={k: cols(v) for k, v in ctx.counters.items()}, tables=restrict_tables(ctx.tables, owned),
+        counters={k: cols(v) for k, v in ctx.counters.items()}, tables=restrict_tables(ctx.tables, owned, scans),
         results={}, problems=[], derived={}, current_pattern=None, owned=owned)
 
 
@@ -107,8 +144,9 @@ def builtins():
 
 
 def mpi_mix(seed: int, n_ranks: int = 5, steps: int = 40):
-    """MPI only: scans on two communicators (one in reversed rank order), zero-byte synchronous sends
-    received late, pairs of messages from one source received in the other order, all at random times."""
+    """MPI only: scans, broadcasts and reductions (of random roots) on two communicators (one in reversed
+    rank order), zero-byte synchronous sends received late, pairs of messages from one source received in
+    the other order, all at random times."""
     rng = random.Random(seed)
     b = tracefmt.TraceBuilder()
     locs = [b.location(rank=r) for r in range(n_ranks)]
@@ -123,16 +161,22 @@ def mpi_mix(seed: int, n_ranks: int = 5, steps: int = 40):
     for r in range(n_ranks):
         b.enter(locs[r], at(r), "main")
     for _ in range(steps):
-        kind = rng.choice(["scan", "ssend0", "pair", "pair"])
-        if kind == "scan":
+        kind = rng.choice(["coll", "coll", "ssend0", "pair", "pair"])
+        if kind == "coll":
             comm = rng.choice([None, odd])
             ranks = range(n_ranks) if comm is None else range(n_ranks - 1, -1, -2)
-            op = rng.choice(["MPI_Scan", "MPI_Exscan"])
+            op = rng.choice(["MPI_Scan", "MPI_Exscan", "MPI_Bcast", "MPI_Reduce", "MPI_Allreduce"])
+            root = rng.choice(list(ranks)) if op in ("MPI_Bcast", "MPI_Reduce") else None
             enters = {r: at(r) for r in ranks}
             out = max(enters.values()) + rng.random()
             for r in ranks:
                 clock[r] = out + rng.random() * 0.1
-                b.collective(locs[r], enters[r], clock[r], op, comm=comm, sent=8, recvd=8 * rng.randint(0, 1))
+                if root is None:
+                    sent, recvd = 8, 8 * rng.randint(0, 1)
+                else:  # the root of a broadcast only sends, of a reduction only receives
+                    sent = 0 if (r == root) == (op == "MPI_Reduce") else 8
+                    recvd = 8 - sent
+                b.collective(locs[r], enters[r], clock[r], op, comm=comm, root=root, sent=sent, recvd=recvd)
         elif kind == "ssend0":
             s, d = rng.sample(range(n_ranks), 2)
             ts = at(s)
