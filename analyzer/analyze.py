@@ -20,6 +20,7 @@ from patterns.api import Pattern, PatternError, check_subset_rule, compute_resul
 
 from .cube import Cube, LocationInfo, MetricInfo, RegionInfo, region_strings
 from .cube.dimensions import ABSENT_LOCATION_ATTR
+from .distributed import MISMATCHES
 
 __all__ = ["analyze", "compute_patterns", "build_cube", "collective_mismatches", "counter_cube_metrics",
            "efficiency_attrs", "metric_status", "required_tables", "select_patterns", "damage_note",
@@ -215,6 +216,8 @@ def counter_cube_metrics(ctx, taken=()) -> list[tuple[MetricInfo, np.ndarray]]:
 def collective_mismatches(ctx) -> list[str]:
     """One line if some MPI collective instance has members that called different operations (a Bcast
     matched with a Reduce): no correct MPI program does that; the wait states are computed as if they matched."""
+    if MISMATCHES in ctx.derived:  # an analysis by shares: counted there (analyzer.distributed)
+        return list(ctx.derived[MISMATCHES])
     t = ctx.tables.get("collectives")
     if t is None or len(t["instance"]) == 0:
         return []

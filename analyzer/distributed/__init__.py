@@ -6,3 +6,7 @@ rows of messages its processes receive, the extreme members of collective instan
 patterns for its own locations, and hands rank 0 the columns of the cube it owns.  See
 docs/architecture.md ("Shares") and docs/performance.md.
 """
+
+#: ``ctx.derived`` key under which an analysis by shares leaves ``analyzer.analyze.collective_mismatches``' lines
+#: (share 0 holds no collectives rows; the instances' owner shares counted the mismatched ones)
+MISMATCHES = "analyzer.collective_mismatches"

@@ -27,8 +27,11 @@ import time as _time
 import numpy as np
 
 from analyzer.replay.engine import assemble, check_tables, partition
+from patterns.tables import Table
 
+from . import MISMATCHES
 from .network import Network
+from .share_collectives import mismatch_problems
 from .share_patterns import compute_owned, scatter_owned, split_by_scope
 from .share_replay import merge_problems, share_stages
 
@@ -93,7 +96,7 @@ def analyze_by_shares(trace, pats, net: Network, salvage: bool = False, progress
         blocks = compute_owned(ctx, p.local)
         part = {"owned": owned, "blocks": blocks, "visits": ctx.visits[:, owned], "excl": ctx.excl_time[:, owned],
                 "incl": ctx.incl_time[:, owned], "counters": {n: a[:, owned] for n, a in ctx.counters.items()},
-                "problems": state.problems}
+                "problems": state.problems, "table_rows": {n: len(t) for n, t in ctx.tables.items()}}
         if s == 0:  # what every share's context holds alike (call tree, location and region attributes)
             meta["ctx"] = dataclasses.replace(ctx, visits=None, excl_time=None, incl_time=None, tables={},
                                               results={}, derived={}, counters={}, problems=[], owned=None)
@@ -102,13 +105,38 @@ def analyze_by_shares(trace, pats, net: Network, salvage: bool = False, progress
     t0 = _time.perf_counter()
     from .network import run_stages
 
-    run_stages(net, [stages[0]] + [take_fallback(st) for st in stages[1:]] + [take_fallback(results_stage)])
+    def last_stage(s, state, inbox):
+        # the share's context is used at once, never kept: a spilled state holds no trace object
+        result, outbox = stages[-1](s, state, inbox)
+        state, mine = results_stage(s, result, {})
+        return state, {**outbox, **mine}
+
+    run_stages(net, [stages[0]] + [take_fallback(st) for st in stages[1:-1]] + [take_fallback(last_stage)])
     if stats is not None:
         stats["share_seconds"] = _time.perf_counter() - t0
     if 0 not in net.local:
         return None
     parts = [x for x in net.inbox(0).get(RESULT, []) if x is not None]
     return _reduce(trace, parts, p, fallback, meta["ctx"])
+
+
+class RowsOnShares(Table):
+    """A table whose rows stayed on the shares: on share 0 only whether it has rows is known (``len``:
+    rows over all shares, halo rows counted once per share holding them, so 0 exactly when the table is
+    empty; ``mpi_rma_ops``, which every share holds whole, counted once).  What ``Pattern.unmeasured``
+    asks of a table; reading a column says where the rows are."""
+
+    def __init__(self, name: str, counts: list[int]):
+        super().__init__()
+        self.name = name
+        self.n = int(max(counts, default=0) if name == "mpi_rma_ops" else sum(counts))
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __missing__(self, key):
+        raise KeyError(f"replay table {self.name!r}: its rows stayed on the analysis shares (only patterns of "
+                       f"scope 'location' read them; a pattern of scope 'global' gets them on share 0)")
 
 
 def _scatter(parts, key, C, L, dtype):
@@ -134,5 +162,10 @@ def _reduce(trace, parts, p: Plan, fallback, bare):
         ctx.counters = {n: _scatter([{"owned": q["owned"], n: q["counters"][n]} for q in parts], n, C, L, np.float64)
                         for n in parts[0]["counters"]}
         ctx.problems = merge_problems([part["problems"] for part in parts], trace)
+        ctx.tables = {n: RowsOnShares(n, [part["table_rows"].get(n, 0) for part in parts])
+                      for n in p.share_tables}
+        if "collectives" in p.share_tables:  # the instances' owners counted the mismatched ones
+            ctx.derived[MISMATCHES] = mismatch_problems([part["problems"].get("collectives") for part in parts],
+                                                        trace)
     ctx.results.update(results)
     return ctx
