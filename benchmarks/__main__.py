@@ -14,6 +14,7 @@ BENCHMARKS = {
     "fuzz": "benchmarks.fuzz",
     "tasks": "benchmarks.tasks",
     "rma": "benchmarks.rma",
+    "scaling": "benchmarks.scaling",
 }
 
 

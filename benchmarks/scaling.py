@@ -1,0 +1,548 @@
+"""Distributed analysis, measured per rank: ``python -m benchmarks scaling``.
+
+Runs ``mpiexec -n K expert-analyze --mpi TRACE`` for each K (Open MPI, oversubscribed, one numba
+thread per rank) and, as the reference, the serial analysis of the same trace; each process measures
+itself (``benchmarks/rank_peak.py``).  One table row per (pattern set, mode):
+
+* wall s: launch to exit of the whole command (startup of K interpreters included), and the slowest
+  rank's analysis alone;
+* cpu s: CPU time (user + system) of the analysis summed over the ranks (the number to compare on a
+  loaded machine);
+* peak RSS of rank 0, of the largest other rank, and summed over all ranks;
+* bytes exchanged, summed over the ranks, where the analysis says (rank_peak's hooks), else n/a;
+* same: whether the JSON summary equals the serial one byte for byte.
+
+``--memory LIMIT,...`` adds serial runs of ``expert-analyze --memory LIMIT`` (n/a while the CLI has no
+such option) with their peak and the cost of spilling (CPU with / without the limit).  ``--tables``
+measures each compound-event table of the trace (rows per event, bytes per row) in a serial analysis,
+``--model`` prints the analytic model of docs/performance.md ("Distributed analysis: scaling") against
+the measured points and evaluated at ``--model-at`` (default 10^10 events over 1024 ranks).
+
+    python -m benchmarks scaling [--trace PATH | --sizes 1e7,1e8 [--shape 16x2]] [--ranks 1,2,4,8,16]
+                                 [--patterns all,core] [--memory 2G,...] [--tables] [--model] [--json FILE]
+
+Pattern sets: ``all`` (every built-in pattern) and ``core`` (all but delay, critical path and POP,
+whose whole-trace tables stay on rank 0 in the distributed analysis).  A run is skipped, and the table
+says so, when less than ``--min-free`` GB of memory is available before it starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from .analysis import SCALASCA2, build_trace
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: pattern sets by name: the modules left out (None: every built-in pattern)
+PATTERN_SETS = {"all": (), "core": SCALASCA2}
+#: where the model is evaluated by default: events, ranks, locations, call paths, crossing fraction
+MODEL_AT = (1e10, 1024, 16384, 1000, 0.25)
+
+
+# ---------------------------------------------------------------- running
+
+
+def parse_sizes(text: str) -> list[int]:
+    """``"1e7,1e8"`` -> [10000000, 100000000]."""
+    out = []
+    for s in filter(None, (p.strip() for p in text.split(","))):
+        n = int(float(s))
+        if n <= 0:
+            raise ValueError(f"event count must be positive: {s!r}")
+        out.append(n)
+    return out
+
+
+def parse_ints(text: str) -> list[int]:
+    out = [int(s) for s in text.split(",") if s.strip()]
+    if any(k < 1 for k in out):
+        raise ValueError(f"rank counts must be positive: {text!r}")
+    return out
+
+
+def pattern_names(set_name: str) -> list[str] | None:
+    """The ``--patterns`` list of a pattern set (None: every built-in pattern, no option needed)."""
+    if set_name not in PATTERN_SETS:
+        raise ValueError(f"unknown pattern set {set_name!r}; sets: {', '.join(PATTERN_SETS)}")
+    without = PATTERN_SETS[set_name]
+    if not without:
+        return None
+    from analyzer.analyze import select_patterns
+
+    return [p.name for p in select_patterns(None, plugins=False) if type(p).__module__ not in without]
+
+
+def _env() -> dict:
+    # one thread per process: K is the only parallelism; mpi4py bound to Open MPI as in tests/analyzer
+    return dict(os.environ, PYTHONPATH=ROOT, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+                MKL_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                OMPI_MCA_btl="self,vader", OMPI_MCA_rmaps_base_oversubscribe="1", MPI4PY_MPIABI="openmpi")
+
+
+def mem_available_gb() -> float:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return float("inf")
+
+
+def cli_has_option(option: str) -> bool:
+    """Whether ``expert-analyze --help`` lists ``option``."""
+    r = subprocess.run([sys.executable, "-m", "analyzer.cli", "--help"], capture_output=True, text=True, env=_env(),
+                       cwd=ROOT)
+    return option in r.stdout
+
+
+def summarize(ranks: list[dict]) -> dict:
+    """One row's numbers from the per-rank records of rank_peak (any order)."""
+    ranks = sorted(ranks, key=lambda r: r["rank"])
+    r0 = ranks[0]
+    others = ranks[1:]
+    big = max(others, key=lambda r: r["peak_kib"]) if others else None
+    sent = []
+    for r in ranks:
+        t = r.get("traffic") or {}
+        c = t.get("counters") or {}
+        if "bytes_sent" in c:
+            sent.append(int(c["bytes_sent"]))
+        elif "gather_bytes_sent" in t:
+            sent.append(int(t["gather_bytes_sent"]))
+    attrs = (r0.get("traffic") or {}).get("cube_attrs") or {}
+    exchanged = sum(sent) if sent else None
+    if exchanged is None and attrs:  # the analysis's own count, on rank 0
+        try:
+            exchanged = int(sum(float(v) for k, v in attrs.items() if "sent" in k or "exchanged" in k))
+        except ValueError:
+            exchanged = None
+    return {
+        "ranks": len(ranks),
+        "rank_wall_s": max(r["wall_s"] for r in ranks),
+        "cpu_s": sum(r["cpu_s"] for r in ranks),
+        "rank0_peak_mb": r0["peak_kib"] / 1024,
+        "other_peak_mb": big["peak_kib"] / 1024 if big else None,
+        "other_rank": big["rank"] if big else None,
+        "sum_peak_mb": sum(r["peak_kib"] for r in ranks) / 1024,
+        "base_mb": r0["base_kib"] / 1024,
+        "bytes_exchanged": exchanged,
+        "per_rank": [{k: r.get(k) for k in ("rank", "peak_kib", "cpu_s", "wall_s", "traffic")} for r in ranks],
+    }
+
+
+def run_analysis(trace: str, k: int, names: list[str] | None, extra: list[str] = (), mpi: bool = True,
+                 timeout: float = 1800) -> dict:
+    """One analysis (``mpi``: K ranks under mpiexec; else one serial process) and its summary row."""
+    work = tempfile.mkdtemp(prefix="scaling-", dir=os.environ.get("TMPDIR"))
+    try:
+        cli = [trace, "-q", "--no-progress", "--no-plugins", "--json", os.path.join(work, "out.json"),
+               "-o", os.path.join(work, "out.cubex"), *extra]
+        if names is not None:
+            cli += ["--patterns", ",".join(names)]
+        cmd = [sys.executable, "-m", "benchmarks.rank_peak", os.path.join(work, "ranks"), "--"]
+        if mpi:
+            mpiexec = shutil.which("mpiexec.openmpi") or shutil.which("mpiexec")
+            if mpiexec is None:
+                raise SystemExit("scaling benchmark: --mpi runs need mpiexec (Open MPI)")
+            cmd = [mpiexec, "--oversubscribe", "-n", str(k), *cmd, "--mpi", *cli]
+        else:
+            cmd = [*cmd, "-j", "1", *cli]
+        c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        out = subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=timeout)
+        wall = time.perf_counter() - t0
+        c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if out.returncode != 0:
+            tail = (out.stderr or out.stdout)[-1500:]
+            return {"error": f"exit {out.returncode}: {tail.strip().splitlines()[-1] if tail.strip() else ''}"}
+        rdir = os.path.join(work, "ranks")
+        recs = [json.load(open(os.path.join(rdir, f))) for f in sorted(os.listdir(rdir))]
+        if len(recs) != (k if mpi else 1):
+            return {"error": f"{len(recs)} rank records for {k} ranks"}
+        row = summarize(recs)
+        row["wall_s"] = wall
+        row["cpu_total_s"] = (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)  # startup included
+        with open(os.path.join(work, "out.json"), "rb") as f:
+            row["json"] = f.read()
+        return row
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+_TABLES = """
+import json, sys
+from analyzer.analyze import analyze
+from benchmarks.rank_peak import hwm_kib
+base = hwm_kib()
+cube = analyze(sys.argv[1], patterns=None, plugins=False, jobs=1)
+ctx = cube.context
+E = int(cube.attrs["expert-analyze::events"])
+out = {"events": E, "locations": int(ctx.n_locations), "callpaths": int(ctx.visits.shape[0]),
+       "metrics": len(cube.metrics), "base_kib": base, "peak_kib": hwm_kib(), "tables": {}}
+for name, t in sorted(ctx.tables.items()):
+    n = len(t)
+    row = sum(col.dtype.itemsize for col in t.values())
+    send = sum(col.dtype.itemsize for c, col in t.items() if c.startswith("send_"))
+    out["tables"][name] = {"rows": n, "bytes_per_row": row, "rows_per_event": n / E, "send_side_bytes": send,
+                           "columns": len(t)}
+print(json.dumps(out))
+"""
+
+
+def measure_tables(trace: str) -> dict:
+    """Rows per event and bytes per row of every table of a serial analysis of ``trace`` (all patterns)."""
+    out = subprocess.run([sys.executable, "-c", _TABLES, trace], capture_output=True, text=True, env=_env(),
+                         cwd=ROOT)
+    if out.returncode != 0:
+        raise SystemExit(f"scaling benchmark: table measurement failed:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------- the model
+
+#: candidate rows per collective instance and share, and as many winners back (upper bound: max enter of
+#: all and of the senders, min exit of all and of the senders that receive, root, min enter of the sending
+#: non-roots, min and max region id)
+COLL_CANDIDATES = 8
+#: bytes per event today's --mpi gather sent to rank 0 (10^7-event benchmark trace, all patterns,
+#: docs/performance.md): the fallback's volume when no gather was measured in the same run
+G_GATHER = 41.6
+#: [C, L] arrays of 8 bytes every share context holds whole (global L): visits, excl, incl, and the one
+#: pattern result being computed (each cut to the owned columns as soon as computed)
+DENSE_PER_SHARE = 4
+#: bytes per call-tree node a share sends to every other share (parent, region, callsite: builder arrays)
+TREE_NODE = 24
+
+
+def model_constants(tables: dict, m0_bytes: float, serial: dict[str, dict], two: dict[str, dict],
+                    processes: int) -> dict:
+    """The model's constants, from runs on one trace of ``tables['events']`` events.
+
+    ``m0_bytes``: peak of a serial analysis of a trace 1/100 the size (interpreter, kernels loaded);
+    ``serial``: pattern set -> summary row of the serial analysis; ``two``: pattern set -> the ``--mpi``
+    row with 2 ranks (today's gather: bytes sent and the other rank's peak), where measured.
+    """
+    E = tables["events"]
+    sets = {}
+    for name, row in serial.items():
+        c = {"m": max(0.0, (row["rank0_peak_mb"] * 2**20 - m0_bytes) / E)}  # serial bytes per event
+        t = two.get(name)
+        if t and t.get("bytes_exchanged"):
+            c["g"] = t["bytes_exchanged"] / (E / 2)  # rank 1 sent its half: bytes per event of a share
+        if t and t.get("other_peak_mb") is not None:
+            c["w"] = max(0.0, (t["other_peak_mb"] * 2**20 - m0_bytes) / (E / 2))  # a walking rank, per event
+        sets[name] = c
+    return {
+        "E0": E, "L0": tables["locations"], "C0": tables["callpaths"], "P0": processes, "metrics": tables["metrics"],
+        "M0": m0_bytes, "sets": sets,
+        "rows": {n: t["rows_per_event"] for n, t in tables["tables"].items()},
+        "bytes": {n: t["bytes_per_row"] for n, t in tables["tables"].items()},
+        # what a routed send carries: the send-side columns and its matching key (dest, tag, comm, seq)
+        "send_bytes": tables["tables"].get("messages", {}).get("send_side_bytes", 0) + 16,
+    }
+
+
+def model_gather(c: dict, s: str, E: float, K: int) -> dict:
+    """Today's ``--mpi`` (every share pickled and gathered to rank 0) for pattern set ``s``: per-rank peak
+    and bytes sent to rank 0.
+
+    Rank 0 holds every share's pickled bytes (its own included) and then the serial analysis:
+    M0 + (m + g) E, whatever K.  Another rank walks E/K' events (K' = min(K, processes): beyond
+    that shares are empty) and pickles them: M0 + w E/K'.  Sent: g E (K'-1)/K' (all of it once rank 0's
+    share is empty, K > processes).
+    """
+    k = c["sets"][s]
+    g, w = k.get("g", G_GATHER), k.get("w", k["m"] + k.get("g", G_GATHER))
+    ke = min(K, c["P0"])
+    sent = g * E * ((ke - 1) / ke if K <= c["P0"] else 1.0)
+    return {"rank0": c["M0"] + (k["m"] + g) * E, "other": c["M0"] + w * E / ke if K > 1 else None,
+            "exchanged": sent}
+
+
+def model_share(c: dict, E: float, K: int, L: float | None = None, C: float | None = None, f: float = 0.25,
+                global_patterns: bool = False) -> dict:
+    """The analysis per share of whole processes (/tmp/i17_spec.md's pipeline): per-rank peak and exchange.
+
+    P = processes (as many threads each as measured), K' = min(K, P) shares that hold events.
+    Per rank, bytes: M0 + m_core E/K' (its share's walk, tables and location patterns at the serial
+    slope without delay/critical path/POP) + the message halo f r_msg (E/K') b_msg + collective
+    candidates it reduces and winners it gets (2 COLL_CANDIDATES b_coll per instance) + every
+    RMA row (allgather) + DENSE_PER_SHARE C L 8 + the call trees of all shares K TREE_NODE C.
+    Rank 0 also holds the full results, metrics C L 8, and with the global patterns the fallback:
+    (m_all - m_core) E, as the serial analysis holds them.
+    Exchange, summed over ranks: routed sends and halo rows f r_msg E (b_send + b_msg); collectives
+    2 COLL_CANDIDATES b_coll per (instance, share with a member), instances = r_coll E / P (each spans
+    every process, as in the benchmark trace); RMA (K-1) r_rma E b_rma; trees K (K-1) C TREE_NODE; the
+    owned result blocks to rank 0 metrics C L 8 (K-1)/K; and separately the fallback g_all E (K-1)/K.
+    """
+    L = c["L0"] if L is None else L
+    C = c["C0"] if C is None else C
+    sets = c["sets"]
+    m_core = sets.get("core", sets.get("all"))["m"]
+    m_all = sets.get("all", sets.get("core"))["m"]
+    rows, nbytes = c["rows"], c["bytes"]
+    r_msg, b_msg = rows.get("messages", 0.0), nbytes.get("messages", 0)
+    r_coll, b_coll = rows.get("collectives", 0.0), nbytes.get("collectives", 0)
+    r_rma, b_rma = rows.get("mpi_rma_ops", 0.0), nbytes.get("mpi_rma_ops", 0)
+    procs = max(1.0, c["P0"] * L / c["L0"])
+    ke = min(K, procs)
+    inst = r_coll * E / procs
+    coll_total = 2 * COLL_CANDIDATES * b_coll * inst * ke if K > 1 else 0.0
+    msg_total = f * r_msg * E * (c["send_bytes"] + b_msg) if K > 1 else 0.0
+    rma_total = (K - 1) * r_rma * E * b_rma
+    tree_total = K * (K - 1) * C * TREE_NODE
+    blocks_total = c["metrics"] * C * L * 8 * (K - 1) / K
+    parts = {"messages": msg_total, "collectives": coll_total, "rma": rma_total, "trees": tree_total,
+             "result_blocks": blocks_total}
+    per_rank = (c["M0"] + m_core * E / ke + f * r_msg * (E / ke) * b_msg + coll_total / max(ke, 1)
+                + r_rma * E * b_rma + DENSE_PER_SHARE * C * L * 8 + K * C * TREE_NODE)
+    rank0 = per_rank + c["metrics"] * C * L * 8
+    fallback = 0.0
+    if global_patterns:
+        rank0 += (m_all - m_core) * E
+        fallback = sets.get("all", {}).get("g", G_GATHER) * E * (K - 1) / K
+    total = sum(parts.values())
+    return {"rank0": rank0, "other": per_rank if K > 1 else None, "exchanged": total,
+            "exchanged_per_rank": total / K, "parts": parts, "fallback": fallback}
+
+
+def _mb(x) -> str:
+    return "n/a" if x is None else f"{x / 2**20:,.0f}"
+
+
+def _gb(x) -> str:
+    return "n/a" if x is None else f"{x / 2**30:,.1f}"
+
+
+def crossing(K: int, processes: float) -> float:
+    """Fraction of the benchmark trace's messages that cross shares: a ring over P processes cut into
+    K' = min(K, P) contiguous shares crosses at 2 K' of its 2 P links (none for one share)."""
+    ke = min(K, processes)
+    return 0.0 if ke <= 1 else min(1.0, ke / processes)
+
+
+def print_model(consts: dict, rows: list[dict], pipeline: str, at=MODEL_AT, out=sys.stdout) -> dict:
+    """Model against every measured --mpi row of one trace, then at ``at``; returns what it printed."""
+    E = consts["E0"]
+    print(f"\nModel ({pipeline} pipeline) vs measured: {E:,d} events, {consts['P0']} processes, L={consts['L0']}, "
+          f"C={consts['C0']}, M0 {consts['M0'] / 2**20:.0f} MB (serial peak at E/100)", file=out)
+    for name, k in consts["sets"].items():
+        print(f"  {name}: serial m {k['m']:.1f} B/event"
+              + (f", gathered g {k['g']:.1f} B/event" if "g" in k else "")
+              + (f", walking rank w {k['w']:.1f} B/event (K=2)" if "w" in k else ""), file=out)
+    print(f"{'set':>5} {'K':>3} {'rank0 MB':>9} {'model':>7} {'other MB':>9} {'model':>7} {'exch MB':>9} {'model':>7}",
+          file=out)
+    checked = []
+    for r in rows:
+        if r.get("mode") != "mpi" or "error" in r or r.get("skipped") or r["set"] not in consts["sets"]:
+            continue
+        K = r["ranks"]
+        if pipeline == "gather":
+            m = model_gather(consts, r["set"], E, K)
+        else:
+            m = model_share(consts, E, K, f=crossing(K, consts["P0"]), global_patterns=r["set"] == "all")
+        print(f"{r['set']:>5} {K:>3} {r['rank0_peak_mb']:>9.0f} {_mb(m['rank0']):>7} "
+              f"{'n/a' if r['other_peak_mb'] is None else format(r['other_peak_mb'], '.0f'):>9} "
+              f"{_mb(m['other']):>7} {_mb(r['bytes_exchanged']):>9} {_mb(m['exchanged']):>7}", file=out)
+        checked.append({"set": r["set"], "K": K, "measured": {k: r[k] for k in ("rank0_peak_mb", "other_peak_mb",
+                                                                                  "bytes_exchanged")},
+                        "model": {k: m[k] for k in ("rank0", "other", "exchanged")}})
+    E1, K1, L1, C1, f1 = at
+    print(f"\nAt E={E1:.0e} events, K={K1:.0f} ranks, L={L1:.0f} locations, C={C1:.0f} call paths, f={f1} "
+          f"(per-share pipeline):", file=out)
+    evaluated = {}
+    for glob in (False, True):
+        m = model_share(consts, E1, int(K1), L1, C1, f1, global_patterns=glob)
+        label = "all patterns (delay/critical path/POP on rank 0)" if glob else "core patterns"
+        print(f"  {label}: rank 0 {_gb(m['rank0'])} GB, other ranks {_gb(m['other'])} GB each; exchanged "
+              f"{_gb(m['exchanged'])} GB in all ({_mb(m['exchanged_per_rank'])} MB per rank: "
+              + ", ".join(f"{k} {_gb(v)} GB" for k, v in m["parts"].items())
+              + (f"); fallback gather to rank 0 {_gb(m['fallback'])} GB" if glob else ")"), file=out)
+        evaluated["all" if glob else "core"] = m
+    return {"checked": checked, "at": {"E": E1, "K": K1, "L": L1, "C": C1, "f": f1, "values": evaluated}}
+
+
+# ---------------------------------------------------------------- main
+
+
+def _fmt_row(r: dict) -> str:
+    label = f"{r['set']:>5} {r['label']:>14}"
+    if r.get("skipped"):
+        return f"{label}  skipped: {r['skipped']}"
+    if "error" in r:
+        return f"{label}  failed: {r['error']}"
+    other = "" if r["other_peak_mb"] is None else f"{r['other_peak_mb']:.0f} (r{r['other_rank']})"
+    spill = r.get("spill_cpu_ratio")
+    return (f"{label} {r['wall_s']:>7.1f} {r['rank_wall_s']:>7.1f} {r['cpu_s']:>7.1f} {r['rank0_peak_mb']:>9.0f} "
+            f"{other:>12} {r['sum_peak_mb']:>9.0f} {_mb(r['bytes_exchanged']):>9} {r.get('same', ''):>5}"
+            + (f" {spill:>6.2f}x" if spill else ""))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks scaling", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--trace", help="trace to analyse (default: the analysis benchmark's 10^7-event 4x4 trace)")
+    ap.add_argument("--sizes", default="", help="comma-separated event counts: generated 4x4 traces "
+                    "(benchmarks/analysis.py) in --dir, instead of --trace")
+    ap.add_argument("--shape", default="4x4", metavar="RxT", help="processes x threads of the generated traces "
+                    "(default 4x4: as the analysis benchmark's; K beyond R leaves shares empty)")
+    ap.add_argument("--dir", default="bench-out", help="where generated traces are kept")
+    ap.add_argument("--ranks", default="1,2,4,8,16", help="analysis rank counts K (default 1,2,4,8,16)")
+    ap.add_argument("--patterns", default="all,core", help="pattern sets: " + ", ".join(PATTERN_SETS)
+                    + " (default all,core; core leaves out " + ", ".join(SCALASCA2) + ")")
+    ap.add_argument("--memory", default="", metavar="LIMIT,...", help="also serial runs with expert-analyze "
+                    "--memory LIMIT (e.g. 500M,1G)")
+    ap.add_argument("--min-free", type=float, default=3.0, metavar="GB", help="skip a run when less memory "
+                    "than this is available before it (default 3)")
+    ap.add_argument("--tables", action="store_true", help="measure rows per event and bytes per row of each table")
+    ap.add_argument("--model", action="store_true", help="print the analytic model against the measured points "
+                    "(implies --tables)")
+    ap.add_argument("--pipeline", choices=("auto", "gather", "share"), default="auto", help="which --mpi "
+                    "pipeline the model describes (auto: gather when the ranks' records show today's gather)")
+    ap.add_argument("--model-at", default=",".join(str(x) for x in MODEL_AT), metavar="E,K,L,C,f",
+                    help="where to evaluate the model (default %(default)s)")
+    ap.add_argument("--json", metavar="FILE", help="write the table (and model) as JSON")
+    args = ap.parse_args(argv)
+    try:
+        ks = parse_ints(args.ranks)
+        sizes = parse_sizes(args.sizes)
+        sets = [s for s in args.patterns.split(",") if s]
+        names = {s: pattern_names(s) for s in sets}
+        n_procs, n_threads = (int(x) for x in args.shape.lower().split("x"))
+        if n_procs < 1 or n_threads < 1:
+            raise ValueError(f"--shape needs positive processes x threads: {args.shape!r}")
+        at = tuple(float(x) for x in args.model_at.split(","))
+        if len(at) != 5:
+            raise ValueError("--model-at needs E,K,L,C,f")
+    except ValueError as exc:
+        print(f"scaling benchmark: {exc}", file=sys.stderr)
+        return 2
+    traces = []
+    if sizes:
+        os.makedirs(args.dir, exist_ok=True)
+        for n in sizes:
+            path = os.path.join(args.dir, f"analysis_{n}_{n_procs}x{n_threads}.elg")
+            if not os.path.exists(path):
+                t = time.perf_counter()
+                build_trace(path, n, n_procs, n_threads)
+                print(f"[bench] generated {path} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+            traces.append(path)
+    else:
+        traces.append(args.trace or os.path.join(args.dir, "analysis_10000000_4x4.elg"))
+    for t in traces:
+        if not os.path.exists(t):
+            print(f"scaling benchmark: no trace {t} (python -m benchmarks analysis --sizes 1e7 builds it)",
+                  file=sys.stderr)
+            return 2
+    from analyzer.warmup import warm
+
+    warm()  # compile once, outside every measured run
+    limits = [s for s in args.memory.split(",") if s]
+    has_memory = bool(limits) and cli_has_option("--memory")
+    report = {"traces": []}
+    for trace in traces:
+        rows = []
+
+        def run(r, *a, **kw):
+            free = mem_available_gb()
+            if free < args.min_free:
+                r["skipped"] = f"{free:.1f} GB available < --min-free {args.min_free}"
+            else:
+                r.update(run_analysis(trace, *a, **kw))
+            rows.append(r)
+            print(_fmt_row(r), file=sys.stderr, flush=True)
+            return r
+
+        for s in sets:
+            serial = run({"set": s, "mode": "serial", "label": "serial"}, 1, names[s], mpi=False)
+            for k in ks:
+                run({"set": s, "mode": "mpi", "label": f"mpi K={k}"}, k, names[s])
+            for lim in limits:
+                r = {"set": s, "mode": "memory", "label": f"--memory {lim}"}
+                if not has_memory:
+                    r["skipped"] = "n/a (no --memory)"
+                    rows.append(r)
+                    continue
+                run(r, 1, names[s], extra=["--memory", lim], mpi=False)
+                if "error" not in r and "error" not in serial and not serial.get("skipped"):
+                    r["spill_cpu_ratio"] = r["cpu_s"] / serial["cpu_s"]
+                    r["spill_cpu_s"] = r["cpu_s"] - serial["cpu_s"]
+            want = serial.get("json")
+            for r in rows:
+                if r["set"] == s and "json" in r:
+                    r["same"] = "ref" if r is serial else ("yes" if r["json"] == want else "NO")
+        size = os.path.getsize(trace)
+        print(f"\nScaling of the distributed analysis: {trace} ({size / 1e6:,.0f} MB), "
+              f"Open MPI, oversubscribed on {os.cpu_count()} cores, one numba thread per rank")
+        print(f"{'set':>5} {'mode':>14} {'wall s':>7} {'rank s':>7} {'cpu s':>7} {'rank0 MB':>9} "
+              f"{'other MB':>12} {'sum MB':>9} {'exch MB':>9} {'same':>5} {'spill':>7}")
+        for r in rows:
+            print(_fmt_row(r))
+        entry = {"trace": trace, "bytes": size, "rows": [{k: v for k, v in r.items() if k != "json"} for r in rows]}
+        if args.tables or args.model:
+            tables = measure_tables(trace)
+            entry["tables"] = tables
+            E = tables["events"]
+            print(f"\nTables of a serial analysis ({E:,d} events, {tables['locations']} locations, "
+                  f"{tables['callpaths']} call paths, {tables['metrics']} metrics)")
+            print(f"{'table':>22} {'rows':>11} {'rows/event':>11} {'bytes/row':>10} {'MB':>8}")
+            for n, t in tables["tables"].items():
+                print(f"{n:>22} {t['rows']:>11,d} {t['rows_per_event']:>11.4f} {t['bytes_per_row']:>10d} "
+                      f"{t['rows'] * t['bytes_per_row'] / 1e6:>8.1f}")
+        if args.model:
+            serial = {r["set"]: r for r in rows if r["mode"] == "serial" and "rank0_peak_mb" in r}
+            if not serial:
+                print("\nModel: needs a serial run (every pattern set has one unless skipped)", file=sys.stderr)
+            else:
+                pipeline = args.pipeline
+                if pipeline == "auto":  # today's gather is the one that leaves gather_bytes_sent in the records
+                    pipeline = "gather" if any((p.get("traffic") or {}).get("gather_bytes_sent")
+                                               for r in rows for p in r.get("per_rank", [])) else "share"
+                two = {r["set"]: r for r in rows if r["mode"] == "mpi" and r.get("ranks") == 2}
+                procs = _processes(trace)
+                m0 = _small_peak(trace, tables, procs, args.dir)
+                consts = model_constants(tables, m0, serial, two if pipeline == "gather" else {}, procs)
+                entry["model"] = print_model(consts, rows, pipeline, at)
+                entry["model"].update(constants=consts, pipeline=pipeline)
+        report["traces"].append(entry)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+    return 0
+
+
+def _small_peak(trace: str, tables: dict, procs: int, cache: str) -> float:
+    """Peak RSS (bytes) of a serial analysis of a generated trace of the same shape, 1/100 the events:
+    the part of a rank's memory that does not grow with its share (interpreter, numpy, loaded kernels)."""
+    threads = max(1, tables["locations"] // procs)
+    n = max(10_000, tables["events"] // 100)
+    os.makedirs(cache, exist_ok=True)
+    path = os.path.join(cache, f"analysis_{n}_{procs}x{threads}.elg")
+    if not os.path.exists(path):
+        build_trace(path, n, procs, threads)
+    r = run_analysis(path, 1, None, mpi=False)
+    if "error" in r:
+        raise SystemExit(f"scaling benchmark: the small analysis failed: {r['error']}")
+    return r["rank0_peak_mb"] * 2**20
+
+
+def _processes(trace: str) -> int:
+    """Number of traced processes (MPI ranks) of ``trace``."""
+    from tracefmt.detect import open_any
+
+    t = open_any(trace)
+    locs = t.defs.locations
+    return len({int(locs[int(l)].process) for l in t.location_ids}) or 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
