@@ -357,7 +357,9 @@ def _serialization(ctx, construct_role: int, body_role: int, parent_pattern: str
 
 class OmpOrderedSerialization(Pattern):
     name = "omp_ordered_serialization"
-    scope = "location"
+    # whether a loop counts as serialized is decided over every process (_serialized: any process whose
+    # blocks fill the loop), so a location's value depends on other processes' times: computed from whole rows
+    scope = "row"
     parent = "omp_ordered"
     display_name = "Ordered Serialization"
     unit = "sec"
@@ -378,7 +380,9 @@ class OmpOrderedSerialization(Pattern):
 
 class OmpCriticalSerialization(Pattern):
     name = "omp_critical_serialization"
-    scope = "location"
+    # whether a loop counts as serialized is decided over every process (_serialized: any process whose
+    # blocks fill the loop), so a location's value depends on other processes' times: computed from whole rows
+    scope = "row"
     parent = "omp_lock_contention_critical"
     display_name = "Critical Serialization"
     unit = "sec"
@@ -514,7 +518,9 @@ FALSE_SHARING_FACTOR = 4.0
 
 class OmpFalseSharing(Pattern):
     name = "omp_false_sharing"
-    scope = "location"
+    # the team size (locations visiting the parallel region) and the serial base rate are taken over every
+    # location of the run: computed from whole rows of the counters and visits
+    scope = "row"
     parent = None
     paradigm = "openmp"
     display_name = "False Sharing (excess cache misses)"

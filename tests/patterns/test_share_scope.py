@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import tracefmt
+from tracefmt.layout import FileIoFlag, LockKind
 from analyzer.distributed.share_patterns import compute_owned, scatter_owned, split_by_scope
 from analyzer.replay import partition, replay
 from patterns import Pattern, PatternError, Severity, load_patterns, validate_pattern
@@ -146,7 +147,7 @@ def builtins():
 def mpi_mix(seed: int, n_ranks: int = 5, steps: int = 40):
     """MPI only: scans, broadcasts and reductions (of random roots) on two communicators (one in reversed
     rank order), zero-byte synchronous sends received late, pairs of messages from one source received in
-    the other order, all at random times."""
+    the other order, MPI file writes and collective reads, all at random times."""
     rng = random.Random(seed)
     b = tracefmt.TraceBuilder()
     locs = [b.location(rank=r) for r in range(n_ranks)]
@@ -161,7 +162,7 @@ def mpi_mix(seed: int, n_ranks: int = 5, steps: int = 40):
     for r in range(n_ranks):
         b.enter(locs[r], at(r), "main")
     for _ in range(steps):
-        kind = rng.choice(["coll", "coll", "ssend0", "pair", "pair"])
+        kind = rng.choice(["coll", "coll", "ssend0", "pair", "pair", "file"])
         if kind == "coll":
             comm = rng.choice([None, odd])
             ranks = range(n_ranks) if comm is None else range(n_ranks - 1, -1, -2)
@@ -177,6 +178,18 @@ def mpi_mix(seed: int, n_ranks: int = 5, steps: int = 40):
                     sent = 0 if (r == root) == (op == "MPI_Reduce") else 8
                     recvd = 8 - sent
                 b.collective(locs[r], enters[r], clock[r], op, comm=comm, root=root, sent=sent, recvd=recvd)
+        elif kind == "file":  # one rank writes on its own, then all read together
+            w = rng.randrange(n_ranks)
+            b.enter(locs[w], at(w), "MPI_File_write_at")
+            b.file_io(locs[w], at(w), rng.randrange(1, 1 << 16), FileIoFlag.WRITE)
+            b.exit(locs[w], at(w))
+            enters = {r: at(r) for r in range(n_ranks)}
+            out = max(enters.values()) + rng.random()
+            for r in range(n_ranks):
+                b.enter(locs[r], enters[r], "MPI_File_read_all")
+                b.file_io(locs[r], out, rng.randrange(1, 1 << 16), FileIoFlag.READ | FileIoFlag.COLLECTIVE)
+                clock[r] = out + 0.01
+                b.exit(locs[r], clock[r])
         elif kind == "ssend0":
             s, d = rng.sample(range(n_ranks), 2)
             ts = at(s)
@@ -262,6 +275,247 @@ def rma_late_posts(seed: int, n_ranks: int = 5, epochs: int = 4):
     return b.build()
 
 
+# OpenMP constructs the reason patterns (patterns/reasons.py) look at, as in tests/ats/test_reasons.py
+R_PAR, R_PAR_BARRIER = "!$omp parallel @r.c:1", "!$omp ibarrier @r.c:1"
+R_SEC, R_SEC_BARRIER = "!$omp sections @r.c:2", "!$omp ibarrier @r.c:2"
+R_SINGLE, R_SINGLE_BODY, R_SINGLE_BARRIER = "!$omp single @r.c:3", "!$omp single sblock @r.c:3", "!$omp ibarrier @r.c:3"
+R_LOOP, R_LOOP_BARRIER = "!$omp for @r.c:4", "!$omp ibarrier @r.c:4"
+R_MASTER, R_BARRIER = "!$omp master @r.c:5", "!$omp barrier @r.c:6"
+R_ORDERED_LOOP, R_ORDERED_LOOP_BARRIER = "!$omp for @r.c:7", "!$omp ibarrier @r.c:7"
+R_ORDERED, R_ORDERED_BODY = "!$omp ordered @r.c:8", "!$omp ordered sblock @r.c:8"
+R_CRIT_LOOP, R_CRIT_LOOP_BARRIER = "!$omp for @r.c:9", "!$omp ibarrier @r.c:9"
+R_CRIT, R_CRIT_BODY = "!$omp critical (c)", "!$omp critical sblock (c)"
+R_ATOMIC = "!$omp atomic @r.c:10"
+R_NOWAIT_LOOP = "!$omp for @r.c:11"
+R_FLUSH = "!$omp flush @r.c:12"
+
+
+def omp_reasons_trace(seed: int, n_ranks: int = 5, n_threads: int = 3):
+    """Every process runs one parallel region with a random sequence of sections, singles, loops, master
+    blocks before a barrier, ordered and critical blocks in loops (serialized in some processes, not in
+    others), atomics (frequent on some threads), lock rounds of all threads or of pairs, POSIX mutex and
+    condition waits, flushes, and maybe a nowait loop right before the region's end, all of random lengths."""
+    rng = random.Random(seed)
+    b = tracefmt.TraceBuilder()
+    crit = b.lock("c", LockKind.OMP_CRITICAL)
+    api_lock = b.lock("l", LockKind.OMP_LOCK)
+    p_mutex = b.lock("m", LockKind.PTHREAD_MUTEX)
+    dur = (0.125, 0.25, 0.5, 1.0)
+
+    def work(loc, t0, t1, name="do_work"):
+        if t1 > t0:
+            b.enter(loc, t0, name)
+            b.exit(loc, t1, name)
+
+    def barrier(locs, name, enters):
+        leave = max(enters)
+        for loc, t in zip(locs, enters):
+            b.enter(loc, t, name)
+            b.omp_coll_exit(loc, leave, name)
+        return leave
+
+    def sections(locs, t):
+        mine = [[rng.choice(dur) for _ in range(rng.randint(0, 2))] for _ in locs]
+        mine[0] = mine[0] or [1.0]
+        ends = [t + sum(m) for m in mine]
+        for loc, m in zip(locs, mine):
+            b.enter(loc, t, R_SEC)
+            now = t
+            for d in m:
+                work(loc, now, now + d)
+                now += d
+        leave = barrier(locs, R_SEC_BARRIER, ends)
+        for loc in locs:
+            b.exit(loc, leave, R_SEC)
+        return leave
+
+    def single(locs, t):
+        enters = [t + rng.choice(dur) for _ in locs]
+        who = rng.randrange(len(locs))
+        arrive = list(enters)
+        arrive[who] += rng.choice(dur)
+        for i, loc in enumerate(locs):
+            b.enter(loc, enters[i], R_SINGLE)
+            if i == who:
+                work(loc, enters[i], arrive[i], R_SINGLE_BODY)
+        leave = barrier(locs, R_SINGLE_BARRIER, arrive)
+        for loc in locs:
+            b.exit(loc, leave, R_SINGLE)
+        return leave
+
+    def loop(locs, t):
+        ends = [t + rng.choice(dur) for _ in locs]
+        for loc, e in zip(locs, ends):
+            b.enter(loc, t, R_LOOP)
+            work(loc, t, e)
+        leave = barrier(locs, R_LOOP_BARRIER, ends)
+        for loc in locs:
+            b.exit(loc, leave, R_LOOP)
+        return leave
+
+    def master(locs, t):
+        ends = [t + rng.choice(dur) for _ in locs]
+        b.enter(locs[0], t, R_MASTER)
+        work(locs[0], t, ends[0])
+        b.exit(locs[0], ends[0], R_MASTER)
+        for loc, e in zip(locs[1:], ends[1:]):
+            work(loc, t, e)
+        return barrier(locs, R_BARRIER, ends)
+
+    def ordered(locs, t):
+        pre = [rng.choice((0.0, 0.0, 0.5, 2.0)) for _ in locs]
+        body = rng.choice(dur)
+        cur, released = [t] * len(locs), t
+        for loc in locs:
+            b.enter(loc, t, R_ORDERED_LOOP)
+        for i in range(2 * len(locs)):
+            k = i % len(locs)
+            work(locs[k], cur[k], cur[k] + pre[k])
+            ready = cur[k] + pre[k]
+            start = max(ready, released)
+            b.enter(locs[k], ready, R_ORDERED)
+            work(locs[k], start, start + body, R_ORDERED_BODY)
+            b.exit(locs[k], start + body, R_ORDERED)
+            cur[k] = released = start + body
+        leave = barrier(locs, R_ORDERED_LOOP_BARRIER, cur)
+        for loc in locs:
+            b.exit(loc, leave, R_ORDERED_LOOP)
+        return leave
+
+    def critical(locs, t):
+        pre, body = rng.choice((0.0, 0.0, 2.0)), rng.choice(dur)
+        cur, free = [t] * len(locs), t
+        for loc in locs:
+            b.enter(loc, t, R_CRIT_LOOP)
+        for _ in range(2):
+            for k, loc in enumerate(locs):
+                work(loc, cur[k], cur[k] + pre)
+                ready = cur[k] + pre
+                got = max(ready, free)
+                b.enter(loc, ready, R_CRIT)
+                b.acquire(loc, got, crit)
+                work(loc, got, got + body, R_CRIT_BODY)
+                b.release(loc, got + body, crit)
+                b.exit(loc, got + body, R_CRIT)
+                cur[k] = free = got + body
+        leave = barrier(locs, R_CRIT_LOOP_BARRIER, cur)
+        for loc in locs:
+            b.exit(loc, leave, R_CRIT_LOOP)
+        return leave
+
+    def atomics(locs, t):
+        counts = [rng.choice((0, 2, 150, 250)) for _ in locs]
+        span = max(counts) * 50e-6 + 1e-3
+        for loc, n in zip(locs, counts):
+            b.enter(loc, t, "update")
+            for k in range(n):
+                work(loc, t + k * 50e-6, t + k * 50e-6 + 25e-6, R_ATOMIC)
+            b.exit(loc, t + span, "update")
+        return barrier(locs, R_BARRIER, [t + span] * len(locs))
+
+    def lock_round(locs, t):
+        users = rng.sample(range(len(locs)), rng.choice((2, len(locs))))
+        hold, free = rng.choice(dur), t
+        ends = [t] * len(locs)
+        for k in users:
+            loc = locs[k]
+            b.enter(loc, t, "omp_set_lock")
+            b.acquire(loc, free, api_lock)
+            b.exit(loc, free, "omp_set_lock")
+            work(loc, free, free + hold)
+            b.enter(loc, free + hold, "omp_unset_lock")
+            b.release(loc, free + hold, api_lock)
+            b.exit(loc, free + hold, "omp_unset_lock")
+            free += hold
+            ends[k] = free
+        return barrier(locs, R_BARRIER, ends)
+
+    def mutex(locs, t):  # POSIX mutex contention, and a condition wait taking the mutex back late
+        hold = rng.choice(dur)
+        b.enter(locs[0], t, "pthread_mutex_lock")
+        b.acquire(locs[0], t, p_mutex)
+        b.exit(locs[0], t, "pthread_mutex_lock")
+        work(locs[0], t, t + hold)
+        b.enter(locs[0], t + hold, "pthread_mutex_unlock")
+        b.release(locs[0], t + hold, p_mutex)
+        b.exit(locs[0], t + hold, "pthread_mutex_unlock")
+        how = rng.choice(("pthread_mutex_lock", "pthread_cond_wait"))
+        b.enter(locs[1], t, how)
+        b.acquire(locs[1], t + hold, p_mutex)
+        b.exit(locs[1], t + hold, how)
+        b.enter(locs[1], t + 2 * hold, "pthread_mutex_unlock")
+        b.release(locs[1], t + 2 * hold, p_mutex)
+        b.exit(locs[1], t + 2 * hold, "pthread_mutex_unlock")
+        return barrier(locs, R_BARRIER, [t + hold, t + 2 * hold] + [t] * (len(locs) - 2))
+
+    def measurement(locs, t):  # flushes of memory and of trace buffers
+        for loc in locs:
+            work(loc, t, t + rng.choice(dur), R_FLUSH)
+        work(locs[0], t + 1.0, t + 1.0 + rng.choice(dur), "TRACING")
+        return barrier(locs, R_BARRIER, [t + 2.0] * len(locs))
+
+    steps = (sections, single, loop, master, ordered, critical, atomics, lock_round, mutex, measurement)
+    for r in range(n_ranks):
+        locs = [b.location(rank=r, thread=i) for i in range(n_threads)]
+        b.enter(locs[0], 0.0, "main")
+        b.fork(locs[0], 0.0, team=1, size=n_threads)
+        for i, loc in enumerate(locs):
+            b.enter(loc, 0.0, R_PAR, team=1, thread_num=i)
+        t = 0.0
+        for _ in range(rng.randint(5, 9)):
+            t = rng.choice(steps)(locs, t)
+        ends = [t] * n_threads
+        if rng.random() < 0.5:  # a nowait loop: its imbalance shows at the region's closing barrier
+            ends = [t + rng.choice(dur) for _ in locs]
+            for loc, e in zip(locs, ends):
+                b.enter(loc, t, R_NOWAIT_LOOP)
+                work(loc, t, e)
+                b.exit(loc, e, R_NOWAIT_LOOP)
+        leave = barrier(locs, R_PAR_BARRIER, ends)
+        for loc in locs:
+            b.omp_coll_exit(loc, leave, R_PAR)
+        b.join(locs[0], leave, team=1, size=n_threads)
+        b.exit(locs[0], leave, "main")
+    return b.build()
+
+
+def false_sharing_trace(seed: int, n_ranks: int = 5, n_threads: int = 2):
+    """Cache-miss and store counters: every process runs ``kernel`` serially (or not), then in a parallel
+    region on every thread, with random counts (so the miss rates differ between processes)."""
+    rng = random.Random(seed)
+    b = tracefmt.TraceBuilder()
+    for r in range(n_ranks):
+        locs = [b.location(rank=r, thread=i) for i in range(n_threads)]
+        totals = [[0, 0] for _ in locs]
+
+        def ev(kind, i, when, name, add=(0, 0), **kw):
+            getattr(b, kind)(locs[i], when, name, **kw)
+            totals[i][0] += add[0]
+            totals[i][1] += add[1]
+            b.counter(locs[i], when, "PAPI_L1_DCM", totals[i][0])
+            b.counter(locs[i], when, "PAPI_SR_INS", totals[i][1])
+
+        ev("enter", 0, 0.0, "main")
+        if rng.random() < 0.6:
+            ev("enter", 0, 0.0, "kernel")
+            ev("exit", 0, 1.0, "kernel", (rng.randint(0, 50), 1000))
+        b.fork(locs[0], 1.0, team=1, size=n_threads)
+        for i in range(n_threads):
+            ev("enter", i, 1.0, R_PAR, team=1, thread_num=i)
+            ev("enter", i, 1.0, "kernel")
+            ev("exit", i, 2.0, "kernel", (rng.randint(0, 100), 1000))
+            ev("enter", i, 2.0, R_PAR_BARRIER)
+            b.omp_coll_exit(locs[i], 2.0, R_PAR_BARRIER)
+            b.counter(locs[i], 2.0, "PAPI_L1_DCM", totals[i][0])
+            b.counter(locs[i], 2.0, "PAPI_SR_INS", totals[i][1])
+            b.omp_coll_exit(locs[i], 2.0, R_PAR)
+            b.counter(locs[i], 2.0, "PAPI_L1_DCM", totals[i][0])
+            b.counter(locs[i], 2.0, "PAPI_SR_INS", totals[i][1])
+        b.join(locs[0], 2.0, team=1, size=n_threads)
+        ev("exit", 0, 2.0, "main")
+    return b.build()
+
+
 #: the recorded runtime traces (tests/data/scalasca_export): MPI, hybrid and OpenMP programs
 RECORDED = sorted((Path(__file__).parent.parent / "data" / "scalasca_export").glob("*.elg"))
 
@@ -281,6 +535,8 @@ def traces(tmp_path_factory):
                                                rma=True)))
     out += [(f"mpi_mix{seed}", mpi_mix(seed)) for seed in (1, 2, 3)]
     out += [(f"late_posts{seed}", rma_late_posts(seed)) for seed in (1, 2)]
+    out += [(f"omp_reasons{seed}", omp_reasons_trace(seed)) for seed in (1, 2, 3, 4)]
+    out += [(f"false_sharing{seed}", false_sharing_trace(seed)) for seed in (1, 2)]
     out += [(p.stem, dense_view(open_any(p))) for p in RECORDED]
     path = tmp_path_factory.mktemp("bench") / "analysis.trace"
     build_trace(str(path), 3000, n_ranks=5, n_threads=2)
@@ -343,16 +599,12 @@ def test_location_patterns_give_the_serial_values_in_their_own_columns(serial, k
             assert np.array_equal(full[p.name], ctx.results[p.name]), (name, k, p.name)
 
 
-def test_the_traces_exercise_every_location_pattern_that_reads_rows_of_other_processes(serial):
-    """The comparison above can fail only where a value is not zero: each "location" pattern whose tables
-    pair locations of different processes (messages, collectives, one-sided events) is non-zero in some
-    trace of more than one process.  (The others read process-local tables and their own columns only.)"""
-    cross = {"messages", "collectives", "mpi_rma_ops"}
-    loc = [p for p in split_by_scope(builtins())[0] if cross & set(p.requires)]
-    assert loc
-    seen = {p.name for p in loc for name, trace, ctx in serial
-            if len(set(ctx.location_process.tolist())) > 1 and np.any(ctx.results[p.name])}
-    assert sorted(p.name for p in loc if p.name not in seen) == []
+def test_the_traces_exercise_every_location_and_row_pattern(serial):
+    """The comparisons can fail only where a value is not zero: every "location" and "row" built-in is
+    non-zero in some trace of more than one process."""
+    loc, row, _ = split_by_scope(builtins())
+    multi = [ctx for name, trace, ctx in serial if len(set(ctx.location_process.tolist())) > 1]
+    assert sorted(p.name for p in loc + row if not any(np.any(ctx.results[p.name]) for ctx in multi)) == []
 
 
 def test_row_patterns_need_only_the_full_results_of_their_depends(serial):
