@@ -130,13 +130,20 @@ def _pos(x):
     return np.where(np.isfinite(x) & (x > 0), x, 0.0)
 
 
+#: the points' columns: packed into ``sp_i`` (int), ``sp_f`` (float) and the role columns (int64, read only while
+#: building), with the value of a column a part does not give
+_INT_COLS = ("loc", "cut", "cnode", "mpi", "sr_kind", "sr_arg")
+_FLOAT_COLS = ("wait", "total", "compl", "time")
+_ROLE_COLS = ("role", "ref", "ref2")
+_DEFAULT = {"wait": 0.0, "total": 0.0, "compl": 0.0, "time": np.nan, "mpi": 0, "sr_kind": 0, "sr_arg": -1, "role": -1,
+            "ref": -1, "ref2": -1}
+
+
 def _points(**cols) -> dict:
-    n = len(cols["loc"])
-    base = {"wait": np.zeros(n), "total": np.zeros(n), "compl": np.zeros(n), "time": np.full(n, np.nan),
-            "mpi": np.zeros(n, bool), "sr_kind": np.zeros(n, np.int64), "sr_arg": np.full(n, -1, np.int64),
-            "role": np.full(n, -1, np.int64), "ref": np.full(n, -1, np.int64), "ref2": np.full(n, -1, np.int64)}
-    base.update({k: np.asarray(v) for k, v in cols.items()})
-    return base
+    """One part of the points: its columns (an array per point, or one value for all), ``n`` rows."""
+    out = {k: (v if np.ndim(v) == 0 else np.asarray(v)) for k, v in cols.items()}
+    out["n"] = len(out["loc"])
+    return out
 
 
 def _p2p(ctx, M, cuts, loc_rank):
@@ -150,13 +157,13 @@ def _p2p(ctx, M, cuts, loc_rank):
     wait = np.minimum(M["send_enter"][m], M["recv_exit"][m]) - M["recv_enter"][m]
     parts.append(_points(loc=M["recv_loc"][m], cut=recv_cut[m], wait=wait, cnode=M["recv_cnode"][m],
                          total=M["recv_exit"][m] - M["recv_enter"][m], time=M["recv_enter"][m],
-                         compl=_pos(M["recv_exit"][m] - M["send_exit"][m]), mpi=np.ones(len(m), bool),
-                         sr_kind=np.full(len(m), SR_ONE), sr_arg=M["send_rank"][m], role=np.full(len(m), 0),
+                         compl=_pos(M["recv_exit"][m] - M["send_exit"][m]), mpi=1,
+                         sr_kind=SR_ONE, sr_arg=M["send_rank"][m], role=0,
                          ref=np.arange(len(m))))
     parts.append(_points(loc=M["send_loc"][m], cut=send_cut[m], cnode=M["send_cnode"][m],
                          total=M["send_exit"][m] - M["send_enter"][m], time=M["send_enter"][m],
-                         compl=_pos(M["send_exit"][m] - M["recv_exit"][m]), mpi=np.ones(len(m), bool),
-                         sr_kind=np.full(len(m), SR_ONE), sr_arg=M["recv_rank"][m], role=np.full(len(m), 1),
+                         compl=_pos(M["send_exit"][m] - M["recv_exit"][m]), mpi=1,
+                         sr_kind=SR_ONE, sr_arg=M["recv_rank"][m], role=1,
                          ref=np.arange(len(m))))
     n_ls = len(m)
     # Late Receiver: blocking standard/synchronous sends and single waits; of a Waitall/Waitsome the
@@ -181,12 +188,12 @@ def _p2p(ctx, M, cuts, loc_rank):
     compl = np.where(M["sendc_exit"][lr] > M["recvp_exit"][lr], 0.0, M["sendc_exit"][lr] - M["recvp_exit"][lr])
     parts.append(_points(loc=M["send_loc"][lr], cut=sendc_cut[lr], wait=idle[lr], cnode=M["sendc_cnode"][lr],
                          total=M["sendc_exit"][lr] - M["sendc_enter"][lr], compl=compl, time=M["sendc_enter"][lr],
-                         mpi=np.ones(len(lr), bool), sr_kind=np.full(len(lr), SR_ONE), sr_arg=M["recv_rank"][lr],
-                         role=np.full(len(lr), 2), ref=n_ls + np.arange(len(lr))))
+                         mpi=1, sr_kind=SR_ONE, sr_arg=M["recv_rank"][lr],
+                         role=2, ref=n_ls + np.arange(len(lr))))
     parts.append(_points(loc=M["recv_loc"][lr], cut=recvp_cut[lr], cnode=M["recvp_cnode"][lr],
                          total=M["recvp_exit"][lr] - M["recvp_enter"][lr], time=M["recvp_enter"][lr],
-                         compl=_pos(M["recvp_exit"][lr] - M["sendc_exit"][lr]), mpi=np.ones(len(lr), bool),
-                         sr_kind=np.full(len(lr), SR_ONE), sr_arg=M["send_rank"][lr], role=np.full(len(lr), 3),
+                         compl=_pos(M["recvp_exit"][lr] - M["sendc_exit"][lr]), mpi=1,
+                         sr_kind=SR_ONE, sr_arg=M["send_rank"][lr], role=3,
                          ref=n_ls + np.arange(len(lr))))
     return parts, n_ls + len(lr), np.concatenate([np.full(n_ls, LS), np.full(len(lr), LR)])
 
@@ -290,8 +297,8 @@ def _collectives(ctx, C, cuts):
     rl = r[inst] & ~is_root
     sra[rl] = root_rank[inst][rl]
     pts = _points(loc=C["loc"][rows][sp], cut=cut[rows][sp], wait=wait[sp], total=(end - my)[sp], compl=compl[sp],
-                  cnode=C["cnode"][rows][sp], time=my[sp], mpi=np.ones(int(sp.sum()), bool), sr_kind=srk[sp],
-                  sr_arg=sra[sp], role=np.full(int(sp.sum()), 4), ref=inst[sp], ref2=is_target[sp].astype(np.int64))
+                  cnode=C["cnode"][rows][sp], time=my[sp], mpi=1, sr_kind=srk[sp],
+                  sr_arg=sra[sp], role=4, ref=inst[sp], ref2=is_target[sp].astype(np.int64))
     member_rank = rank
     return [pts], inst, member_rank, sp, {"type": itype, "rows": rows, "comm": np.asarray(C["comm"])[rows]}
 
@@ -313,8 +320,8 @@ def _init_finalize(ctx, P):
         first = np.zeros(len(s), np.int64)
         first[order[0]] = 1
         parts.append(_points(loc=P["loc"][s], cut=P["cut"][s], wait=wait, total=end - my, compl=compl,
-                             cnode=P["cnode"][s], time=my, mpi=np.ones(len(s), bool), sr_kind=np.full(len(s), SR_ALL),
-                             role=np.full(len(s), 5 if fin else 6), ref2=first))
+                             cnode=P["cnode"][s], time=my, mpi=1, sr_kind=SR_ALL,
+                             role=5 if fin else 6, ref2=first))
     return parts
 
 
@@ -332,7 +339,7 @@ def _openmp(ctx, P):
         first = group_min(team, enter, len(teams))
         parts.append(_points(loc=P["loc"][s], cut=P["cut"][s], cnode=P["cnode"][s], time=enter,
                              total=_pos(enter - teams["fork_time"][team]), compl=_pos(enter - first[team]),
-                             role=np.full(len(s), 7), ref=team,
+                             role=7, ref=team,
                              ref2=(members["loc"][mr] == teams["master_loc"][team]).astype(np.int64)))
     ok, s, dense, enter, wait, total, first = barrier_points(
         np.asarray(P["kind"]), np.asarray(P["row"]), np.asarray(P["loc"]),
@@ -340,7 +347,7 @@ def _openmp(ctx, P):
         np.asarray(ctx.location_thread), _OBAR)
     if ok and len(s):
         parts.append(_points(loc=P["loc"][s], cut=P["cut"][s], cnode=P["cnode"][s], time=enter, wait=wait,
-                             total=total, role=np.full(len(s), 8), ref=dense, ref2=first))
+                             total=total, role=8, ref=dense, ref2=first))
         return parts
     s = np.flatnonzero((P["kind"] == _OBAR) & (P["row"] >= 0))
     if len(s):  # instance ids the kernel cannot mark
@@ -356,7 +363,7 @@ def _openmp(ctx, P):
         who = np.full(len(latest), np.iinfo(np.int64).max)
         np.minimum.at(who, dense, np.where(enter == latest[dense], thread, np.iinfo(np.int64).max))
         parts.append(_points(loc=P["loc"][s], cut=P["cut"][s], cnode=P["cnode"][s], time=enter,
-                             wait=np.where(wait > 0, wait, 0.0), total=B["exit"][br] - enter, role=np.full(len(s), 8),
+                             wait=np.where(wait > 0, wait, 0.0), total=B["exit"][br] - enter, role=8,
                              ref=dense, ref2=(thread == who[dense]).astype(np.int64)))
     return parts
 
@@ -373,19 +380,20 @@ def _build(ctx) -> BackwardInputs:
     p2p, n_pairs, pair_type = _p2p(ctx, M, cuts, loc_rank) if len(M) else ([], 0, np.zeros(0, np.int64))
     coll, c_inst, c_rank, c_sp, c_info = _collectives(ctx, C, cuts)
     parts = p2p + coll + _init_finalize(ctx, P) + _openmp(ctx, P)
-    cols = ("loc", "cut", "wait", "total", "compl", "cnode", "time", "mpi", "sr_kind", "sr_arg", "role", "ref", "ref2")
+    # the points in (location, cut) order, written straight from the parts into the packed arrays the kernels
+    # read (one scatter per column instead of a concatenation, a gather and a copy: fresh memory is slow here)
+    sizes = [p["n"] for p in parts]
     if parts:
-        sp = {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in cols}
-        sizes = [len(p["loc"]) for p in parts]
-        del parts, p2p, coll  # a copy of every point: not kept beside the sorted one
+        o = point_order(P, np.concatenate([np.asarray(p["loc"]) for p in parts]),
+                        np.concatenate([np.asarray(p["cut"]) for p in parts]), sizes, L)
     else:
-        sp = {k: np.zeros(0, np.float64 if k in ("wait", "total", "compl", "time") else np.int64) for k in cols}
-        sizes = []
-    o = point_order(P, sp["loc"], sp["cut"], sizes, L)
-    sp = {k: v[o] for k, v in sp.items()}
-    n_sp = len(sp["loc"])
+        o = np.zeros(0, np.int64)
+    n_sp = len(o)
+    sp_i, sp_f, rr = _pack(parts, sizes, o, len(S))
+    del parts, p2p, coll
+    role, ref, ref2 = rr
+    sp_loc, sp_cut = sp_i[:, 0], sp_i[:, 1]
     idx = np.arange(n_sp, dtype=np.int64)
-    role, ref, ref2 = (sp[k].astype(np.int64, copy=False) for k in ("role", "ref", "ref2"))
     cp_next = np.full(n_sp, -1, np.int64)
     # point-to-point pairs: both points must have survived
     w_of = np.full(n_pairs, -1, np.int64)
@@ -405,7 +413,7 @@ def _build(ctx) -> BackwardInputs:
     if len(c_inst):
         ni = int(c_inst.max()) + 1
         locs = np.asarray(C["loc"], np.int64)[c_info["rows"]]
-        member_sp = lookup(ref[cpt] * L + sp["loc"][cpt], cpt, c_inst * L + locs)
+        member_sp = lookup(ref[cpt] * L + sp_loc[cpt], cpt, c_inst * L + locs)
         og = np.lexsort((c_rank, c_inst))
         grp_off = csr(c_inst, ni)
         grp_rank, grp_sp = c_rank[og], member_sp[og]
@@ -421,7 +429,7 @@ def _build(ctx) -> BackwardInputs:
         keep = is_m & ok[inst_of]
         members.append(grp_sp[keep])
         mp = grp_sp[keep]
-        waiting = mp[(sp["wait"][mp] > 0) & (mp != target[inst_of[keep]])]
+        waiting = mp[(sp_f[mp, 0] > 0) & (mp != target[inst_of[keep]])]
         cp_next[waiting] = target[ref[waiting]]
     # OpenMP barriers: the latest arrival
     bpt = idx[role == 8]
@@ -454,8 +462,8 @@ def _build(ctx) -> BackwardInputs:
     masters = np.flatnonzero(is_master)
     hs.append((np.full(len(masters), H_IDLE), np.full(len(masters), OMPIDLE), np.full(len(masters), -1), masters,
                threads[loc_rank[masters]]))
-    fm = fpt[(ref2[fpt] == 1) & is_master[sp["loc"][fpt]]] if len(fpt) else fpt
-    hs.append((np.full(len(fm), H_IDLE), np.full(len(fm), OMPIDLE), fm, sp["loc"][fm], threads[loc_rank[sp["loc"][fm]]]))
+    fm = fpt[(ref2[fpt] == 1) & is_master[sp_loc[fpt]]] if len(fpt) else fpt
+    hs.append((np.full(len(fm), H_IDLE), np.full(len(fm), OMPIDLE), fm, sp_loc[fm], threads[loc_rank[sp_loc[fm]]]))
     h_kind, h_type, h_a, h_b, h_n = (np.concatenate([np.asarray(x[k], np.int64) for x in hs]) for k in range(5))
     group = (h_kind == H_COLL) | (h_kind == H_OMPBAR)
     hm_off = np.zeros(len(h_kind) + 1, np.int64)
@@ -466,9 +474,9 @@ def _build(ctx) -> BackwardInputs:
     p2p = hid[h_kind == H_P2P]
     grp_h = np.repeat(hid, np.diff(hm_off))
     idle = hid[h_kind == H_IDLE]
-    t_loc = np.concatenate([sp["loc"][h_a[p2p]], sp["loc"][h_b[p2p]], sp["loc"][hm_sp], h_b[idle]]).astype(np.int64)
-    t_cut = np.concatenate([sp["cut"][h_a[p2p]], sp["cut"][h_b[p2p]], sp["cut"][hm_sp],
-                            np.where(h_a[idle] >= 0, sp["cut"][np.maximum(h_a[idle], 0)] if n_sp else 0,
+    t_loc = np.concatenate([sp_loc[h_a[p2p]], sp_loc[h_b[p2p]], sp_loc[hm_sp], h_b[idle]]).astype(np.int64)
+    t_cut = np.concatenate([sp_cut[h_a[p2p]], sp_cut[h_b[p2p]], sp_cut[hm_sp],
+                            np.where(h_a[idle] >= 0, sp_cut[np.maximum(h_a[idle], 0)].astype(np.int64) if n_sp else 0,
                                      np.iinfo(np.int64).max)]).astype(np.int64)
     t_kind = np.concatenate([np.full(len(p2p), T_WAITER), np.full(len(p2p), T_CAUSER),
                              np.full(len(hm_sp), T_MEMBER), np.full(len(idle), T_IDLE)]).astype(np.int64)
@@ -477,9 +485,9 @@ def _build(ctx) -> BackwardInputs:
     # critical path start: where the latest rank leaves MPI_Finalize, else the end of the master that ends last
     fin = idx[(role == 5) & (ref2 == 1)]
     n_fin = int((role == 5).sum())
-    mpi_ranks = len(np.unique(loc_rank[sp["loc"][sp["mpi"].astype(bool)]])) if n_sp else 0
+    mpi_ranks = len(np.unique(loc_rank[sp_loc[sp_i[:, 3].astype(bool)]])) if n_sp else 0
     if len(fin) and n_fin >= mpi_ranks:
-        start_loc, start_sp = int(sp["loc"][fin[0]]), int(fin[0])
+        start_loc, start_sp = int(sp_loc[fin[0]]), int(fin[0])
     else:
         start_loc, start_sp = _last_master(ctx), -1
     seg_loc = np.asarray(S["loc"])
@@ -493,16 +501,9 @@ def _build(ctx) -> BackwardInputs:
     # are views of the packed arrays
     from .kernels.backward import point_segments
 
-    sp_i = np.empty((n_sp, 7), np.int32 if _fits_int32(sp, n_seg=len(S)) else np.int64)
-    for c, k in enumerate(("loc", "cut", "cnode", "mpi", "sr_kind", "sr_arg")):
-        sp_i[:, c] = sp[k]
     seg_off, seg_cut = location_offsets(seg_loc, L), np.asarray(S["cut"])  # as stored (int32): no copy
-    sp_off = csr(sp_i[:, 0], L)
-    sp_i[:, 6] = point_segments(seg_off, seg_cut, sp_off, sp_i[:, 1].copy())
-    sp_f = np.empty((n_sp, 4), np.float64)
-    for c, k in enumerate(("wait", "total", "compl", "time")):
-        sp_f[:, c] = sp[k]
-    del sp
+    sp_off = csr(sp_loc, L)
+    sp_i[:, 6] = point_segments(seg_off, seg_cut, sp_off, sp_cut.copy())
     grp = np.empty((len(grp_rank), 2), np.int64)
     grp[:, 0], grp[:, 1] = grp_rank, grp_sp
     h = np.zeros((len(h_kind), 5), np.int64)
@@ -523,17 +524,32 @@ def _build(ctx) -> BackwardInputs:
     )
 
 
-def _fits_int32(sp: dict, n_seg: int) -> bool:
-    """Whether the points' integer columns and the segment rows fit 32 bits: then ``sp_i`` is half as large
-    (fresh memory is faulted in at a cost, and the kernels read its rows over and over)."""
+def _pack(parts: list[dict], sizes: list[int], o: np.ndarray, n_seg: int):
+    """The parts' points in the order ``o`` (indices into the parts' rows one part after the other; rows not in
+    ``o`` are dropped): ``sp_i`` (the integer columns and room for the segment column), ``sp_f`` (the float
+    columns), the role columns (int64, one row each)."""
+    n_sp = len(o)
+    dest = np.full(sum(sizes), -1, np.int64)
+    dest[o] = np.arange(n_sp, dtype=np.int64)
+    # int32 where every value fits (fresh memory is faulted in at a cost, and the kernels read its rows over and over)
     lim = np.iinfo(np.int32)
-    if n_seg > lim.max:
-        return False
-    for k in ("loc", "cut", "cnode", "sr_kind", "sr_arg"):
-        v = sp[k]
-        if len(v) and (v.min() < lim.min or v.max() > lim.max):
-            return False
-    return True
+    small = n_seg <= lim.max and all(lim.min <= np.min(p.get(k, _DEFAULT.get(k))) and np.max(p.get(k, _DEFAULT.get(k)))
+                                     <= lim.max for p in parts if p["n"] for k in ("loc", "cut", "cnode", "sr_kind", "sr_arg"))
+    sp_i = np.empty((n_sp, 7), np.int32 if small else np.int64)
+    sp_f = np.empty((n_sp, 4), np.float64)
+    rr = np.empty((3, n_sp), np.int64)  # read column by column
+    lo = 0
+    for p, n in zip(parts, sizes):
+        d = dest[lo:lo + n]
+        lo += n
+        keep = None if n_sp == len(dest) else d >= 0  # a cut registered twice keeps its first point
+        if keep is not None:
+            d = d[keep]
+        for out, names in ((sp_i, _INT_COLS), (sp_f, _FLOAT_COLS), (rr.T, _ROLE_COLS)):
+            for c, k in enumerate(names):
+                v = p.get(k, _DEFAULT.get(k))
+                out[:, c][d] = v if keep is None or np.ndim(v) == 0 else v[keep]
+    return sp_i, sp_f, rr
 
 
 def _last_master(ctx) -> int:

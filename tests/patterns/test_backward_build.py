@@ -194,3 +194,38 @@ def test_kernels_refuse_indices_outside_their_tables():
     ok, _, _ = interval_sums(np.array([3]), np.array([1]), np.array([0]), np.ones(1), np.ones(1, bool),
                              np.array([1, 1]), np.array([0, 1, 2]), 2, 2)
     assert not ok
+
+
+@pytest.mark.parametrize("seed,big", [(0, False), (1, False), (2, True), (3, False)])
+def test_pack_is_concatenate_then_gather(seed, big):
+    """The points written from the parts straight into the packed arrays (patterns.backward._pack) equal the
+    columns concatenated, gathered by the order (some rows dropped: a cut met twice) and packed; a value past
+    int32 makes the integer columns int64."""
+    from patterns.backward import _DEFAULT, _FLOAT_COLS, _INT_COLS, _ROLE_COLS, _pack, _points
+
+    rng = np.random.default_rng(seed)
+    parts = []
+    for _ in range(int(rng.integers(1, 5))):
+        n = int(rng.integers(0, 30))
+        cols = {"loc": rng.integers(0, 4, n).astype(np.int32), "cut": rng.integers(1, 50, n),
+                "wait": rng.random(n), "time": rng.random(n), "sr_arg": rng.integers(-1, 9, n), "mpi": 1,
+                "role": int(rng.integers(0, 9)), "ref2": rng.integers(0, 2, n),
+                "cnode": rng.integers(0, 7, n).astype(np.int32)}
+        if rng.random() < 0.5:  # the others take the default
+            cols["total"] = rng.random(n)
+        parts.append(_points(**cols))
+    if big:
+        parts[0]["sr_arg"] = parts[0]["sr_arg"] + (1 << 40)
+    sizes = [p["n"] for p in parts]
+    N = sum(sizes)
+    o = rng.permutation(N)[: max(N - int(rng.integers(0, 4)), 0)] if seed else rng.permutation(N)
+    sp_i, sp_f, rr = _pack(parts, sizes, o, 100)
+
+    def column(k):
+        return np.concatenate([np.broadcast_to(p.get(k, _DEFAULT[k]) if k in _DEFAULT else p[k], (p["n"],))
+                               for p in parts])[o]
+
+    assert sp_i.dtype == (np.int64 if big and N and parts[0]["n"] else np.int32)
+    for out, names in ((sp_i, _INT_COLS), (sp_f, _FLOAT_COLS), (rr.T, _ROLE_COLS)):
+        for c, k in enumerate(names):
+            assert np.array_equal(out[:, c], column(k).astype(out.dtype), equal_nan=True), k
