@@ -25,11 +25,8 @@ from __future__ import annotations
 
 import pickle
 
-from tracefmt.errors import TraceFormatError
-
-from .engine import (FRAGMENT_KINDS, ReplayError, Share, assemble, check_tables, partition, region_arrays,
-                     walk_share)
-from .exchange import gather_bytes
+from .engine import FRAGMENT_KINDS, Share, assemble, check_tables, partition, region_arrays, walk_share
+from .exchange import gather_bytes, portable_error, raise_portable
 
 __all__ = ["replay_mpi", "world"]
 
@@ -42,22 +39,6 @@ def world():
         raise RuntimeError("--mpi needs the optional mpi4py package: pip install 'expert-analyze[mpi]' "
                            f"({exc})") from None
     return MPI.COMM_WORLD
-
-
-def _portable_error(exc: BaseException):
-    """An exception as plain fields, so that it unpickles on rank 0 with its message intact."""
-    if isinstance(exc, TraceFormatError):
-        return ("replay" if isinstance(exc, ReplayError) else "trace", exc.reason, exc.path, exc.location,
-                exc.block, exc.offset)
-    return ("other", f"{type(exc).__name__}: {exc}", None, None, None, None)
-
-
-def _raise_portable(err, rank: int):
-    kind, reason, path, location, block, offset = err
-    if kind == "other":
-        raise RuntimeError(f"analysis rank {rank} failed: {reason}")
-    cls = ReplayError if kind == "replay" else TraceFormatError
-    raise cls(reason, path=path, location=location, block=block, offset=offset)
 
 
 def replay_mpi(trace, comm, tables=None, progress=None, salvage: bool = False):
@@ -76,9 +57,9 @@ def replay_mpi(trace, comm, tables=None, progress=None, salvage: bool = False):
                           timeline=bool(want & {"time_segments", "sync_points"}), salvage=salvage,
                           keep={k for t in want for k in FRAGMENT_KINDS[t]})
         if mine.error is not None:
-            mine.error = _portable_error(mine.error)
+            mine.error = portable_error(mine.error)
     except Exception as exc:  # anything else must still reach the gather, or rank 0 waits forever
-        mine = Share(tree=None, error=_portable_error(exc))
+        mine = Share(tree=None, error=portable_error(exc))
     # pickle once here so a failure to serialise is reported like any other; sent in pieces (exchange.py)
     pieces = gather_bytes(comm, pickle.dumps(mine, protocol=pickle.HIGHEST_PROTOCOL), root=0)
     if comm.rank != 0:
@@ -86,5 +67,5 @@ def replay_mpi(trace, comm, tables=None, progress=None, salvage: bool = False):
     got = [pickle.loads(p) for p in pieces]
     for r, s in enumerate(got):
         if s.error is not None:
-            _raise_portable(s.error, r)
+            raise_portable(s.error, r)
     return assemble(trace, got, want)

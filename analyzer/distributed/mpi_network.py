@@ -1,0 +1,194 @@
+"""The carrier of ``--mpi``: one share per MPI rank, outboxes delivered by an all-to-all exchange.
+
+:meth:`MpiNetwork.flush` moves every rank's outbox in three steps:
+
+1. every rank turns each payload it sends to another rank into a pickled header and the raw bytes of
+   its numpy arrays (``analyzer.replay.exchange.split``: columns are not copied through pickle), once per
+   payload (a payload for every share is split once and its buffers sent to each rank);
+2. one ``alltoall`` of small python lists tells each rank what comes from each other rank: the kinds in
+   the source's order and, per payload, the lengths of its header and buffers;
+3. every rank receives each buffer into memory of its own (so a column keeps no other column alive) by
+   point-to-point messages of at most :data:`CHUNK` bytes, all posted at once and completed together:
+   no message or call passes the 2 GiB a C ``int`` can count, and the number of messages per pair is
+   the pair's bytes / CHUNK plus one per non-empty buffer.
+
+A rank's payload for itself is handed over as it is (as :class:`~analyzer.distributed.network.MemoryNetwork`
+does).  Failures: before any payload moves (and again once the receive buffers are allocated) one
+``allgather`` tells every rank which ranks failed; then every rank raises instead of exchanging, rank 0 the
+first failing rank's error (a trace error with its file and location, see
+``analyzer.replay.exchange.portable_error``) and the others :class:`ShareFailed`.  Headers are unpickled
+in :meth:`~MpiNetwork.inbox`, inside the stage's error handling of
+:func:`~analyzer.distributed.network.run_stages`, so a failure there is reported like a stage's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from analyzer.replay.exchange import join, portable_error, raise_portable, split
+
+from .network import EVERY, Inbox, Network, Outbox, ShareFailed
+
+__all__ = ["CHUNK", "MpiNetwork"]
+
+#: largest single message (bytes): well under the 2 GiB a C int can count (tests patch it to a few bytes)
+CHUNK = 1 << 30
+_TAG = 0x4E57  # "NW"; on a communicator of its own, so no other message of the program can match
+
+
+class _Received:
+    """A payload as it arrived: its pickled header and its buffers, unpickled on first use."""
+
+    __slots__ = ("header", "buffers")
+
+    def __init__(self, header: bytearray, buffers: list):
+        self.header, self.buffers = header, buffers
+
+
+def _pieces(segment, chunk: int):
+    view = memoryview(segment).cast("B")
+    return [view[off:off + chunk] for off in range(0, len(view), chunk)]
+
+
+class MpiNetwork(Network):
+    """Share ``comm.rank`` of ``comm.size``; collective: every rank constructs, flushes and closes it."""
+
+    def __init__(self, comm):
+        self.comm = comm.Dup()  # its messages cannot meet any other point-to-point traffic of the program
+        self.n_shares = self.comm.size
+        self.rank = self.comm.rank
+        self.local = [self.rank]
+        self._posted: Outbox | None = None
+        self._inbox: Inbox = {}
+        self._state: Any = None
+        # what the exchange cost (this rank): bytes and point-to-point messages sent and received
+        self.sent_bytes = 0
+        self.received_bytes = 0
+        self.messages = 0
+        self.largest_message = 0
+
+    def post(self, share: int, outbox: Outbox) -> None:
+        if share != self.rank:
+            raise ValueError(f"MPI rank {self.rank} runs share {self.rank}, not {share}")
+        self._posted = outbox
+
+    # -- the exchange -----------------------------------------------------------------------------
+    def _plan(self, outbox: Outbox):
+        """What this rank sends: per destination the meta list and the segments, and its own payloads."""
+        k, me = self.n_shares, self.rank
+        metas: list = [[] for _ in range(k)]
+        segments: list[list] = [[] for _ in range(k)]
+        own: list = []
+        splits: dict[int, tuple] = {}  # id(payload) -> (header, buffers): a payload sent to many is split once
+        for kind, payloads in outbox.items():
+            if isinstance(payloads, dict):
+                payloads = [payloads.get(EVERY)] * k
+            elif len(payloads) != k:
+                raise ValueError(f"outbox of share {me}, kind {kind!r}: {len(payloads)} payloads for {k} shares")
+            for d, p in enumerate(payloads):
+                if d == me:
+                    own.append((kind, p))
+                    continue
+                if p is None:
+                    metas[d].append((kind, None))
+                    continue
+                if id(p) not in splits:
+                    splits[id(p)] = split(p)
+                header, buffers = splits[id(p)]
+                metas[d].append((kind, (len(header), [b.nbytes for b in buffers])))
+                segments[d].append(header)
+                segments[d].extend(buffers)
+        metas[me] = None
+        return metas, segments, own
+
+    def _check(self, error: BaseException | None) -> None:
+        """One allgather of the ranks' failures; if any, every rank raises (rank 0 the first's)."""
+        errors = self.comm.allgather(None if error is None else portable_error(error))
+        failed = [r for r, e in enumerate(errors) if e is not None]
+        if not failed:
+            return
+        first = failed[0]
+        if self.rank != 0:
+            raise ShareFailed(f"analysis rank {first} failed") from error
+        if first == 0:
+            raise error
+        raise_portable(errors[first], first)
+
+    def flush(self, error: BaseException | None = None) -> None:
+        from mpi4py import MPI
+
+        chunk = int(CHUNK)
+        outbox, self._posted = self._posted or {}, None
+        self._inbox = {}
+        plan = None
+        if error is None:
+            try:
+                plan = self._plan(outbox)
+            except Exception as exc:  # e.g. a payload that cannot be pickled: reported like a stage's failure
+                error = exc
+        self._check(error)
+        metas, segments, own = plan
+        incoming = self.comm.alltoall(metas)
+        received: dict[int, list] = {}
+        receives: list = []  # (source, piece) in the order the source sends them
+        try:
+            for src, meta in enumerate(incoming):
+                if src == self.rank:
+                    continue
+                entries = received[src] = []
+                for kind, info in meta:
+                    if info is None:
+                        entries.append((kind, None))
+                        continue
+                    header_len, lengths = info
+                    got = _Received(bytearray(header_len), [np.empty(n, dtype=np.uint8) for n in lengths])
+                    entries.append((kind, got))
+                    for seg in [got.header, *got.buffers]:
+                        receives.extend((src, piece) for piece in _pieces(seg, chunk))
+        except Exception as exc:  # out of memory for what arrives: no rank may start sending
+            error = exc
+        self._check(error)
+        requests = [self.comm.Irecv([piece, MPI.BYTE], source=src, tag=_TAG) for src, piece in receives]
+        for dest, segs in enumerate(segments):
+            for seg in segs:
+                for piece in _pieces(seg, chunk):
+                    requests.append(self.comm.Isend([piece, MPI.BYTE], dest=dest, tag=_TAG))
+                    self.messages += 1
+                    self.sent_bytes += len(piece)
+                    self.largest_message = max(self.largest_message, len(piece))
+        MPI.Request.Waitall(requests)
+        self.received_bytes += sum(len(piece) for _, piece in receives)
+        del requests, receives, segments, plan
+        inbox: Inbox = {}
+        for src in range(self.n_shares):
+            for kind, p in (own if src == self.rank else received[src]):
+                inbox.setdefault(kind, [None] * self.n_shares)[src] = p
+        self._inbox = inbox
+
+    def inbox(self, share: int) -> Inbox:
+        if share != self.rank:
+            raise ValueError(f"MPI rank {self.rank} runs share {self.rank}, not {share}")
+        for payloads in self._inbox.values():
+            for i, p in enumerate(payloads):
+                if isinstance(p, _Received):  # the arrays are views of the received buffers: no copy
+                    payloads[i] = join(p.header, p.buffers)
+        return self._inbox
+
+    def keep(self, share: int, state: Any) -> None:
+        if share != self.rank:
+            raise ValueError(f"MPI rank {self.rank} runs share {self.rank}, not {share}")
+        self._state = state
+
+    def state(self, share: int) -> Any:
+        if share != self.rank:
+            raise ValueError(f"MPI rank {self.rank} runs share {self.rank}, not {share}")
+        return self._state
+
+    def close(self) -> None:
+        """Free the network's communicator (collective) and what it holds."""
+        self._inbox, self._state, self._posted = {}, None, None
+        if self.comm is not None:
+            self.comm.Free()
+            self.comm = None
