@@ -6,6 +6,7 @@ for scripts and notebooks; ``expert-analyze`` (``analyzer.cli``) wraps it.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import time as _time
@@ -23,8 +24,8 @@ from .cube.dimensions import ABSENT_LOCATION_ATTR
 from .distributed import MISMATCHES
 
 __all__ = ["analyze", "compute_patterns", "build_cube", "collective_mismatches", "counter_cube_metrics",
-           "efficiency_attrs", "metric_status", "required_tables", "select_patterns", "damage_note",
-           "NOT_MEASURED_ATTR", "ABSENT_ATTR", "SALVAGED_ATTR", "TRACE_ATTR"]
+           "efficiency_attrs", "metric_status", "required_tables", "select_patterns", "without_patterns",
+           "damage_note", "NOT_MEASURED_ATTR", "ABSENT_ATTR", "SALVAGED_ATTR", "TRACE_ATTR"]
 
 #: cube attribute per property left out as not measured: ``NOT_MEASURED_ATTR + name`` = the reason
 NOT_MEASURED_ATTR = "expert-analyze::not-measured::"
@@ -61,6 +62,29 @@ def select_patterns(patterns=None, plugins: bool = True, files=()) -> list[Patte
         validate_pattern(inst, "analyze(patterns=...)")
         out.append(inst)
     return out
+
+
+def without_patterns(pats: list[Pattern], names) -> list[Pattern]:
+    """``pats`` less the patterns named (a list or a comma-separated string), their sub-properties in the
+    metric tree and every pattern that depends on one of them (``expert-analyze --without``).  An unknown
+    name is a PatternError."""
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",") if n.strip()]
+    known = {p.name for p in pats}
+    for n in names:
+        if n not in known:
+            hint = difflib.get_close_matches(n, sorted(known), n=3)
+            extra = f"; did you mean {', '.join(map(repr, hint))}?" if hint else ""
+            raise PatternError(f"--without: unknown pattern {n!r}{extra}")
+    gone = set(names)
+    changed = True
+    while changed:  # the sub-trees and the dependants, to a fixed point
+        changed = False
+        for p in pats:
+            if p.name not in gone and (p.parent in gone or gone & set(p.depends)):
+                gone.add(p.name)
+                changed = True
+    return [p for p in pats if p.name not in gone]
 
 
 def required_tables(pats: list[Pattern]) -> tuple[str, ...]:
@@ -287,11 +311,12 @@ def efficiency_attrs(cube: Cube) -> dict[str, str]:
 def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, jobs: int = 1,
             comm=None, plugin_files=(), salvage: bool = False, memory: int | None = None,
             spill_dir: str | None = None, keep_tables: bool = False, notes=None,
-            memory_strict: bool = True) -> Cube | None:
+            memory_strict: bool = True, without=()) -> Cube | None:
     """Analyze a trace (path of any supported format, or an opened ``tracefmt.Trace``) and return the
     severity :class:`Cube`.
 
-    ``patterns``: see :func:`select_patterns`; ``plugin_files``: Python files of patterns to add.  ``progress``: optional
+    ``patterns``: see :func:`select_patterns`; ``without``: names left out (:func:`without_patterns`);
+    ``plugin_files``: Python files of patterns to add.  ``progress``: optional
     callable ``progress(n_events)`` called as locations are replayed.
     ``jobs``: threads replaying disjoint shares of the processes.  ``comm``:
     an mpi4py communicator for the distributed analysis (every rank calls
@@ -332,6 +357,8 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
     from .replay import replay  # numba kernels: imported only when a trace is analyzed
 
     pats = select_patterns(patterns, plugins=plugins, files=plugin_files)
+    if without:
+        pats = without_patterns(pats, without)
     tables = required_tables(pats)  # the replay builds only what the selected patterns read
     net = _share_network(trace, pats, comm, memory, spill_dir, notes, memory_strict)
     if net is not None:

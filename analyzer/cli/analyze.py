@@ -44,6 +44,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="also write the trace as a Chrome/Perfetto timeline (open it in ui.perfetto.dev) with every "
                    "wait state as a slice, an arrow from its cause and the critical path as a track")
     p.add_argument("--patterns", metavar="NAME,...", help="compute only these properties (and their parents)")
+    p.add_argument("--without", metavar="NAME,...", default="",
+                   help="leave out these properties, their sub-properties and what depends on them (e.g. "
+                   "--without delay,critical_path,performance_impact,pop_resources: the root-cause analysis, whose "
+                   "backward replay needs the whole trace's tables in one process)")
     p.add_argument("--no-plugins", action="store_true", help="ignore third-party patterns")
     p.add_argument("--plugin", action="append", default=[], metavar="FILE.py",
                    help="also load the patterns defined in this Python file (repeatable; no packaging needed)")
@@ -58,6 +62,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--mpi", action="store_true",
                    help="distributed analysis under mpiexec (needs mpi4py): each rank reads and replays only "
                    "its share of the processes, rank 0 merges, prints and writes the result")
+    p.add_argument("--memory", metavar="LIMIT", default=None,
+                   help="keep the analysis within LIMIT (4G, 512M, bytes, or 50%% of the memory available now; "
+                   "default: half of it): a trace that needs more is analysed in shares of whole processes one "
+                   "after another, spilling to disk between steps; results are identical")
+    p.add_argument("--spill-dir", metavar="DIR", default=None,
+                   help="where --memory spills (default: the system's temporary directory); removed afterwards")
     p.add_argument("--salvage", action="store_true",
                    help="analyze what survived of a damaged or truncated trace, and raise times that go backwards "
                    "to the time before, instead of failing; the report and the cube say what was lost")
@@ -155,6 +165,19 @@ def main(argv=None) -> int:
     if jobs < 1:
         print(f"{PROG}: error: -j needs a positive number of jobs, got {jobs}", file=sys.stderr)
         return 2
+    memory, explicit_memory = None, args.memory is not None
+    if not args.mpi:
+        from analyzer.distributed.memory import default_limit, parse_size
+
+        try:
+            memory = parse_size(args.memory) if explicit_memory else default_limit()
+        except ValueError as exc:
+            print(f"{PROG}: error: {exc}", file=sys.stderr)
+            return 2
+    elif explicit_memory:
+        print(f"{PROG}: error: --memory bounds the analysis in one process; under --mpi start more ranks instead",
+              file=sys.stderr)
+        return 2
     comm = None
     if args.mpi:
         from analyzer.replay.distributed import world
@@ -196,8 +219,14 @@ def main(argv=None) -> int:
             bar, update = _progress_bar(trace, args.no_progress or args.quiet)
         else:
             update = None
+        notes: list[str] = []
         cube = analyze(trace, patterns=args.patterns, plugins=not args.no_plugins, progress=update, jobs=jobs,
-                       comm=comm, plugin_files=args.plugin, salvage=args.salvage)
+                       comm=comm, plugin_files=args.plugin, salvage=args.salvage,
+                       memory=memory, memory_strict=explicit_memory, without=args.without,
+                       spill_dir=args.spill_dir, keep_tables=bool(args.timeline), notes=notes)
+        if root and not args.quiet:
+            for note in notes:
+                print(f"{PROG}: note: {note}", file=sys.stderr)
         if bar is not None:
             bar.close()
             bar = None

@@ -15,16 +15,21 @@ import math
 import os
 import re
 
-__all__ = ["parse_size", "default_limit", "MemoryPlan", "plan_memory", "BASE_BYTES", "SHARE_BYTES_PER_EVENT",
-           "FALLBACK_BYTES_PER_EVENT"]
+__all__ = ["parse_size", "default_limit", "MemoryPlan", "plan_memory", "BASE_BYTES", "WHOLE_BYTES_PER_EVENT",
+           "SHARE_BYTES_PER_EVENT", "FALLBACK_BYTES_PER_EVENT"]
 
-#: interpreter, numpy, numba and the compiled kernels (measured: an analysis of a tiny trace)
-BASE_BYTES = 300 << 20
+#: interpreter, numpy, numba, the compiled kernels and the shares' exchange (measured: about 100 MB for
+#: an analysis of a tiny trace in one piece, 150-180 MB by shares)
+BASE_BYTES = 180 << 20
+#: peak bytes per event of the analysis in one piece without the global patterns (10^7-event benchmark
+#: trace: 565 MB)
+WHOLE_BYTES_PER_EVENT = 50.0
 #: peak bytes per event of a share computing the location patterns (walk fragments, tables, instance
-#: tables, the reused decode buffer), measured on the analysis benchmark
-SHARE_BYTES_PER_EVENT = 60.0
-#: peak bytes per event of the tables the global patterns read when they are all built on share 0 (the
-#: serial analysis with every pattern, minus the base)
+#: tables, the reused decode buffer, the spilled state read back; benchmark trace, one process of
+#: 2.5 M events per share: 334 MB)
+SHARE_BYTES_PER_EVENT = 75.0
+#: peak bytes per event of the tables the global patterns read, built on share 0 for the whole trace (the
+#: analysis in one piece with every pattern: about 1.2 GB at 10^7 events)
 FALLBACK_BYTES_PER_EVENT = 120.0
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
@@ -99,7 +104,7 @@ def plan_memory(trace, limit: int, global_patterns=(), fallback_per_event: float
     counts = _events_by_process(trace)
     events = sum(counts)
     fallback = fallback_per_event * events if global_patterns else 0.0
-    estimate = int(BASE_BYTES + SHARE_BYTES_PER_EVENT * events + fallback)
+    estimate = int(BASE_BYTES + WHOLE_BYTES_PER_EVENT * events + fallback)
     if estimate <= limit:
         return MemoryPlan(1, limit, estimate, events)
     room = limit - BASE_BYTES - fallback
