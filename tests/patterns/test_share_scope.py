@@ -46,42 +46,48 @@ def _renumber(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return np.where(found, order[pos] if len(keys) else -1, -1).astype(values.dtype)
 
 
-def _collective_rows(t, owned: np.ndarray, scans: np.ndarray) -> np.ndarray:
-    """The collectives rows a share holds: its own, and of each instance with an own member the rows that
-    hold an extreme of the instance (latest enter of all members and of the sending ones, earliest exit of
-    all and of those that send and receive, the root's, the earliest enter of a sending non-root, the
-    smallest and largest region id: one row each); every row of an MPI_Scan/Exscan instance (``scans``: by
-    region id)."""
+def _collective_rows(t, owned: np.ndarray, scans: np.ndarray, comms: dict) -> np.ndarray:
+    """The collectives rows a share holds: its own, and of each instance with an own member, per region
+    called in it (mismatched calls stay apart), one row holding each extreme: the latest enter of all
+    members and of the sending ones, the earliest exit of all and of those that send and receive, the
+    earliest enter of a sending non-root; every root row; of an MPI_Scan/Exscan (``scans``: by region id)
+    the members that transfer data and enter later than every such member before them in comm-local rank
+    order (what Early Scan takes the maximum of)."""
     n = len(t["loc"])
     keep = np.isin(t["loc"], owned)
     inst = np.asarray(t["instance"])
     enter, exit_, region = np.asarray(t["enter"]), np.asarray(t["exit"]), np.asarray(t["region"])
     sent, recvd = np.asarray(t["sent"]) > 0, np.asarray(t["recvd"]) > 0
     root = np.asarray(t["rank"]) == np.asarray(t["root"])
+    every = np.ones(n, bool)
     for i in np.unique(inst[keep]):
-        rows = np.flatnonzero(inst == i)
-        if scans[np.maximum(region[rows], 0)].any():
-            keep[rows] = True
-            continue
+        for reg in np.unique(region[inst == i]):
+            rows = np.flatnonzero((inst == i) & (region == reg))
 
-        def extreme(values, sel, pick):  # one row holding it (of ties, the first) is enough
-            cand = rows[sel[rows]]
-            if len(cand):
-                keep[cand[pick(values[cand])]] = True
+            def extreme(values, sel, pick):  # one row holding it (of ties, the first) is enough
+                cand = rows[sel[rows]]
+                if len(cand):
+                    keep[cand[pick(values[cand])]] = True
 
-        every = np.ones(n, bool)
-        extreme(enter, every, np.argmax)
-        extreme(enter, sent, np.argmax)
-        extreme(exit_, every, np.argmin)
-        extreme(exit_, sent & recvd, np.argmin)
-        extreme(enter, ~root & sent, np.argmin)
-        extreme(region, every, np.argmin)
-        extreme(region, every, np.argmax)
-        keep[rows[root[rows]]] = True
+            extreme(enter, every, np.argmax)
+            extreme(enter, sent, np.argmax)
+            extreme(exit_, every, np.argmin)
+            extreme(exit_, sent & recvd, np.argmin)
+            extreme(enter, ~root & sent, np.argmin)
+            keep[rows[root[rows]]] = True
+            if reg >= 0 and scans[reg]:
+                act = rows[sent[rows] | recvd[rows]]
+                ranks = [comms[int(c)].ranks if int(c) in comms else () for c in t["comm"][act]]
+                local = [rk.index(int(r)) if int(r) in rk else int(r) for rk, r in zip(ranks, t["rank"][act])]
+                latest = -np.inf
+                for row in act[np.lexsort((t["loc"][act], local))]:
+                    if enter[row] > latest:
+                        keep[row] = True
+                    latest = max(latest, enter[row])
     return keep
 
 
-def restrict_tables(tables: dict, owned: np.ndarray, scans: np.ndarray) -> dict:
+def restrict_tables(tables: dict, owned: np.ndarray, scans: np.ndarray, comms: dict) -> dict:
     """The tables a share owning ``owned`` holds, from the serial ones (in the serial row order):
 
     * messages: rows with the sender or the receiver owned;
@@ -101,7 +107,7 @@ def restrict_tables(tables: dict, owned: np.ndarray, scans: np.ndarray) -> dict:
         if name == "mpi_rma_ops":
             keep = np.ones(n, bool)
         elif name == "collectives":
-            keep = _collective_rows(t, owned, scans)
+            keep = _collective_rows(t, owned, scans, comms)
         else:
             keep = np.zeros(n, bool)
             for col in t:
@@ -136,7 +142,8 @@ def share_context(ctx, owned):
 
     return dataclasses.replace(
         ctx, visits=cols(ctx.visits), excl_time=cols(ctx.excl_time), incl_time=cols(ctx.incl_time),
-        counters={k: cols(v) for k, v in ctx.counters.items()}, tables=restrict_tables(ctx.tables, owned, scans),
+        counters={k: cols(v) for k, v in ctx.counters.items()},
+        tables=restrict_tables(ctx.tables, owned, scans, ctx.trace.defs.comms),
         results={}, problems=[], derived={}, current_pattern=None, owned=owned)
 
 
