@@ -10,6 +10,7 @@ reference carrier) for K = 1 (one share), K < processes (uneven), and K > proces
 from __future__ import annotations
 
 import io
+import pickle
 
 import numpy as np
 import pytest
@@ -217,3 +218,29 @@ def test_fallback_fragments_give_the_serial_tables_on_share_0():
             for col in t:
                 np.testing.assert_array_equal(ctx.tables[name][col], t[col], err_msg=f"{name}.{col}")
         np.testing.assert_array_equal(ctx.excl_time, ser.excl_time)
+
+
+def test_states_and_payloads_survive_pickling():
+    """``--memory`` keeps states and payloads on disk between stages (pickled): the result is the same.
+    (The last stage's state, holding the context and so the trace object, is used at once, never kept.)"""
+    trace = random_builder(10, N_PROCESSES, 2, 25, tasks=True, deps=True).build()
+
+    def pickled(stage, last=False):
+        def run(s, state, inbox):
+            state, out = stage(s, pickle.loads(pickle.dumps(state)), pickle.loads(pickle.dumps(inbox)))
+            return state if last else pickle.loads(pickle.dumps(state)), pickle.loads(pickle.dumps(out))
+        return run
+
+    for K in (1, 3):
+        shares = partition(trace, K)
+        plain = run_stages(MemoryNetwork(K), share_stages(trace, shares, SHARE_TABLES))
+        stages = share_stages(trace, shares, SHARE_TABLES)
+        spilt = run_stages(MemoryNetwork(K), [pickled(st) for st in stages[:-1]] + [pickled(stages[-1], True)])
+        for s in range(K):
+            a, b = plain[s].context, spilt[s].context
+            assert plain[s].problems == spilt[s].problems
+            np.testing.assert_array_equal(a.excl_time, b.excl_time)
+            for name, t in a.tables.items():
+                assert list(t) == list(b.tables[name])
+                for col in t:
+                    np.testing.assert_array_equal(t[col], b.tables[name][col], err_msg=f"{name}.{col}")
