@@ -42,7 +42,6 @@ class Scratch:
     def __init__(self):
         self.acc = np.zeros(0, np.float64)
         self.seen = np.zeros(0, np.int8)
-        self._forks: dict[int, float] = {}
         self._arrays = (np.zeros(0, np.int64), np.zeros(0, np.float64))
 
     def arrays(self, n_nodes: int):
@@ -55,10 +54,12 @@ class Scratch:
         return self._arrays
 
     def add_forks(self, teams: np.ndarray, times: np.ndarray) -> None:
+        """Team ids ascending with the time of their latest fork (a later fork of an id replaces the earlier)."""
         if len(teams):
-            self._forks.update(zip(teams.tolist(), times.tolist()))
-            keys = np.array(sorted(self._forks), np.int64)
-            self._arrays = (keys, np.array([self._forks[k] for k in keys.tolist()], np.float64))
+            keys = np.concatenate([np.asarray(teams, np.int64)[::-1], self._arrays[0]])
+            when = np.concatenate([np.asarray(times, np.float64)[::-1], self._arrays[1]])
+            keys, first = np.unique(keys, return_index=True)  # the first of the reversed: the latest
+            self._arrays = (keys, when[first])
 
 
 def _index_dtype(largest: int):
@@ -151,7 +152,12 @@ def build_timeline(frags: dict[str, list], tables: dict[str, Table], new_id: np.
     loc = cuts["loc"]
     # one fragment per location, in location order, its cut points numbered 1, 2, ...: the point (l, c) is
     # row cut_off[l] + c - 1
-    cut_off = np.concatenate([[0], np.cumsum(np.bincount(loc))]).astype(np.int64) if len(loc) else np.zeros(1, np.int64)
+    # row cut_off[l] + c - 1 (np.bincount of the joined column, from the fragments' sizes)
+    n_rows = np.zeros(max((_loc_of(f) for f in cut_frags), default=-1) + 1, np.int64)
+    for f in cut_frags:
+        if len(f["loc"]):
+            n_rows[_loc_of(f)] += len(f["loc"])
+    cut_off = np.concatenate([[0], np.cumsum(n_rows)]).astype(np.int64) if len(loc) else np.zeros(1, np.int64)
     row = np.full(len(kind), -1, row_dt)
     M = tables.get("messages")
     if M is not None and len(M):

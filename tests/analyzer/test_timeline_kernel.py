@@ -138,3 +138,21 @@ def test_remap():
     assert node.tolist() == [7, -1, 5]
     with pytest.raises(IndexError):
         KJ.remap(np.array([3], np.int32), np.array([5, 6, 7], np.int64))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_scratch_forks_keep_the_latest_fork_of_each_team(seed):
+    """The forks the kernel looks up: team ids ascending, each with its last fork time, as a dict updated
+    location by location would hold them (a team id forked again, also within one location)."""
+    from analyzer.replay.timeline import Scratch
+
+    rng = np.random.default_rng(seed)
+    scratch, ref = Scratch(), {}
+    for _ in range(6):
+        n = int(rng.integers(0, 40))
+        teams, times = rng.integers(0, 25, n), rng.random(n)
+        scratch.add_forks(teams, times)
+        ref.update(zip(teams.tolist(), times.tolist()))
+        keys, when = scratch.forks()
+        assert keys.dtype == np.int64 and when.dtype == np.float64
+        assert keys.tolist() == sorted(ref) and when.tolist() == [ref[k] for k in sorted(ref)]
