@@ -265,8 +265,10 @@ def collective_mismatches(ctx) -> list[str]:
 
 def _share_network(trace, pats, comm, memory, spill_dir, notes, strict=True):
     """The carrier of an analysis by shares (``analyzer.distributed``), or None for the analysis in one piece."""
-    if comm is not None:  # the gather to rank 0 (replay_mpi) until the per-share pipeline takes over
-        return None
+    if comm is not None:
+        from .distributed.mpi_network import MpiNetwork
+
+        return MpiNetwork(comm)
     if memory is None:
         return None
     from .distributed.memory import plan_memory
@@ -369,12 +371,6 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
         finally:
             net.close()
         if ctx is None:  # not rank 0: its share's results went to rank 0
-            return None
-    elif comm is not None:
-        from .replay.distributed import replay_mpi
-
-        ctx = replay_mpi(trace, comm, tables=tables, progress=progress, salvage=salvage)
-        if ctx is None:  # not rank 0: its share went to rank 0
             return None
     else:
         ctx = replay(trace, tables=tables, jobs=jobs, progress=progress, salvage=salvage)
