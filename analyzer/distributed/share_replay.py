@@ -124,12 +124,23 @@ def _joined(location_frags: list[dict], kind: str) -> dict:
     return {k: np.concatenate([p.pop(k) for p in pieces]) for k in list(pieces[0])}
 
 
-def _rows(cols: dict, index) -> dict:
-    return {k: v[index] for k, v in cols.items()}
+def _split(cols: dict, to: np.ndarray, skip: int = -1) -> dict[int, dict]:
+    """The rows of ``cols`` by destination share ``to`` (in their order), one gather per column; none for
+    ``skip``."""
+    o = np.argsort(to, kind="stable")
+    dests, starts = np.unique(to[o], return_index=True)
+    bounds = np.append(starts, len(o))
+    return {int(d): {k: v[o[bounds[i]:bounds[i + 1]]] for k, v in cols.items()}
+            for i, d in enumerate(dests) if d != skip}
 
 
 def _remap(cols: dict, m: np.ndarray, kind: str = "rows") -> dict:
-    return remap_fragment({kind: cols}, m)[kind] if cols else cols
+    # one share: the merged tree is its own (merge_trees maps it by identity)
+    return remap_fragment({kind: cols}, m)[kind] if cols and len(m) and not _identity(m) else cols
+
+
+def _identity(m: np.ndarray) -> bool:
+    return bool(m[-1] == len(m) - 1 and (m == np.arange(len(m))).all())
 
 
 def share_stages(trace, shares: list[list[int]], want: set[str], salvage: bool = False, progress=None,
@@ -175,7 +186,7 @@ def _walk(setup: _Setup, s: int, progress, salvage: bool):
                                    if frags["recvs"] else 0)}
         if S:
             to = setup.dest_share(S["dest"], s)
-            out[SENDS] = route(K, {SENDS: {d: _rows(S, to == d) for d in np.unique(to).tolist()}})[SENDS]
+            out[SENDS] = route(K, {SENDS: _split(S, to)})[SENDS]
     if "collectives" in setup.want:
         out[COLL_SUMMARY] = {EVERY: _collectives().collective_summary(setup.trace, frags.get("collectives", {}))}
     state["frags"] = frags
@@ -214,7 +225,7 @@ def _match(setup: _Setup, s: int, state: dict, inbox: dict):
             # the serial table has the send positions once it matched at all, even where this share did not
             table["send_pos"] = np.zeros(0, np.int64)
         to = setup.loc_owner[np.asarray(table["send_loc"], np.int64)]
-        halo = {d: table.take(to == d) for d in np.unique(to).tolist() if d != s}
+        halo = {d: Table(rows) for d, rows in _split(table, to, skip=s).items()}
         if halo:
             out[HALO] = route(K, {HALO: halo})[HALO]
         tables["messages"] = table
