@@ -127,6 +127,8 @@ def _joined(location_frags: list[dict], kind: str) -> dict:
 def _split(cols: dict, to: np.ndarray, skip: int = -1) -> dict[int, dict]:
     """The rows of ``cols`` by destination share ``to`` (in their order), one gather per column; none for
     ``skip``."""
+    if len(to) and (to == to[0]).all():  # one destination (always with one share): no copy
+        return {} if to[0] == skip else {int(to[0]): cols}
     o = np.argsort(to, kind="stable")
     dests, starts = np.unique(to[o], return_index=True)
     bounds = np.append(starts, len(o))
