@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analyzer.replay.calltree import CallTreeBuilder
-from analyzer.replay.engine import (FRAGMENT_KINDS, TIMELINE_TABLES, Share, check_tables, counter_metrics,
+from analyzer.replay.engine import (ALL_TABLES, FRAGMENT_KINDS, TIMELINE_TABLES, Share, check_tables, counter_metrics,
                                     location_meta, merge_trees, region_arrays, remap_fragment, walk_order, walk_share)
 from analyzer.replay.matching import (build_locks, build_omp_counted, concat, match_messages, message_problem,
                                       remap_cnodes, unforked_problem)
@@ -93,7 +93,8 @@ class _Setup:
     def __init__(self, trace, shares, want, fallback_tables):
         self.trace = trace
         self.shares = [list(map(int, s)) for s in shares]
-        self.want = check_tables(set(want) - TIMELINE_TABLES)
+        # None: every table; the timeline tables are never built per share (nor the tables they link)
+        self.want = check_tables((set(ALL_TABLES) if want is None else set(want)) - TIMELINE_TABLES)
         self.fallback_tables = set(fallback_tables or ())
         self.fallback_kinds = {k for t in self.fallback_tables for k in FRAGMENT_KINDS[t]}
         self.kinds = {k for t in self.want for k in FRAGMENT_KINDS[t]}
@@ -148,8 +149,8 @@ def _identity(m: np.ndarray) -> bool:
 def share_stages(trace, shares: list[list[int]], want: set[str], salvage: bool = False, progress=None,
                  fallback_tables: set[str] = frozenset()) -> list[Stage]:
     """The four stages of the share replay (module docstring) for the shares ``shares`` (lists of location
-    ids, ``engine.partition``) building the tables ``want`` on every share (the timeline tables are never
-    built per share).  ``fallback_tables``: the walk also posts to share 0, under ``"fallback"``, its
+    ids, ``engine.partition``) building the tables ``want`` (None: all) on every share (the timeline tables
+    are never built per share).  ``fallback_tables``: the walk also posts to share 0, under ``"fallback"``, its
     :class:`~analyzer.replay.engine.Share` with only the fragment kinds of these tables (builder ids, as
     ``engine.assemble`` takes them); nothing is built from them here.  The last stage leaves a
     :class:`ShareResult` as each share's state."""

@@ -129,6 +129,12 @@ def test_only_the_wanted_tables(want):
     _compare(random_builder(4, N_PROCESSES, 2, 25, tasks=True).build(), want=want)
 
 
+def test_every_table_but_the_timeline_by_default():
+    trace = random_builder(4, N_PROCESSES, 2, 10).build()
+    got = run_stages(MemoryNetwork(2), share_stages(trace, partition(trace, 2), None))
+    assert set(got[1].context.tables) == SHARE_TABLES
+
+
 def _rewritten(b, edit):
     """The trace of builder ``b`` with each location's event records passed through ``edit(i, records)``."""
     defs = b.definitions()
