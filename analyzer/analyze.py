@@ -276,7 +276,9 @@ def _share_network(trace, pats, comm, memory, spill_dir, notes, strict=True):
 
     later = plan(pats).later
     try:
-        mp = plan_memory(trace, int(memory), [p.name for p in later if getattr(p, "scope", "global") == "global"])
+        glob = {p.name: p for p in later if getattr(p, "scope", "global") == "global"}
+        # named by the roots of their sub-trees: what --without takes
+        mp = plan_memory(trace, int(memory), [n for n, p in glob.items() if p.parent not in glob])
     except ValueError as exc:
         if strict:
             raise
@@ -286,16 +288,14 @@ def _share_network(trace, pats, comm, memory, spill_dir, notes, strict=True):
         return None
     if not mp.bounded:
         return None
-    import tempfile
-
     from .distributed.spill import SpillNetwork
 
-    directory = tempfile.mkdtemp(prefix="expert-spill-", dir=spill_dir)
+    net = SpillNetwork(spill_dir, mp.n_shares)  # a new folder under spill_dir, removed by net.close()
     if notes is not None:
         notes.append(f"the analysis needs about {mp.estimate / (1 << 20):.0f} MiB, more than the limit of "
                      f"{mp.limit / (1 << 20):.0f} MiB: it runs in {mp.n_shares} shares of whole processes, one after "
-                     f"another, spilling to {directory}")
-    return SpillNetwork(directory, mp.n_shares)
+                     f"another, spilling to {net.directory}")
+    return net
 
 
 def efficiency_attrs(cube: Cube) -> dict[str, str]:

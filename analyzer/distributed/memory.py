@@ -97,22 +97,22 @@ def _gb(n: float) -> str:
     return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.0f} MiB"
 
 
-def plan_memory(trace, limit: int, global_patterns=(), fallback_per_event: float = FALLBACK_BYTES_PER_EVENT) -> MemoryPlan:
+def plan_memory(trace, limit: int, global_patterns=()) -> MemoryPlan:
     """The number of shares for ``limit``; ValueError (one line: what does not fit and what to do) when no
     number of shares fits.  ``global_patterns``: names of the selected patterns that run on share 0 over
     the whole trace's tables."""
     counts = _events_by_process(trace)
     events = sum(counts)
-    fallback = fallback_per_event * events if global_patterns else 0.0
+    fallback = FALLBACK_BYTES_PER_EVENT * events if global_patterns else 0.0
     estimate = int(BASE_BYTES + WHOLE_BYTES_PER_EVENT * events + fallback)
     if estimate <= limit:
         return MemoryPlan(1, limit, estimate, events)
     room = limit - BASE_BYTES - fallback
-    names = ", ".join(sorted(global_patterns)[:4]) + (" ..." if len(global_patterns) > 4 else "")
-    if global_patterns and room < SHARE_BYTES_PER_EVENT * max(counts):
+    names = ", ".join(sorted(global_patterns))
+    if global_patterns and room < SHARE_BYTES_PER_EVENT * max(counts) and BASE_BYTES + fallback >= limit / 2:
         raise ValueError(f"--memory {_gb(limit)}: the patterns that need the whole trace's tables at once ({names}) "
                          f"need about {_gb(BASE_BYTES + fallback)} for {events} events; give more memory, or leave "
-                         f"them out with --patterns (e.g. --patterns mpi,omp)")
+                         f"them out with --without {','.join(sorted(global_patterns))}")
     biggest = SHARE_BYTES_PER_EVENT * max(counts)
     if room < biggest:
         raise ValueError(f"--memory {_gb(limit)}: the largest process alone has {max(counts)} events and needs "

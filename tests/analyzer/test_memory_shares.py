@@ -1,0 +1,102 @@
+"""``expert-analyze --memory LIMIT``: a trace whose analysis exceeds the limit runs in shares of whole
+processes, spilled to disk between steps, and gives the JSON summary of the analysis in one piece.
+
+The per-event constants of ``analyzer.distributed.memory`` are made large here so that these small traces
+need several shares; the peak memory itself is measured by ``python -m benchmarks scaling`` (not here).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from analyzer.cli.analyze import main
+from analyzer.distributed import memory
+from random_hybrid_traces import random_builder
+
+ROOT_CAUSE = "delay,critical_path,performance_impact,pop_resources"
+
+
+@pytest.fixture
+def tiny_budget(monkeypatch):
+    """1 KB per event and no base: a limit of E x 500 B then needs two or more shares."""
+    monkeypatch.setattr(memory, "BASE_BYTES", 0)
+    monkeypatch.setattr(memory, "WHOLE_BYTES_PER_EVENT", 1000.0)
+    monkeypatch.setattr(memory, "SHARE_BYTES_PER_EVENT", 1000.0)
+    monkeypatch.setattr(memory, "FALLBACK_BYTES_PER_EVENT", 0.0)
+
+
+def _events(path) -> int:
+    import tracefmt
+
+    t = tracefmt.open(path)
+    return sum(int(t.n_events(int(l))) for l in t.location_ids)
+
+
+def _largest_process(path) -> int:
+    import tracefmt
+
+    t = tracefmt.open(path)
+    by_proc = {}
+    for l in t.location_ids:
+        p = t.defs.locations[int(l)].process
+        by_proc[p] = by_proc.get(p, 0) + int(t.n_events(int(l)))
+    return max(by_proc.values())
+
+
+@pytest.mark.parametrize("seed,kw", [(31, {}), (32, {"tasks": True, "deps": True}), (33, {"tasks": True, "rma": True})])
+@pytest.mark.parametrize("fraction", [0.6, 0.0])
+def test_memory_limit_gives_the_json_of_one_piece(tmp_path, tiny_budget, capsys, seed, kw, fraction):
+    # fraction 0.0: the least a share may get (the largest process), so as many shares as processes
+    trace = tmp_path / "t.elg"
+    random_builder(seed, n_ranks=5, n_threads=2, steps=20, **kw).write(trace)
+    whole, bounded = tmp_path / "whole.json", tmp_path / "bounded.json"
+    for without in ("", ROOT_CAUSE):  # with the global patterns (gathered to share 0) and without them
+        extra = ["--without", without] if without else []
+        assert main([str(trace), "-j", "1", "--json", str(whole), "-o", str(tmp_path / "w.cubex"), "-q",
+                     "--memory", "1T", *extra]) == 0
+        limit = int(max(_events(trace) * fraction, _largest_process(trace) / 0.8 + 1) * 1000)
+        spill = tmp_path / "spill"
+        spill.mkdir(exist_ok=True)
+        capsys.readouterr()
+        assert main([str(trace), "--json", str(bounded), "-o", str(tmp_path / "b.cubex"), "--memory", str(limit),
+                     "--spill-dir", str(spill), *extra]) == 0
+        err = capsys.readouterr().err
+        assert "shares of whole processes" in err, err  # it did run in shares, and said so
+        assert bounded.read_bytes() == whole.read_bytes()
+        assert os.listdir(spill) == []  # the spill directory is cleaned up
+
+
+def test_a_process_bigger_than_the_limit_is_one_clear_line(tmp_path, tiny_budget, capsys):
+    trace = tmp_path / "t.elg"
+    random_builder(34, n_ranks=3, n_threads=2, steps=20).write(trace)
+    assert main([str(trace), "-q", "--memory", "1000", "-o", str(tmp_path / "x.cubex")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "holds at least one whole process" in err[0], err
+
+
+def test_global_patterns_that_cannot_fit_say_how_to_leave_them_out(tmp_path, monkeypatch, capsys):
+    trace = tmp_path / "t.elg"
+    random_builder(35, n_ranks=3, n_threads=2, steps=20).write(trace)
+    monkeypatch.setattr(memory, "BASE_BYTES", 0)
+    monkeypatch.setattr(memory, "FALLBACK_BYTES_PER_EVENT", 10_000.0)
+    limit = str(_events(trace) * 5_000)
+    assert main([str(trace), "-q", "--memory", limit, "-o", str(tmp_path / "x.cubex")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--without" in err[0] and "delay" in err[0], err
+
+
+@pytest.mark.parametrize("text,value", [("4G", 4 << 30), ("512MiB", 512 << 20), ("1.5k", 1536), ("2000", 2000)])
+def test_sizes(text, value):
+    assert memory.parse_size(text) == value
+
+
+def test_percent_is_of_the_available_memory():
+    assert 0 < memory.parse_size("10%") <= memory.available_bytes() // 10 + 1
+
+
+@pytest.mark.parametrize("text", ["", "x", "-1G", "0", "4Q"])
+def test_bad_sizes_are_one_line(text):
+    with pytest.raises(ValueError, match="give a size|more than 0"):
+        memory.parse_size(text)
