@@ -286,7 +286,7 @@ def _launch(mpi: str, k: int, script: str, tmp, *args: str) -> subprocess.Comple
         env.update(MPI4PY_MPIABI="mpich", LD_LIBRARY_PATH=f"{abi}:{env.get('LD_LIBRARY_PATH', '')}")
         cmd = [shutil.which("mpiexec.mpich"), "-n", str(k)]
     return subprocess.run(cmd + [sys.executable, "-c", script, *args], capture_output=True, text=True, env=env,
-                          timeout=240, cwd=ROOT)
+                          timeout=120, cwd=ROOT)
 
 
 PIPELINES = """
