@@ -101,12 +101,17 @@ class _Setup:
         self.names, self.paradigm, self.role = region_arrays(trace.defs)
         _, self.n_loc, self.loc_proc, self.loc_thread = location_meta(trace)
         self.walk_index = {l: i for i, l in enumerate(l for g in walk_order(trace) for l in g)}
+        every = np.asarray([l for g in self.shares for l in g], np.int64)
+        if sorted(every.tolist()) != sorted(self.walk_index):
+            raise ValueError("the shares must hold every location of the trace exactly once")
         self.loc_owner = np.full(self.n_loc, -1, np.int64)  # share owning each location
         for s, locs in enumerate(self.shares):
             self.loc_owner[np.asarray(locs, np.int64)] = s
-        procs = self.loc_proc[np.asarray([l for g in self.shares for l in g], np.int64)]
+        procs = self.loc_proc[every]
         self.proc_owner = np.full(int(procs.max()) + 1 if len(procs) else 0, -1, np.int64)
-        self.proc_owner[procs] = self.loc_owner[np.asarray([l for g in self.shares for l in g], np.int64)]
+        self.proc_owner[procs] = self.loc_owner[every]
+        if (self.proc_owner[procs] != self.loc_owner[every]).any():  # teams, locks, tasks span a process
+            raise ValueError("the shares must hold whole processes (engine.partition)")
 
     def dest_share(self, dest: np.ndarray, here: int) -> np.ndarray:
         """The share owning each destination process; ``here`` for one no share has (never matched)."""

@@ -135,6 +135,15 @@ def test_every_table_but_the_timeline_by_default():
     assert set(got[1].context.tables) == SHARE_TABLES
 
 
+def test_shares_of_whole_processes_only():
+    trace = random_builder(4, N_PROCESSES, 2, 10).build()
+    shares = partition(trace, 2)
+    with pytest.raises(ValueError, match="whole processes"):
+        share_stages(trace, [shares[0][:1], shares[0][1:] + shares[1]], SHARE_TABLES)
+    with pytest.raises(ValueError, match="exactly once"):
+        share_stages(trace, [shares[0], shares[1][1:]], SHARE_TABLES)
+
+
 def _rewritten(b, edit):
     """The trace of builder ``b`` with each location's event records passed through ``edit(i, records)``."""
     defs = b.definitions()
