@@ -377,7 +377,7 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
     ctx.problems.extend(definition_warnings(trace.defs, ids=False))  # dense_view words the ids itself
     ctx.problems.extend(collective_mismatches(ctx))
     done = set(ctx.results)  # computed per share (analyzer.distributed): the rest runs here, over the whole
-    compute_patterns(ctx, [p for p in pats if p.name not in done])
+    compute_patterns(ctx, [p for p in pats if p.name not in done], check=not done)
     if done:
         check_subset_rule(ctx, pats)
     attrs = {

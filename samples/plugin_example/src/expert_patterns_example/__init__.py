@@ -36,6 +36,9 @@ class ShortMessagesWait(Pattern):
         "a faster network barely helps."
     )
     requires = ("messages",)  # late_sender_instances reads the messages table
+    # exact on a share of the processes (it filters the built-in instance table): computed per share
+    # under --mpi and --memory instead of on rank 0 (docs/writing-patterns.md, "Scope")
+    scope = "location"
     depends = ()
 
     #: messages with fewer bytes than this are short (subclass to change it)
