@@ -162,9 +162,10 @@ def run_analysis(trace: str, k: int, names: list[str] | None, extra: list[str] =
         out = subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=timeout)
         wall = time.perf_counter() - t0
         c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if out.returncode != 0:
-            tail = (out.stderr or out.stdout)[-1500:]
-            return {"error": f"exit {out.returncode}: {tail.strip().splitlines()[-1] if tail.strip() else ''}"}
+        if out.returncode != 0:  # the analysis's own error line, not mpiexec's banner after it
+            lines = (out.stderr or out.stdout).strip().splitlines()
+            why = next((l for l in lines if "error" in l.lower() and "mpiexec" not in l), lines[-1] if lines else "")
+            return {"error": f"exit {out.returncode}: {why.strip()}"}
         rdir = os.path.join(work, "ranks")
         recs = [json.load(open(os.path.join(rdir, f))) for f in sorted(os.listdir(rdir))]
         if len(recs) != (k if mpi else 1):
@@ -194,7 +195,7 @@ for name, t in sorted(ctx.tables.items()):
     row = sum(col.dtype.itemsize for col in t.values())
     send = sum(col.dtype.itemsize for c, col in t.items() if c.startswith("send_"))
     out["tables"][name] = {"rows": n, "bytes_per_row": row, "rows_per_event": n / E, "send_side_bytes": send,
-                           "columns": len(t)}
+                           "columns": len(t.columns())}
 print(json.dumps(out))
 """
 
