@@ -55,7 +55,7 @@ from analyzer.replay.matching import (build_locks, build_omp_counted, concat, ma
                                       remap_cnodes, unforked_problem)
 from analyzer.replay.tasks import add_task_busy, build_task_tables
 from patterns.context import AnalysisContext
-from patterns.tables import MPI_FILE_OPS, Table
+from patterns.tables import MESSAGES, MPI_FILE_OPS, Table
 
 from .network import EVERY, Stage, route
 
@@ -70,6 +70,8 @@ COLL_SUMMARY, COLL_CANDIDATES, COLL_WINNERS, RMA = "coll_summary", "coll_candida
 _TABLE_ORDER = ("messages", "collectives", "omp_teams", "omp_team_members", "omp_barriers", "locks", "omp_tasks",
                 "omp_task_dependences", "omp_task_fragments", "threads", "mpi_file_ops", "mpi_rma_ops")
 _OMP = ("omp_teams", "omp_team_members", "omp_barriers")
+#: send columns only copied into the messages table (not matched on): sent in the table's narrower types
+_SEND_OUTPUT = ("send_flags", "send_region", "send_cnode", "sendc_region", "sendc_cnode")
 
 
 @dataclass
@@ -193,6 +195,7 @@ def _walk(setup: _Setup, s: int, progress, salvage: bool):
         out[P2P_COUNTS] = {EVERY: (len(S["send_time"]) if S else 0, len(frags["recvs"]["recv_time"])
                                    if frags["recvs"] else 0)}
         if S:
+            S.update({k: S[k].astype(MESSAGES[k]) for k in _SEND_OUTPUT})  # what the table would cast them to
             to = setup.dest_share(S["dest"], s)
             out[SENDS] = route(K, {SENDS: _split(S, to)})[SENDS]
     if "collectives" in setup.want:
