@@ -302,10 +302,11 @@ def _reduce(setup: _Setup, s: int, state: dict, inbox: dict):
         if halos:
             own = tables["messages"]
             parts = [own] + halos
-            t = Table({k: np.concatenate([p[k] for p in parts]) for k in own})
             # each receiving location's rows come from one share, in the serial order: a stable sort by
             # receiving location gives the serial table's order (receiving location, then order there)
-            tables["messages"] = t.take(np.argsort(t["recv_loc"], kind="stable"))
+            o = np.argsort(np.concatenate([p["recv_loc"] for p in parts]), kind="stable")
+            # column by column, each part's column dropped as it is joined: the rows are not held three times
+            tables["messages"] = Table({k: np.concatenate([p.pop(k) for p in parts])[o] for k in list(own)})
     if "collectives" in want:
         state["coll"], by_dest = _collectives().reduce_candidates(setup.trace, setup.shares, s, state["coll"],
                                                                    inbox.get(COLL_CANDIDATES, [None] * K))
