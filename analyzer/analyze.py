@@ -370,6 +370,9 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
             ctx = analyze_by_shares(trace, pats, net, salvage=salvage, progress=progress, keep_tables=keep_tables)
         finally:
             net.close()
+        if notes is not None and getattr(net, "spilled_bytes", 0):  # what bounding the memory cost
+            notes.append(f"spilled {net.spilled_bytes / (1 << 20):.0f} MiB to disk and read back "
+                         f"{net.read_bytes / (1 << 20):.0f} MiB in {net.spill_seconds:.1f} s")
         if ctx is None:  # not rank 0: its share's results went to rank 0
             return None
     else:
