@@ -76,7 +76,9 @@ _SEND_OUTPUT = ("send_flags", "send_region", "send_cnode", "sendc_region", "send
 
 @dataclass
 class ShareResult:
-    """The final state of a share: its context and the parts of the problems :func:`merge_problems` joins."""
+    """The final state of a share: its context (whose own ``problems`` stay empty) and the parts of the
+    problems :func:`merge_problems` joins on share 0 (``locations``: (walk index, text) pairs; per table
+    builder, the counts behind its problem lines)."""
 
     context: AnalysisContext
     problems: dict = field(default_factory=dict)
@@ -145,7 +147,7 @@ def _split(cols: dict, to: np.ndarray, skip: int = -1) -> dict[int, dict]:
 
 
 def _remap(cols: dict, m: np.ndarray, kind: str = "rows") -> dict:
-    # one share: the merged tree is its own (merge_trees maps it by identity)
+    # a tree whose nodes keep their ids in the merged one (always with one share, often share 0's): no copy
     return remap_fragment({kind: cols}, m)[kind] if cols and len(m) and not _identity(m) else cols
 
 
@@ -187,8 +189,7 @@ def _walk(setup: _Setup, s: int, progress, salvage: bool):
         out[FALLBACK] = [fb] + [None] * (K - 1)
     frags = {k: _joined([sh.done[l][1] for l in locs], k) for k in setup.kinds}
     state = {"locs": locs, "summaries": [sh.done[l][0] for l in locs],
-             "loc_problems": [(setup.walk_index[l], p) for l in locs for p in sh.done[l][2]],
-             "n_nodes": n}
+             "loc_problems": [(setup.walk_index[l], p) for l in locs for p in sh.done[l][2]]}
     del sh
     if "messages" in setup.want:  # every send goes to the share of its destination process
         S = frags.pop("sends")
