@@ -111,18 +111,20 @@ class _Setup:
         self.loc_owner = np.full(self.n_loc, -1, np.int64)  # share owning each location
         for s, locs in enumerate(self.shares):
             self.loc_owner[np.asarray(locs, np.int64)] = s
-        procs = self.loc_proc[every]
-        self.proc_owner = np.full(int(procs.max()) + 1 if len(procs) else 0, -1, np.int64)
-        self.proc_owner[procs] = self.loc_owner[every]
-        if (self.proc_owner[procs] != self.loc_owner[every]).any():  # teams, locks, tasks span a process
-            raise ValueError("the shares must hold whole processes (engine.partition)")
+        # the processes (sorted, not an array by process id: ids may be sparse) and the share of each
+        procs = self.loc_proc[every].astype(np.int64)
+        self.procs, first = np.unique(procs, return_index=True)
+        self.proc_owner = self.loc_owner[every][first]
+        if (self.proc_owner[np.searchsorted(self.procs, procs)] != self.loc_owner[every]).any():
+            raise ValueError("the shares must hold whole processes (engine.partition)")  # teams, locks, tasks
 
     def dest_share(self, dest: np.ndarray, here: int) -> np.ndarray:
         """The share owning each destination process; ``here`` for one no share has (never matched)."""
         d = np.asarray(dest, np.int64)
-        ok = (d >= 0) & (d < len(self.proc_owner))
-        o = np.where(ok, self.proc_owner[np.where(ok, d, 0)], -1)
-        return np.where(o >= 0, o, here)
+        if not len(self.procs):
+            return np.full(len(d), here, np.int64)
+        at = np.minimum(np.searchsorted(self.procs, d), len(self.procs) - 1)
+        return np.where(self.procs[at] == d, self.proc_owner[at], here)
 
 
 def _joined(location_frags: list[dict], kind: str) -> dict:
