@@ -115,8 +115,12 @@ def _compare(trace, want=SHARE_TABLES, salvage=False):
 @pytest.mark.parametrize("variant", ["plain", "tasks", "deps"])
 def test_shares_hold_the_serial_rows_and_columns(seed, variant):
     opts = {"plain": {}, "tasks": {"tasks": True}, "deps": {"tasks": True, "deps": True}}[variant]
-    ser = _compare(random_builder(seed, N_PROCESSES, 2, 30, **opts).build())
+    trace = random_builder(seed, N_PROCESSES, 2, 30, **opts).build()
+    ser = _compare(trace)
     assert len(ser.tables["messages"]) and len(ser.tables["omp_barriers"])  # the comparisons had rows
+    share_of = {l: s for s, locs in enumerate(partition(trace, 2)) for l in locs}
+    m = ser.tables["messages"]
+    assert any(share_of[a] != share_of[b] for a, b in zip(m["send_loc"].tolist(), m["recv_loc"].tolist()))  # halo
 
 
 def test_one_sided_rows_on_every_share():
