@@ -23,6 +23,7 @@ in :meth:`~MpiNetwork.inbox`, inside the stage's error handling of
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -31,11 +32,14 @@ from analyzer.replay.exchange import join, portable_error, raise_portable, split
 
 from .network import EVERY, Inbox, Network, Outbox, ShareFailed
 
-__all__ = ["CHUNK", "MpiNetwork"]
+__all__ = ["CHUNK", "TRAFFIC", "MpiNetwork"]
 
 #: largest single message (bytes): well under the 2 GiB a C int can count (tests patch it to a few bytes)
 CHUNK = 1 << 30
 _TAG = 0x4E57  # "NW"; on a communicator of its own, so no other message of the program can match
+#: what this process's networks exchanged, summed over them (benchmarks/rank_peak.py reads it): bytes and
+#: point-to-point messages sent and received, flushes, and the wall seconds spent in them (waiting included)
+TRAFFIC = {"bytes_sent": 0, "bytes_received": 0, "messages": 0, "flushes": 0, "flush_seconds": 0.0}
 
 
 class _Received:
@@ -117,6 +121,18 @@ class MpiNetwork(Network):
         raise_portable(errors[first], first)
 
     def flush(self, error: BaseException | None = None) -> None:
+        t0 = time.perf_counter()
+        sent, received, messages = self.sent_bytes, self.received_bytes, self.messages
+        try:
+            self._exchange(error)
+        finally:
+            TRAFFIC["bytes_sent"] += self.sent_bytes - sent
+            TRAFFIC["bytes_received"] += self.received_bytes - received
+            TRAFFIC["messages"] += self.messages - messages
+            TRAFFIC["flushes"] += 1
+            TRAFFIC["flush_seconds"] += time.perf_counter() - t0
+
+    def _exchange(self, error: BaseException | None) -> None:
         from mpi4py import MPI
 
         chunk = int(CHUNK)
