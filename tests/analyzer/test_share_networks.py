@@ -296,20 +296,25 @@ import analyzer.distributed.mpi_network as M
 import test_share_networks as T
 M.CHUNK = 64  # every buffer over 64 bytes crosses in several messages
 out = {}
+total = [0, 0, 0]
 try:
     for seed in T.SEEDS:
         net = M.MpiNetwork(MPI.COMM_WORLD)
         out[seed] = T.run_pipeline(net, seed)[net.rank]
         assert net.largest_message <= 64, net.largest_message
         stats = (net.messages, net.sent_bytes)
+        total = [total[0] + net.sent_bytes, total[1] + net.received_bytes, total[2] + net.messages]
         net.close()
+    # the process's counters sum its networks' (3 stages: 3 flushes each)
+    t = M.TRAFFIC
+    assert [t["bytes_sent"], t["bytes_received"], t["messages"], t["flushes"]] == total + [3 * len(T.SEEDS)], t
 except BaseException:  # a check failing on one rank only: end them all now rather than at the timeout
     import traceback
     traceback.print_exc()
     sys.stderr.flush()
     MPI.COMM_WORLD.Abort(1)
 with open(f"{sys.argv[1]}/rank{MPI.COMM_WORLD.rank}.json", "w") as f:  # the ranks' stdout lines may interleave
-    json.dump({"rank": MPI.COMM_WORLD.rank, "seen": out, "messages": stats[0], "bytes": stats[1]}, f)
+    json.dump({"rank": MPI.COMM_WORLD.rank, "seen": out, "messages": stats[0], "bytes": stats[1], "total": total}, f)
 """
 
 
@@ -323,6 +328,7 @@ def test_mpi_delivers_as_memory(tmp_path, mpi, k):
     for seed in SEEDS:
         want = run_pipeline(MemoryNetwork(k), seed)
         assert [d["seen"][str(seed)] for d in ranks] == [want[s] for s in range(k)], seed
+    assert sum(d["total"][0] for d in ranks) == sum(d["total"][1] for d in ranks)  # bytes sent = received
     if k > 1:  # the last pipeline's bytes went in pieces of at most 64 bytes
         assert all(d["messages"] * 64 >= d["bytes"] for d in ranks)
         assert sum(d["messages"] for d in ranks) > 0
