@@ -225,13 +225,19 @@ def _match(setup: _Setup, s: int, state: dict, inbox: dict):
     K, want = len(setup.shares), setup.want
     ctree, new_id, synthesized, maps = _merged_tree(setup, inbox[TREE])
     m = maps[s]
-    frags = {k: _remap(v, m) for k, v in state.pop("frags").items()}
+    frags = state.pop("frags")
+
+    def take(kind):  # one kind of the own rows, in merged builder ids; dropped here as it is used
+        return _remap(frags.pop(kind, {}), m)
+
     state.update(ctree=ctree, new_id=new_id, synthesized=synthesized, final=new_id[m], tables={}, counts={})
     out: dict = {}
     tables, counts = state["tables"], state["counts"]
     if "messages" in want:
-        S = concat([_remap(p, maps[src]) for src, p in enumerate(inbox.get(SENDS, [])) if p is not None])
-        table, counts["messages"] = match_messages(S, frags.pop("recvs", {}))
+        sends = inbox.pop(SENDS, [])  # taken out of the inbox: freed once joined
+        S = concat([_remap(p, maps[src]) for src, p in enumerate(sends) if p is not None])
+        del sends
+        table, counts["messages"] = match_messages(S, take("recvs"))
         del S
         remap_cnodes(table, new_id)
         totals = [sum(c[i] for c in inbox[P2P_COUNTS] if c is not None) for i in (0, 1)]
@@ -245,11 +251,11 @@ def _match(setup: _Setup, s: int, state: dict, inbox: dict):
         tables["messages"] = table
     if "collectives" in want:
         state["coll"], by_dest = _collectives().collective_candidates(
-            setup.trace, setup.shares, s, frags.pop("collectives", {}), inbox.get(COLL_SUMMARY, [None] * K))
+            setup.trace, setup.shares, s, take("collectives"), inbox.get(COLL_SUMMARY, [None] * K))
         out[COLL_CANDIDATES] = route(K, {COLL_CANDIDATES: by_dest})[COLL_CANDIDATES]
     if "mpi_rma_ops" in want:
-        out[RMA] = {EVERY: _collectives().rma_rows(setup.trace, frags.pop("rma_ops", {}))}
-    local = _local_tables(setup, frags, counts)
+        out[RMA] = {EVERY: _collectives().rma_rows(setup.trace, take("rma_ops"))}
+    local = _local_tables(setup, take, counts)
     for t in local.values():
         remap_cnodes(t, new_id)
     tables.update(local)
@@ -268,27 +274,32 @@ def _serial_columns(tables: dict, told: list) -> None:
             tables[name] = Table({c: t[c] if c in t else np.zeros(0, dt) for c, dt in cols})
 
 
-def _local_tables(setup: _Setup, frags: dict, counts: dict) -> dict:
-    """The process-local tables from the share's own fragments (merged builder ids), by today's builders:
-    teams, locks, tasks and threads never span processes, so each comes out as the serial table's rows of
-    the share's processes, in the same relative order (dense keys such as ``team`` numbered per share)."""
+def _local_tables(setup: _Setup, take, counts: dict) -> dict:
+    """The process-local tables from the share's own fragments (``take(kind)``: merged builder ids), by
+    today's builders: teams, locks, tasks and threads never span processes, so each comes out as the serial
+    table's rows of the share's processes, in the same relative order (dense keys such as ``team`` numbered
+    per share).  Each kind is taken once and dropped when its tables are built."""
     want, defs, tbl = setup.want, setup.trace.defs, {}
-    lists = {k: [v] if v else [] for k, v in frags.items()}  # the builders of tasks take fragment lists
+    tasks = take("tasks")  # for the barriers' task time and the task tables
     if want & set(_OMP):
-        built, counts["omp"] = build_omp_counted(frags.get("forks", {}), frags.get("joins", {}),
-                                                 frags.get("members", {}),
-                                                 frags.get("barriers", {}) if "omp_barriers" in want else {},
-                                                 setup.loc_proc)
+        built, counts["omp"] = build_omp_counted(take("forks"), take("joins"), take("members"),
+                                                 take("barriers") if "omp_barriers" in want else {}, setup.loc_proc)
         tbl.update((n, t) for n, t in zip(_OMP, built) if n in want)
+        del built
         if "omp_barriers" in tbl:
-            add_task_busy(tbl["omp_barriers"], lists.get("tasks", []))
+            add_task_busy(tbl["omp_barriers"], [tasks] if tasks else [])
     if "locks" in want:
-        tbl["locks"] = build_locks(frags.get("locks", {}), setup.loc_proc,
+        tbl["locks"] = build_locks(take("locks"), setup.loc_proc,
                                    {lid: int(lk.kind) for lid, lk in defs.locks.items()})
-    tbl.update(build_task_tables({k: lists.get(k, []) for k in ("tasks", "task_creates", "task_deps", "threads")},
-                                 want, setup.loc_proc))
+    lists = {"tasks": [tasks] if tasks else []}  # the builders of tasks take fragment lists
+    del tasks
+    for k in ("task_creates", "task_deps", "threads"):
+        v = take(k)
+        lists[k] = [v] if v else []
+    tbl.update(build_task_tables(lists, want, setup.loc_proc))
+    del lists
     if "mpi_file_ops" in want:
-        ops = frags.get("file_ops", {})
+        ops = take("file_ops")
         tbl["mpi_file_ops"] = (Table({k: np.ascontiguousarray(ops[k], dt) for k, dt in MPI_FILE_OPS.items()})
                                if ops else Table.empty(MPI_FILE_OPS))
     return tbl
