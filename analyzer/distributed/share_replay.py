@@ -13,16 +13,20 @@ Stages (``share_stages``; each ``stage(share, state, inbox) -> (state, outbox)``
 
 1. walk: ``walk_share`` over the share's locations.  Posts ``"tree"`` (the builder tree) to every share,
    ``"sends"`` (send rows, the walking share's builder ids) to the share owning the destination process,
-   the collective summary to every share, and ``"fallback"`` (the walked Share with only the fragment
-   kinds of ``fallback_tables``) to share 0.
+   its numbers of send and receive rows and the collective summary to every share, and ``"fallback"``
+   (the walked Share with only the fragment kinds of ``fallback_tables``) to share 0.
 2. match: every share merges the trees in share order (``merge_trees`` + ``freeze``: the same ids on
    every share), remaps its own fragments and the received sends (with the sending share's map), builds
    the process-local tables, and matches its processes' receives with the sends routed to it
    (``matching.match_messages``: every receive of a channel lives in its destination process, so the pairs
    are the serial ones); matched rows whose send location is foreign go back to the sender's share.
-   Collective candidates go to each instance's owner share; one-sided rows to every share.
+   Collective candidates go to each instance's owner share; one-sided rows to every share; the columns
+   of its process-local tables to every share.
 3. reduce: the message halo rows are merged with the own rows (serial order: receiving location, then
-   the order on it); instance owners reduce the collective candidates and post the winners back.
+   the order on it); instance owners reduce the collective candidates and post the winners back.  A table
+   empty on this share gets the columns of the serial table (builders give an empty table only the
+   schema's, a filled one also their extras such as ``omp_team_members.cnode``; the serial messages table
+   has ``send_pos`` once any share has both sends and receives).
 4. context: the share's AnalysisContext; the final state is a :class:`ShareResult` (``.context``,
    ``.problems``: the parts :func:`merge_problems` turns into the serial ``ctx.problems`` on share 0).
 
