@@ -26,7 +26,7 @@ Stages (``share_stages``; each ``stage(share, state, inbox) -> (state, outbox)``
    the order on it); instance owners reduce the collective candidates and post the winners back.  A table
    empty on this share gets the columns of the serial table (builders give an empty table only the
    schema's, a filled one also their extras such as ``omp_team_members.cnode``; the serial messages table
-   has ``send_pos`` once any share has both sends and receives).
+   has ``send_pos`` once the trace has both send and receive rows).
 4. context: the share's AnalysisContext; the final state is a :class:`ShareResult` (``.context``,
    ``.problems``: the parts :func:`merge_problems` turns into the serial ``ctx.problems`` on share 0).
 
