@@ -36,13 +36,14 @@ def region_flags(names) -> np.ndarray:
 
 class Scratch:
     """What the kernel borrows across the locations of one share: zeroed per-node arrays (grown with the call
-    tree) and the forks of the masters walked so far (team id -> fork time; processes are walked one after
+    tree), the reserves its entries are written to, and the forks of the masters walked so far (team id -> fork time; processes are walked one after
     the other and a master before its workers, so the latest fork of a team id is the one of this process)."""
 
     def __init__(self):
         self.acc = np.zeros(0, np.float64)
         self.seen = np.zeros(0, np.int8)
         self._arrays = (np.zeros(0, np.int64), np.zeros(0, np.float64))
+        self._entries = None
 
     def arrays(self, n_nodes: int):
         if self.acc.shape[0] < n_nodes:
@@ -52,6 +53,14 @@ class Scratch:
 
     def forks(self):
         return self._arrays
+
+    def entries(self, n: int, cut_dt):
+        """The kernel's entry reserves for ``n`` entries, reused from location to location (only the entries
+        written are copied out: pages faulted in once serve every location)."""
+        if self._entries is None or len(self._entries[0]) < n or self._entries[0].dtype != cut_dt:
+            n += n // 4  # room for a somewhat larger location
+            self._entries = (np.empty(n, cut_dt), np.empty(n, np.int32), np.empty(n, np.float64))
+        return self._entries
 
     def add_forks(self, teams: np.ndarray, times: np.ndarray) -> None:
         """Team ids ascending with the time of their latest fork (a later fork of an id replaces the earlier)."""
@@ -77,20 +86,21 @@ def location_fragments(loc: int, cols, calls, region_role, flags, is_worker: boo
     cut_dt = _index_dtype(n_events + 1)  # a location's intervals: at most its events + 1
     (kind, event, when, node, enter, e_int, e_node, e_time, send_cuts, recv_cuts, in_order) = K.cut_timeline(
         cols.type, cols.time, cols.a, cols.c, cols.d, cols.e, calls.node, calls.enter, region_role, flags,
-        bool(is_worker), fork_team, fork_time, acc, seen, np.empty(3 * n_events + 16, cut_dt))
+        bool(is_worker), fork_team, fork_time, acc, seen, *scratch.entries(3 * n_events + 16, cut_dt))
     forks = cols.type == K.OMP_FORK
     scratch.add_forks(cols.a[forks].astype(np.int64), cols.time[forks])
     if not in_order:
         o = np.argsort(e_int, kind="stable")
         e_int, e_node, e_time = e_int[o], e_node[o], e_time[o]
     n = len(kind)
+    at = np.int32(loc)  # the location columns are read-only views of one value: no memory until joined
     return {
-        "cuts": {"loc": np.full(n, loc, np.int32), "cut": np.arange(1, n + 1, dtype=cut_dt), "kind": kind,
+        "cuts": {"loc": np.broadcast_to(at, n), "cut": np.arange(1, n + 1, dtype=cut_dt), "kind": kind,
                  "event": event, "time": when, "cnode": node, "enter": enter},
-        "segments": {"loc": np.full(len(e_int), loc, np.int32), "cut": e_int, "cnode": e_node, "time": e_time},
-        "send_cuts": {"loc": np.full(len(send_cuts), loc, np.int32), "event": send_cuts[:, 0],
+        "segments": {"loc": np.broadcast_to(at, len(e_int)), "cut": e_int, "cnode": e_node, "time": e_time},
+        "send_cuts": {"loc": np.broadcast_to(at, len(send_cuts)), "event": send_cuts[:, 0],
                       "send_cut": send_cuts[:, 1], "sendc_cut": send_cuts[:, 2]},
-        "recv_cuts": {"loc": np.full(len(recv_cuts), loc, np.int32),
+        "recv_cuts": {"loc": np.broadcast_to(at, len(recv_cuts)),
                       "seq": np.arange(len(recv_cuts), dtype=np.int64),
                       "recv_cut": recv_cuts[:, 0], "recvp_cut": recv_cuts[:, 1]},
     }

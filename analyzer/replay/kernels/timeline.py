@@ -87,7 +87,7 @@ def _flush(acc, seen, touched, n_touched, interval, e_int, e_node, e_time, k, ke
 
 @numba.njit(cache=True, nogil=True)
 def cut_timeline(etype, time, ea, ec, ed, ee, call_node, call_enter, region_role, region_flags, is_worker, fork_team, fork_time,
-                 acc, seen, e_int):
+                 acc, seen, e_int, e_node, e_time):
     """Cut points and per-interval exclusive times of one location (see the module docstring).
 
     ``etype``, ``time``, ``ea`` (region of ENTER/EXIT, team of OMP_FORK/JOIN), ``ec``/``ed`` (team and
@@ -96,9 +96,10 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, call_enter, region_role
     replay's ``Calls``);
     ``region_role`` (uint8) and ``region_flags`` (uint8, FLAG_*) by region id; ``fork_team`` (sorted)
     and ``fork_time``: the forks of the process's masters walked so far; ``acc`` (float64) and
-    ``seen`` (int8): zeroed scratch arrays at least as long as the call tree, left zeroed; ``e_int``: the
-    reserve the entries' intervals are written to, at least ``3 * len(etype) + 16`` long (int32 where the
-    intervals fit: the caller chooses the type of the ``time_segments.cut`` column).
+    ``seen`` (int8): zeroed scratch arrays at least as long as the call tree, left zeroed; ``e_int``,
+    ``e_node`` (int32) and ``e_time`` (float64): the reserves the entries are written to, each at least
+    ``3 * len(etype) + 16`` long (``e_int`` int32 where the intervals fit: the caller chooses the type of the
+    ``time_segments.cut`` column; the caller keeps them for the next location: fresh memory costs page faults).
 
     Returns ``(cut_kind, cut_event, cut_time, cut_node, cut_enter, e_interval, e_node, e_time, send_cuts,
     recv_cuts, in_order)``: per cut point (in order; its number is its index + 1) its kind, event index,
@@ -148,10 +149,8 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, call_enter, region_role
     # never grows these (a resize in the loop costs reference counting on every cut); pages never written
     # are never faulted in
     n_entries = 3 * n + 16
-    if e_int.shape[0] < n_entries:
-        raise ValueError("cut_timeline: the interval reserve is too short")
-    e_node = np.empty(n_entries, np.int32)
-    e_time = np.empty(n_entries, np.float64)
+    if e_int.shape[0] < n_entries or e_node.shape[0] < n_entries or e_time.shape[0] < n_entries:
+        raise ValueError("cut_timeline: the entry reserves are too short")
     send_cuts = np.full((n_send, 3), -1, np.int64)
     recv_cuts = np.full((n_recv, 2), -1, np.int64)
     sreq_keys, sreq_vals, sreq_state = idtable.new_table(n_send)
@@ -163,7 +162,7 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, call_enter, region_role
     touched = np.empty(m, np.int32)
     nt = 0
     stack = np.empty(m, np.int32)  # call index per open level
-    team_level = np.zeros(m, np.int64)  # 1 where the open call is a parallel region of a team
+    team_level = np.empty(m, np.int64)  # 1 where the open call is a parallel region of a team (set at each ENTER)
     level_team = np.empty(m, np.int64)
     depth = 0
     n_team = 0
