@@ -263,3 +263,11 @@ def test_states_and_payloads_survive_pickling():
                 assert list(t) == list(b.tables[name])
                 for col in t:
                     np.testing.assert_array_equal(t[col], b.tables[name][col], err_msg=f"{name}.{col}")
+
+
+def test_progress_counts_every_event_once():
+    trace = random_builder(11, N_PROCESSES, 2, 15, tasks=True).build()
+    done = []
+    run_stages(MemoryNetwork(3), share_stages(trace, partition(trace, 3), {"messages"}, progress=done.append))
+    assert sum(done) == sum(int(trace.n_events(int(l))) for l in trace.location_ids)
+    assert len(done) == len(trace.location_ids)  # one call per location
