@@ -180,7 +180,7 @@ def main(argv=None) -> int:
         return 2
     comm = None
     if args.mpi:
-        from analyzer.replay.distributed import world
+        from analyzer.distributed.payload import world
 
         try:
             comm = world()

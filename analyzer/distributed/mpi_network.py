@@ -3,7 +3,7 @@
 :meth:`MpiNetwork.flush` moves every rank's outbox in three steps:
 
 1. every rank turns each payload it sends to another rank into a pickled header and the raw bytes of
-   its numpy arrays (``analyzer.replay.exchange.split``: columns are not copied through pickle), once per
+   its numpy arrays (``payload.split``: columns are not copied through pickle), once per
    payload (a payload for every share is split once and its buffers sent to each rank);
 2. one ``alltoall`` of small python lists tells each rank what comes from each other rank: the kinds in
    the source's order and, per payload, the lengths of its header and buffers;
@@ -16,7 +16,7 @@ A rank's payload for itself is handed over as it is (as :class:`~analyzer.distri
 does).  Failures: before any payload moves (and again once the receive buffers are allocated) one
 ``allgather`` tells every rank which ranks failed; then every rank raises instead of exchanging, rank 0 the
 first failing rank's error (a trace error with its file and location, see
-``analyzer.replay.exchange.portable_error``) and the others :class:`ShareFailed`.  Headers are unpickled
+``payload.portable_error``) and the others :class:`ShareFailed`.  Headers are unpickled
 in :meth:`~MpiNetwork.inbox`, inside the stage's error handling of
 :func:`~analyzer.distributed.network.run_stages`, so a failure there is reported like a stage's.
 """
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.replay.exchange import join, portable_error, raise_portable, split
+from .payload import join, portable_error, raise_portable, split
 
 from .network import EVERY, Inbox, Network, Outbox, ShareFailed
 

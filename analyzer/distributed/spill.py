@@ -7,7 +7,7 @@ drops it.  The network holds file names only, so between stages nothing of a sha
 any time the data in memory is the running share's state, inbox and outbox.
 
 A file is a payload's pickled header followed by the raw bytes of its numpy arrays
-(``analyzer.replay.exchange.split``): columns are written from their own memory and read straight into
+(``payload.split``): columns are written from their own memory and read straight into
 fresh arrays, never copied through pickle.  ``spilled_bytes`` / ``read_bytes`` / ``spill_seconds`` say
 what spilling cost (written, read, and the time spent serialising, writing and reading).
 """
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.replay.exchange import join, split
+from .payload import join, split
 
 from .network import EVERY, Inbox, Network, Outbox
 

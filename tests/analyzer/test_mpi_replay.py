@@ -1,8 +1,8 @@
 """Distributed analysis: ``mpiexec -n K expert-analyze --mpi`` gives the serial JSON summary byte for byte.
 
 K = 1 to 4 under Open MPI and MPICH on a trace of 5 processes (so shares are uneven), K = 3 on a trace
-of 2 processes (one rank has an empty share); the exchange layer (analyzer/replay/exchange.py) on its
-own with pieces of a few bytes, so every share crosses several messages.
+of 2 processes (one rank has an empty share).  The carrier on its own (pieces of a few bytes, failures):
+tests/analyzer/test_share_networks.py.
 """
 
 from __future__ import annotations
@@ -106,31 +106,6 @@ def test_a_rank_with_an_empty_share(tmp_path):
     r = _mpiexec(3, [str(trace), "-q", "--json", str(js), "-o", str(tmp_path / "m.cubex")], "openmpi", tmp_path)
     assert r.returncode == 0, r.stderr
     assert js.read_bytes() == want.read_bytes()
-
-
-EXCHANGE = """
-import hashlib, sys
-from mpi4py import MPI
-from analyzer.replay.exchange import gather_bytes
-comm = MPI.COMM_WORLD
-sizes = [0, 1, 7, 8, 1000]  # none, one byte, exactly one piece, just over, many pieces
-mine = bytes((comm.rank * 31 + i) % 251 for i in range(sizes[comm.rank % len(sizes)] + comm.rank))
-got = gather_bytes(comm, mine, root=0, chunk=7)
-if comm.rank == 0:
-    for r, g in enumerate(got):
-        want = bytes((r * 31 + i) % 251 for i in range(sizes[r % len(sizes)] + r))
-        assert bytes(g) == want, (r, len(g), len(want))
-    print("ok", len(got))
-else:
-    assert got is None
-"""
-
-
-@pytest.mark.parametrize("mpi,k", [("openmpi", 1), ("openmpi", 4), ("mpich", 3)])
-def test_exchange_sends_every_share_in_pieces(tmp_path, mpi, k):
-    r = _launch(mpi, k, ["-c", EXCHANGE], tmp_path)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["ok", str(k)]
 
 
 @pytest.mark.parametrize("mpi", ["openmpi", "mpich"])

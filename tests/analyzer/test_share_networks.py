@@ -409,7 +409,7 @@ def test_mpi_a_failing_share_is_one_error_on_rank_0(tmp_path, mpi):
 
 def test_the_portable_error_keeps_file_and_location():
     from analyzer.replay import ReplayError
-    from analyzer.replay.exchange import portable_error, raise_portable
+    from analyzer.distributed.payload import portable_error, raise_portable
     from tracefmt.errors import TraceFormatError
 
     for exc in [ReplayError("bad", path="a.elg", location=3), TraceFormatError("short", path="b.otf2", offset=8)]:

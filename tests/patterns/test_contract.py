@@ -23,7 +23,6 @@ import tracefmt
 from analyzer import analyze
 from analyzer.analyze import compute_patterns, required_tables, select_patterns
 from analyzer.replay import ALL_TABLES, replay
-from analyzer.replay.distributed import replay_mpi
 from patterns import AnalysisContext, CallTree, Pattern, PatternError, Severity, Table, pattern
 from random_hybrid_traces import random_trace  # tests/helpers (pytest's pythonpath)
 
@@ -160,20 +159,32 @@ def test_a_messages_only_run_builds_no_openmp_table(hybrid):
     assert required_tables([Receives()]) == ("messages",)
 
 
-class FakeComm:
-    """One analysis rank, for the distributed path without mpiexec."""
+class LockWaits(Pattern):
+    name = "lock_waits_by_share"
+    display_name = "Lock waits"
+    description = "The locks table's acquisitions, per share (a test pattern)."
+    diagnosis = "None."
+    unit = "occ"
+    requires = ("locks",)
+    scope = "location"
 
-    size, rank = 1, 0
+    def compute(self, ctx):
+        t = ctx.table("locks")
+        return Severity(t["cnode"], t["loc"], np.ones(len(t)))
 
-    def gather(self, obj, root=0):
-        return [obj]
 
+def test_the_analysis_by_shares_builds_only_the_tables_asked_for(hybrid):
+    # the shares build the tables their location patterns require (and share 0 only row counts of them)
+    from analyzer.distributed.network import MemoryNetwork
+    from analyzer.distributed.pipeline import analyze_by_shares
 
-def test_the_distributed_replay_builds_only_the_tables_asked_for(hybrid):
     trace, full = hybrid
-    ctx = replay_mpi(trace, FakeComm(), tables=("locks",))
-    assert set(ctx.tables) == {"locks"}
-    np.testing.assert_array_equal(ctx.table("locks")["cnode"], full.context.table("locks")["cnode"])
+    ctx = analyze_by_shares(trace, [LockWaits()], MemoryNetwork(2))
+    assert set(ctx.tables) == {"locks"} and len(ctx.tables["locks"]) == len(full.context.table("locks"))
+    t = full.context.table("locks")
+    want = np.zeros_like(ctx.results["lock_waits_by_share"])
+    np.add.at(want, (t["cnode"], t["loc"]), 1.0)
+    np.testing.assert_array_equal(ctx.results["lock_waits_by_share"], want)
 
 
 # --------------------------------------------------------------------------

@@ -1,52 +1,30 @@
-"""Moving the analysis ranks' data without MPI's 2 GiB message limit, and their errors intact.
-
-mpi4py's ``comm.gather`` pickles each object into one message whose length is a C ``int``: a share
-of more than 2 GiB (the table rows of a large trace) cannot be sent that way.  Here each rank's
-share is already bytes; the lengths go first (one small gather), then every rank sends its bytes to
-the root as raw buffers of at most :data:`CHUNK` bytes, which the root receives straight into one
-buffer per rank, rank by rank (no copy through pickle on the way).
+"""What the analysis shares send each other, as bytes: payloads and failures.
 
 :func:`split` / :func:`join` turn any payload (a dict of numpy columns, a tuple of them, a small python
 object) into a pickled header and the raw buffers of its numpy arrays (pickle protocol 5 out of band),
-so that columns travel and are written without a copy through pickle (analyzer.distributed's carriers).
+so that columns travel (``mpi_network``) and are written (``spill``) without a copy through pickle.
 :func:`portable_error` / :func:`raise_portable` carry a failure of one rank to rank 0 with its trace
-file and location.
+file and location.  :func:`world` is the communicator of ``--mpi``.
 """
 
 from __future__ import annotations
 
 import pickle
 
+from analyzer.replay.engine import ReplayError
 from tracefmt.errors import TraceFormatError
 
-from .engine import ReplayError
-
-#: largest single message (bytes): well under the 2 GiB a C int can count
-CHUNK = 1 << 30
-_TAG = 0x4558  # "EX": the only point-to-point messages of the analysis
+__all__ = ["split", "join", "portable_error", "raise_portable", "world"]
 
 
-def gather_bytes(comm, payload: bytes, root: int = 0, chunk: int = CHUNK) -> list[bytes | bytearray] | None:
-    """Every rank's ``payload`` on ``root`` (index = rank), None on the other ranks.  Collective."""
-    from mpi4py import MPI
-
-    sizes = comm.gather(len(payload), root=root)
-    if comm.rank != root:
-        view = memoryview(payload)
-        for off in range(0, len(payload), chunk):
-            comm.Send([view[off:off + chunk], MPI.BYTE], dest=root, tag=_TAG)
-        return None
-    out = []
-    for rank, size in enumerate(sizes):
-        if rank == root:
-            out.append(payload)  # its own share as it is: no copy of what may be the largest piece
-            continue
-        buf = bytearray(size)
-        view = memoryview(buf)
-        for off in range(0, size, chunk):
-            comm.Recv([view[off:off + chunk], MPI.BYTE], source=rank, tag=_TAG)
-        out.append(buf)
-    return out
+def world():
+    """``MPI.COMM_WORLD``, or a clear error when mpi4py is missing."""
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:  # the optional extra is not installed
+        raise RuntimeError("--mpi needs the optional mpi4py package: pip install 'expert-analyze[mpi]' "
+                           f"({exc})") from None
+    return MPI.COMM_WORLD
 
 
 def split(obj) -> tuple[bytes, list[memoryview]]:
