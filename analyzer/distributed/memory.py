@@ -117,7 +117,12 @@ def plan_memory(trace, limit: int, global_patterns=()) -> MemoryPlan:
     if room < biggest:
         raise ValueError(f"--memory {_gb(limit)}: the largest process alone has {max(counts)} events and needs "
                          f"about {_gb(BASE_BYTES + biggest)}; an analysis share holds at least one whole process")
-    # whole processes per share: the partition balances events, so aim below the room with some slack
-    k = max(2, math.ceil(SHARE_BYTES_PER_EVENT * events / (0.8 * room)))
-    k = min(k, len(counts))
-    return MemoryPlan(k, limit, estimate, int(math.ceil(events / k)))
+    # the fewest shares whose largest (whole processes, as engine.partition cuts them) fits the room
+    from analyzer.replay.engine import partition
+
+    k = max(2, math.ceil(SHARE_BYTES_PER_EVENT * events / room))
+    while True:
+        largest = max(sum(int(trace.n_events(l)) for l in share) for share in partition(trace, k))
+        if SHARE_BYTES_PER_EVENT * largest <= room or k >= len(counts):
+            return MemoryPlan(k, limit, estimate, largest)
+        k += 1
