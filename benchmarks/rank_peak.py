@@ -102,9 +102,12 @@ def main(argv: list[str]) -> int:
     cubes = []
     inner = pipeline.analyze
 
+    notes: list[str] = []
+
     def keep_cube(*a, **kw):  # the CLI imports analyze() at call time: this wrapper is what it gets
         cube = inner(*a, **kw)
         cubes.append(cube)
+        notes.extend(kw.get("notes") or ())  # what the analysis said of itself (e.g. what spilling cost)
         return cube
 
     pipeline.analyze = keep_cube
@@ -117,7 +120,7 @@ def main(argv: list[str]) -> int:
     wall, cpu = time.perf_counter() - t0, _cpu() - c0
     rec = {"rank": rank(), "rc": rc, "peak_kib": hwm_kib(), "base_kib": base,
            "maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "cpu_s": cpu, "wall_s": wall,
-           "traffic": _traffic(sent, cubes[0] if cubes else None)}
+           "traffic": _traffic(sent, cubes[0] if cubes else None), "notes": [str(n) for n in notes]}
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, f"rank{rec['rank']}.json"), "w") as f:
         json.dump(rec, f)

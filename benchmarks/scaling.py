@@ -136,6 +136,7 @@ def summarize(ranks: list[dict]) -> dict:
         "sum_peak_mb": sum(r["peak_kib"] for r in ranks) / 1024,
         "base_mb": r0["base_kib"] / 1024,
         "bytes_exchanged": exchanged,
+        "notes": r0.get("notes") or [],
         "per_rank": [{k: r.get(k) for k in ("rank", "peak_kib", "cpu_s", "wall_s", "traffic")} for r in ranks],
     }
 
@@ -272,7 +273,7 @@ def model_gather(c: dict, s: str, E: float, K: int) -> dict:
 
 def model_share(c: dict, E: float, K: int, L: float | None = None, C: float | None = None, f: float = 0.25,
                 global_patterns: bool = False) -> dict:
-    """The analysis per share of whole processes (/tmp/i17_spec.md's pipeline): per-rank peak and exchange.
+    """The analysis per share of whole processes (issue 17's design, analyzer/distributed): per-rank peak and exchange.
 
     P = processes (as many threads each as measured), K' = min(K, P) shares that hold events.
     Per rank, bytes: M0 + m_core E/K' (its share's walk, tables and location patterns at the serial
@@ -350,8 +351,9 @@ def print_model(consts: dict, rows: list[dict], pipeline: str, at=MODEL_AT, out=
         K = r["ranks"]
         if pipeline == "gather":
             m = model_gather(consts, r["set"], E, K)
-        else:
+        else:  # the ranks count the fallback's gather with the rest
             m = model_share(consts, E, K, f=crossing(K, consts["P0"]), global_patterns=r["set"] == "all")
+            m = dict(m, exchanged=m["exchanged"] + m["fallback"])
         print(f"{r['set']:>5} {K:>3} {r['rank0_peak_mb']:>9.0f} {_mb(m['rank0']):>7} "
               f"{'n/a' if r['other_peak_mb'] is None else format(r['other_peak_mb'], '.0f'):>9} "
               f"{_mb(m['other']):>7} {_mb(r['bytes_exchanged']):>9} {_mb(m['exchanged']):>7}", file=out)
@@ -386,7 +388,8 @@ def _fmt_row(r: dict) -> str:
     spill = r.get("spill_cpu_ratio")
     return (f"{label} {r['wall_s']:>7.1f} {r['rank_wall_s']:>7.1f} {r['cpu_s']:>7.1f} {r['rank0_peak_mb']:>9.0f} "
             f"{other:>12} {r['sum_peak_mb']:>9.0f} {_mb(r['bytes_exchanged']):>9} {r.get('same', ''):>5}"
-            + (f" {spill:>6.2f}x" if spill else ""))
+            + (f" {spill:>6.2f}x" if spill else "")
+            + "".join(f"  ({n})" for n in r.get("notes", []) if "spilled" in n))
 
 
 def main(argv=None) -> int:
