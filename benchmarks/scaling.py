@@ -227,95 +227,133 @@ TREE_NODE = 24
 
 
 def model_constants(tables: dict, m0_bytes: float, serial: dict[str, dict], two: dict[str, dict],
-                    processes: int) -> dict:
+                    processes: int, pipeline: str = "gather", e0_two: float | None = None) -> dict:
     """The model's constants, from runs on one trace of ``tables['events']`` events.
 
     ``m0_bytes``: peak of a serial analysis of a trace 1/100 the size (interpreter, kernels loaded);
     ``serial``: pattern set -> summary row of the serial analysis; ``two``: pattern set -> the ``--mpi``
-    row with 2 ranks (today's gather: bytes sent and the other rank's peak), where measured.
+    row with 2 ranks, where measured, and ``e0_two`` the events of rank 0's share there (default E/2).
+    From those rows: today's gather (``pipeline`` "gather"): bytes per event sent (g) and a walking rank's
+    bytes per event (w); the per-share pipeline: the collective rows per instance and share that travel
+    (c, core set) and the fallback's bytes per event (g_fb: all minus core).
     """
     E = tables["events"]
-    sets = {}
-    for name, row in serial.items():
-        c = {"m": max(0.0, (row["rank0_peak_mb"] * 2**20 - m0_bytes) / E)}  # serial bytes per event
-        t = two.get(name)
-        if t and t.get("bytes_exchanged"):
-            c["g"] = t["bytes_exchanged"] / (E / 2)  # rank 1 sent its half: bytes per event of a share
-        if t and t.get("other_peak_mb") is not None:
-            c["w"] = max(0.0, (t["other_peak_mb"] * 2**20 - m0_bytes) / (E / 2))  # a walking rank, per event
-        sets[name] = c
-    return {
+    e1 = E - (E / 2 if e0_two is None else e0_two)  # events outside rank 0's share at K = 2
+    c = {
         "E0": E, "L0": tables["locations"], "C0": tables["callpaths"], "P0": processes, "metrics": tables["metrics"],
-        "M0": m0_bytes, "sets": sets,
+        "M0": m0_bytes, "sets": {},
         "rows": {n: t["rows_per_event"] for n, t in tables["tables"].items()},
         "bytes": {n: t["bytes_per_row"] for n, t in tables["tables"].items()},
         # what a routed send carries: the send-side columns and its matching key (dest, tag, comm, seq)
         "send_bytes": tables["tables"].get("messages", {}).get("send_side_bytes", 0) + 16,
     }
+    for name, row in serial.items():
+        k = {"m": max(0.0, (row["rank0_peak_mb"] * 2**20 - m0_bytes) / E)}  # serial bytes per event
+        t = two.get(name)
+        if pipeline == "gather" and t and t.get("bytes_exchanged") and e1 > 0:
+            k["g"] = t["bytes_exchanged"] / e1
+        if pipeline == "gather" and t and t.get("other_peak_mb") is not None and e1 > 0:
+            k["w"] = max(0.0, (t["other_peak_mb"] * 2**20 - m0_bytes) / e1)
+        c["sets"][name] = k
+    if pipeline == "share":
+        core, full = two.get("core"), two.get("all")
+        if core and core.get("bytes_exchanged") is not None:
+            rest = model_share(dict(c, c_coll=0.0), E, 2, f=crossing(2, processes))["exchanged"]
+            per = model_share(dict(c, c_coll=1.0), E, 2, f=crossing(2, processes))["exchanged"] - rest
+            if per > 0:
+                c["c_coll"] = max(0.0, (core["bytes_exchanged"] - rest) / per)
+        if core and full and core.get("bytes_exchanged") is not None and full.get("bytes_exchanged") and e1 > 0:
+            c["g_fb"] = max(0.0, (full["bytes_exchanged"] - core["bytes_exchanged"]) / e1)
+    return c
 
 
-def model_gather(c: dict, s: str, E: float, K: int) -> dict:
+def model_gather(c: dict, s: str, E: float, K: int, e0: float | None = None, emax: float | None = None) -> dict:
     """Today's ``--mpi`` (every share pickled and gathered to rank 0) for pattern set ``s``: per-rank peak
-    and bytes sent to rank 0.
+    and bytes sent to rank 0.  ``e0``, ``emax``: events of rank 0's share and of the largest other share
+    (default: E/K' each, K' = min(K, processes)).
 
     Rank 0 holds every share's pickled bytes (its own included) and then the serial analysis:
-    M0 + (m + g) E, whatever K.  Another rank walks E/K' events (K' = min(K, processes): beyond
-    that shares are empty) and pickles them: M0 + w E/K'.  Sent: g E (K'-1)/K' (all of it once rank 0's
-    share is empty, K > processes).
+    M0 + (m + g) E, whatever K.  Another rank walks its share's e events and pickles them: M0 + w e.
+    Sent: g (E - e0).
     """
     k = c["sets"][s]
     g, w = k.get("g", G_GATHER), k.get("w", k["m"] + k.get("g", G_GATHER))
     ke = min(K, c["P0"])
-    sent = g * E * ((ke - 1) / ke if K <= c["P0"] else 1.0)
-    return {"rank0": c["M0"] + (k["m"] + g) * E, "other": c["M0"] + w * E / ke if K > 1 else None,
-            "exchanged": sent}
+    e0 = E / ke if e0 is None else e0
+    emax = E / ke if emax is None else emax
+    return {"rank0": c["M0"] + (k["m"] + g) * E, "other": c["M0"] + w * emax if K > 1 else None,
+            "exchanged": g * (E - e0) if K > 1 else 0.0}
 
 
 def model_share(c: dict, E: float, K: int, L: float | None = None, C: float | None = None, f: float = 0.25,
-                global_patterns: bool = False) -> dict:
-    """The analysis per share of whole processes (issue 17's design, analyzer/distributed): per-rank peak and exchange.
+                global_patterns: bool = False, e0: float | None = None, emax: float | None = None) -> dict:
+    """The analysis per share of whole processes (issue 17's design, analyzer/distributed): per-rank peak
+    and exchange volume.  ``e0``, ``emax``: events of rank 0's share and of the largest other share
+    (default E/K', K' = min(K, P)).
 
-    P = processes (as many threads each as measured), K' = min(K, P) shares that hold events.
-    Per rank, bytes: M0 + m_core E/K' (its share's walk, tables and location patterns at the serial
-    slope without delay/critical path/POP) + the message halo f r_msg (E/K') b_msg + collective
-    candidates it reduces and winners it gets (2 COLL_CANDIDATES b_coll per instance) + every
-    RMA row (allgather) + DENSE_PER_SHARE C L 8 + the call trees of all shares K TREE_NODE C.
-    Rank 0 also holds the full results, metrics C L 8, and with the global patterns the fallback:
-    (m_all - m_core) E, as the serial analysis holds them.
+    P = processes (as many threads each as measured).  A rank whose share has e events, bytes:
+    M0 + m_core e (walk, tables and location patterns at the serial slope without delay/critical
+    path/POP) + the message halo f r_msg e b_msg + the collective rows it reduces and gets back
+    (2 c b_coll per collective instance) + every RMA row (allgather) + DENSE_PER_SHARE C L 8 + the call
+    trees of all shares K TREE_NODE C.  Rank 0 also holds the full results, metrics C L 8; with the
+    global patterns it holds what the serial analysis holds, M0 + m_all E, instead of its share, and
+    every other rank also the fallback's payload g_fb e.
     Exchange, summed over ranks: routed sends and halo rows f r_msg E (b_send + b_msg); collectives
-    2 COLL_CANDIDATES b_coll per (instance, share with a member), instances = r_coll E / P (each spans
-    every process, as in the benchmark trace); RMA (K-1) r_rma E b_rma; trees K (K-1) C TREE_NODE; the
-    owned result blocks to rank 0 metrics C L 8 (K-1)/K; and separately the fallback g_all E (K-1)/K.
+    2 c b_coll per (instance, share with a member), instances = r_coll E / P (each spans every process,
+    as in the benchmark trace); RMA (K-1) r_rma E b_rma; trees K (K-1) C TREE_NODE; the owned result
+    blocks to rank 0 metrics C L 8 (K-1)/K; and separately the fallback g_fb (E - e0).
+    c: measured (``c_coll``, fitted at K = 2) or the upper bound COLL_CANDIDATES.
     """
     L = c["L0"] if L is None else L
     C = c["C0"] if C is None else C
     sets = c["sets"]
     m_core = sets.get("core", sets.get("all"))["m"]
     m_all = sets.get("all", sets.get("core"))["m"]
+    cc = c.get("c_coll", COLL_CANDIDATES)
     rows, nbytes = c["rows"], c["bytes"]
     r_msg, b_msg = rows.get("messages", 0.0), nbytes.get("messages", 0)
     r_coll, b_coll = rows.get("collectives", 0.0), nbytes.get("collectives", 0)
     r_rma, b_rma = rows.get("mpi_rma_ops", 0.0), nbytes.get("mpi_rma_ops", 0)
     procs = max(1.0, c["P0"] * L / c["L0"])
     ke = min(K, procs)
+    e0 = E / ke if e0 is None else e0
+    emax = E / ke if emax is None else emax
     inst = r_coll * E / procs
-    coll_total = 2 * COLL_CANDIDATES * b_coll * inst * ke if K > 1 else 0.0
+    coll_total = 2 * cc * b_coll * inst * ke if K > 1 else 0.0
     msg_total = f * r_msg * E * (c["send_bytes"] + b_msg) if K > 1 else 0.0
     rma_total = (K - 1) * r_rma * E * b_rma
     tree_total = K * (K - 1) * C * TREE_NODE
     blocks_total = c["metrics"] * C * L * 8 * (K - 1) / K
     parts = {"messages": msg_total, "collectives": coll_total, "rma": rma_total, "trees": tree_total,
              "result_blocks": blocks_total}
-    per_rank = (c["M0"] + m_core * E / ke + f * r_msg * (E / ke) * b_msg + coll_total / max(ke, 1)
-                + r_rma * E * b_rma + DENSE_PER_SHARE * C * L * 8 + K * C * TREE_NODE)
-    rank0 = per_rank + c["metrics"] * C * L * 8
-    fallback = 0.0
+    fixed = (2 * cc * b_coll * inst if K > 1 else 0.0) + r_rma * E * b_rma + DENSE_PER_SHARE * C * L * 8 \
+        + K * C * TREE_NODE
+
+    def rank(e):
+        return c["M0"] + m_core * e + f * r_msg * e * b_msg + fixed
+
+    results = c["metrics"] * C * L * 8
+    rank0 = rank(e0) + results
+    fallback, g_fb = 0.0, 0.0
     if global_patterns:
-        rank0 += (m_all - m_core) * E
-        fallback = sets.get("all", {}).get("g", G_GATHER) * E * (K - 1) / K
+        g_fb = c.get("g_fb", sets.get("all", {}).get("g", G_GATHER))
+        rank0 = c["M0"] + m_all * E + results + fixed
+        fallback = g_fb * (E - e0) if K > 1 else 0.0
     total = sum(parts.values())
-    return {"rank0": rank0, "other": per_rank if K > 1 else None, "exchanged": total,
+    return {"rank0": rank0, "other": rank(emax) + g_fb * emax if K > 1 else None, "exchanged": total,
             "exchanged_per_rank": total / K, "parts": parts, "fallback": fallback}
+
+
+def share_events(trace_path: str, K: int) -> list[int]:
+    """Events of each of the K shares ``--mpi`` gives the ranks (analyzer.replay.partition)."""
+    from analyzer.replay.engine import partition
+    from tracefmt.dense import dense_view
+    from tracefmt.detect import open_any
+
+    t = open_any(trace_path)
+    if hasattr(t, "defs"):
+        t = dense_view(t)
+    return [sum(int(t.n_events(int(l))) for l in share) for share in partition(t, K)]
 
 
 def _mb(x) -> str:
@@ -333,8 +371,10 @@ def crossing(K: int, processes: float) -> float:
     return 0.0 if ke <= 1 else min(1.0, ke / processes)
 
 
-def print_model(consts: dict, rows: list[dict], pipeline: str, at=MODEL_AT, out=sys.stdout) -> dict:
-    """Model against every measured --mpi row of one trace, then at ``at``; returns what it printed."""
+def print_model(consts: dict, rows: list[dict], pipeline: str, at=MODEL_AT, out=sys.stdout,
+                shares: dict[int, list[int]] | None = None) -> dict:
+    """Model against every measured --mpi row of one trace, then at ``at``; returns what it printed.
+    ``shares``: K -> events of each rank's share (the model then uses rank 0's and the largest other's)."""
     E = consts["E0"]
     print(f"\nModel ({pipeline} pipeline) vs measured: {E:,d} events, {consts['P0']} processes, L={consts['L0']}, "
           f"C={consts['C0']}, M0 {consts['M0'] / 2**20:.0f} MB (serial peak at E/100)", file=out)
@@ -342,6 +382,10 @@ def print_model(consts: dict, rows: list[dict], pipeline: str, at=MODEL_AT, out=
         print(f"  {name}: serial m {k['m']:.1f} B/event"
               + (f", gathered g {k['g']:.1f} B/event" if "g" in k else "")
               + (f", walking rank w {k['w']:.1f} B/event (K=2)" if "w" in k else ""), file=out)
+    if "c_coll" in consts or "g_fb" in consts:
+        print(f"  per share, fitted at K=2: collective rows per instance and share c "
+              f"{consts.get('c_coll', COLL_CANDIDATES):.2f}"
+              + (f", fallback g_fb {consts['g_fb']:.1f} B/event" if "g_fb" in consts else ""), file=out)
     print(f"{'set':>5} {'K':>3} {'rank0 MB':>9} {'model':>7} {'other MB':>9} {'model':>7} {'exch MB':>9} {'model':>7}",
           file=out)
     checked = []
@@ -349,10 +393,13 @@ def print_model(consts: dict, rows: list[dict], pipeline: str, at=MODEL_AT, out=
         if r.get("mode") != "mpi" or "error" in r or r.get("skipped") or r["set"] not in consts["sets"]:
             continue
         K = r["ranks"]
+        ev = (shares or {}).get(K)
+        e0, emax = (ev[0], max(ev[1:], default=0)) if ev else (None, None)
         if pipeline == "gather":
-            m = model_gather(consts, r["set"], E, K)
+            m = model_gather(consts, r["set"], E, K, e0, emax)
         else:  # the ranks count the fallback's gather with the rest
-            m = model_share(consts, E, K, f=crossing(K, consts["P0"]), global_patterns=r["set"] == "all")
+            m = model_share(consts, E, K, f=crossing(K, consts["P0"]), global_patterns=r["set"] == "all",
+                            e0=e0, emax=emax)
             m = dict(m, exchanged=m["exchanged"] + m["fallback"])
         print(f"{r['set']:>5} {K:>3} {r['rank0_peak_mb']:>9.0f} {_mb(m['rank0']):>7} "
               f"{'n/a' if r['other_peak_mb'] is None else format(r['other_peak_mb'], '.0f'):>9} "
@@ -415,6 +462,8 @@ def main(argv=None) -> int:
     ap.add_argument("--model-at", default=",".join(str(x) for x in MODEL_AT), metavar="E,K,L,C,f",
                     help="where to evaluate the model (default %(default)s)")
     ap.add_argument("--json", metavar="FILE", help="write the table (and model) as JSON")
+    ap.add_argument("--again", metavar="FILE", help="measure nothing: the table and model of the runs in an earlier "
+                    "--json FILE (its traces must still exist for the model's share sizes)")
     args = ap.parse_args(argv)
     try:
         ks = parse_ints(args.ranks)
@@ -431,7 +480,17 @@ def main(argv=None) -> int:
         print(f"scaling benchmark: {exc}", file=sys.stderr)
         return 2
     traces = []
-    if sizes:
+    earlier = {}
+    if args.again:  # rows of an earlier --json report: the model again, nothing re-measured
+        try:
+            with open(args.again) as f:
+                earlier = {e["trace"]: e for e in json.load(f)["traces"]}
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"scaling benchmark: --again {args.again}: not a report of this benchmark ({exc})", file=sys.stderr)
+            return 2
+        traces = list(earlier)
+        ks = sorted({r["ranks"] for e in earlier.values() for r in e["rows"] if r.get("mode") == "mpi" and "ranks" in r})
+    elif sizes:
         os.makedirs(args.dir, exist_ok=True)
         for n in sizes:
             path = os.path.join(args.dir, f"analysis_{n}_{n_procs}x{n_threads}.elg")
@@ -449,12 +508,14 @@ def main(argv=None) -> int:
             return 2
     from analyzer.warmup import warm
 
-    warm()  # compile once, outside every measured run
-    limits = [s for s in args.memory.split(",") if s]
+    if not args.again:
+        warm()  # compile once, outside every measured run
+    limits = [s for s in args.memory.split(",") if s and not args.again]
     has_memory = bool(limits) and cli_has_option("--memory")
     report = {"traces": []}
     for trace in traces:
-        rows = []
+        previous = earlier.get(trace)
+        rows = list(previous["rows"]) if previous else []
 
         def run(r, *a, **kw):
             free = mem_available_gb()
@@ -466,7 +527,7 @@ def main(argv=None) -> int:
             print(_fmt_row(r), file=sys.stderr, flush=True)
             return r
 
-        for s in sets:
+        for s in sets if previous is None else ():
             serial = run({"set": s, "mode": "serial", "label": "serial"}, 1, names[s], mpi=False)
             for k in ks:
                 run({"set": s, "mode": "mpi", "label": f"mpi K={k}"}, k, names[s])
@@ -493,7 +554,7 @@ def main(argv=None) -> int:
             print(_fmt_row(r))
         entry = {"trace": trace, "bytes": size, "rows": [{k: v for k, v in r.items() if k != "json"} for r in rows]}
         if args.tables or args.model:
-            tables = measure_tables(trace)
+            tables = (previous or {}).get("tables") or measure_tables(trace)
             entry["tables"] = tables
             E = tables["events"]
             print(f"\nTables of a serial analysis ({E:,d} events, {tables['locations']} locations, "
@@ -513,9 +574,12 @@ def main(argv=None) -> int:
                                                for r in rows for p in r.get("per_rank", [])) else "share"
                 two = {r["set"]: r for r in rows if r["mode"] == "mpi" and r.get("ranks") == 2}
                 procs = _processes(trace)
-                m0 = _small_peak(trace, tables, procs, args.dir)
-                consts = model_constants(tables, m0, serial, two if pipeline == "gather" else {}, procs)
-                entry["model"] = print_model(consts, rows, pipeline, at)
+                m0 = ((previous or {}).get("model") or {}).get("constants", {}).get("M0")  # as measured then
+                m0 = m0 or _small_peak(trace, tables, procs, args.dir)
+                shares = {k: share_events(trace, k) for k in ks}
+                consts = model_constants(tables, m0, serial, two, procs, pipeline,
+                                         e0_two=share_events(trace, 2)[0])
+                entry["model"] = print_model(consts, rows, pipeline, at, shares=shares)
                 entry["model"].update(constants=consts, pipeline=pipeline)
         report["traces"].append(entry)
     if args.json:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.scaling import (COLL_CANDIDATES, DENSE_PER_SHARE, TREE_NODE, crossing, model_gather, model_share,
-                                parse_ints, parse_sizes, pattern_names, summarize)
+from benchmarks.scaling import (COLL_CANDIDATES, DENSE_PER_SHARE, TREE_NODE, crossing, model_constants, model_gather,
+                                model_share, parse_ints, parse_sizes, pattern_names, summarize)
 
 
 def test_sizes_and_rank_counts_parse():
@@ -64,11 +64,11 @@ CONSTS = {"E0": 1000, "L0": 16, "C0": 10, "P0": 4, "metrics": 5, "M0": 1e6, "sen
 
 def test_gather_model_puts_every_event_on_rank_0():
     E = 1e6
-    m1, m2, m8 = (model_gather(CONSTS, "all", E, k) for k in (1, 2, 8))
+    m1, m2 = model_gather(CONSTS, "all", E, 1), model_gather(CONSTS, "all", E, 2)
+    m8 = model_gather(CONSTS, "all", E, 8, e0=0, emax=E / 4)  # 8 ranks over 4 processes: rank 0's share empty
     assert m1["other"] is None and m1["exchanged"] == 0
     assert m1["rank0"] == m8["rank0"] == pytest.approx(1e6 + (300 + 20) * E)  # flat in K: what issue 17 removes
     assert m2["other"] == pytest.approx(1e6 + 90 * E / 2) and m2["exchanged"] == pytest.approx(20 * E / 2)
-    # 8 ranks over 4 processes: 4 shares hold events, rank 0's is empty, everything travels
     assert m8["other"] == pytest.approx(1e6 + 90 * E / 4) and m8["exchanged"] == pytest.approx(20 * E)
     assert model_gather(CONSTS, "core", E, 2)["rank0"] == pytest.approx(1e6 + 110 * E)
 
@@ -89,14 +89,35 @@ def test_share_model_terms():
     assert m["parts"]["trees"] == pytest.approx(K * (K - 1) * C * TREE_NODE)
     assert m["parts"]["result_blocks"] == pytest.approx(5 * C * L * 8 * (K - 1) / K)
     assert m["exchanged"] == pytest.approx(sum(m["parts"].values()))
-    other = (1e6 + 100 * E / ke + f * 0.02 * (E / ke) * 200 + 2 * COLL_CANDIDATES * 80 * inst + 0.001 * E * 64
-             + DENSE_PER_SHARE * C * L * 8 + K * C * TREE_NODE)
+    fixed = 2 * COLL_CANDIDATES * 80 * inst + 0.001 * E * 64 + DENSE_PER_SHARE * C * L * 8 + K * C * TREE_NODE
+    other = 1e6 + 100 * E / ke + f * 0.02 * (E / ke) * 200 + fixed
     assert m["other"] == pytest.approx(other)
     assert m["rank0"] == pytest.approx(other + 5 * C * L * 8)
     assert m["fallback"] == 0
     glob = model_share(CONSTS, E, K, L, C, f, global_patterns=True)
-    assert glob["rank0"] == pytest.approx(m["rank0"] + 200 * E)  # the global patterns' tables on rank 0
-    assert glob["fallback"] == pytest.approx(20 * E * (K - 1) / K)
+    assert glob["rank0"] == pytest.approx(1e6 + 300 * E + 5 * C * L * 8 + fixed)  # the serial analysis' tables
+    assert glob["fallback"] == pytest.approx(20 * (E - E / ke))
+    # measured constants replace the bounds; the shares' sizes replace E/K'
+    fit = model_share(dict(CONSTS, c_coll=2.0, g_fb=7.0), E, K, L, C, f, global_patterns=True, e0=0, emax=E / 2)
+    assert fit["parts"]["collectives"] == pytest.approx(2 * 2.0 * 80 * inst * ke)
+    assert fit["fallback"] == pytest.approx(7.0 * E)
+    assert fit["other"] == pytest.approx(1e6 + 100 * E / 2 + f * 0.02 * (E / 2) * 200 + fixed
+                                         - 2 * (COLL_CANDIDATES - 2.0) * 80 * inst + 7.0 * E / 2)  # + its payload
+
+
+def test_share_constants_fitted_at_two_ranks_reproduce_that_point():
+    tables = {"events": 1000, "locations": 16, "callpaths": 10, "metrics": 5,
+              "tables": {"messages": {"rows_per_event": 0.02, "bytes_per_row": 200, "send_side_bytes": 34},
+                         "collectives": {"rows_per_event": 0.01, "bytes_per_row": 80}}}
+    serial = {"all": {"rank0_peak_mb": 2.0}, "core": {"rank0_peak_mb": 1.5}}
+    # at K = 2 over 4 processes (f = 1/2): messages 0.5 0.02 1000 (34 + 16 + 200) = 2500, trees 2 10 24 = 480,
+    # result blocks 5 10 16 8 / 2 = 3200; 2.5 collective instances over 2 shares: 2 c 80 2.5 2 = 800 c
+    rest, c_coll = 2500 + 480 + 3200, 1.5
+    two = {"core": {"bytes_exchanged": rest + 800 * c_coll}, "all": {"bytes_exchanged": rest + 800 * c_coll + 5000}}
+    c = model_constants(tables, 2**20, serial, two, 4, "share", e0_two=500)
+    assert c["sets"]["core"]["m"] == pytest.approx(0.5 * 2**20 / 1000)
+    assert c["c_coll"] == pytest.approx(c_coll) and c["g_fb"] == pytest.approx(5000 / 500)
+    assert model_share(c, 1000, 2, f=crossing(2, 4))["exchanged"] == pytest.approx(rest + 800 * c_coll)
 
 
 def test_share_model_falls_with_k_where_the_events_dominate():
