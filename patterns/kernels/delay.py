@@ -31,7 +31,7 @@ import numpy as np
 
 from .backward import (H_COLL, H_OMPBAR, H_P2P, HA, HB, HK, HN, HT, N_KINDS, OMPBARRIER, OMPIDLE, P_CNODE, P_COMPL,
                        P_CUT, P_LOC, P_MPI, P_SEG, P_TIME, P_TOTAL, P_WAIT, SEG, SP, T_CAUSER, T_IDLE, T_MEMBER,
-                       T_WAITER, after, cut_of, diff, local_map, new_maps, offsets, previous_mpi, previous_omp,
+                       T_WAITER, after, clear, cut_of, diff, local_map, new_maps, offsets, previous_mpi, previous_omp,
                        runtimes, synchronises, waits)
 
 WAIT = N_KINDS  # index of the wait-time input next to the N_KINDS cost inputs
@@ -334,8 +334,44 @@ def _idle(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, join_off, join_cu
         if x < jh and join_cut[x] <= b:
             a = join_cut[x]
     tmap, wm, dm = 0, 1, 2
-    runtimes(off, seg_cut, seg_cnode, seg_time, loc, a, b, mv, mk, tmap)
-    wsum = waits(off, sp_i, sp_f, loc, cut_of(sp_i, prev), b, mv, mk, wm)
+    if prev < 0 or f < 0:  # from the start or to the end
+        runtimes(off, seg_cut, seg_cnode, seg_time, loc, a, b, mv, mk, tmap)
+        wsum = waits(off, sp_i, sp_f, loc, cut_of(sp_i, prev), b, mv, mk, wm)
+    else:
+        # runtimes(loc, a, b) and waits(loc, cut of prev, b) written out with their searches narrowed: the
+        # segments up to a point's cut end at its P_SEG, and the points after prev follow it (cuts ascending):
+        # the same rows without binary searches over the whole location (cache misses in arrays of millions
+        # of rows: most of this handling's time)
+        lo = sp_i[prev, P_SEG] if a >= sp_i[prev, P_CUT] else off[SEG, loc]
+        hi = sp_i[f, P_SEG]
+        lo = after(seg_cut, lo, hi, a)
+        C = mv.shape[1]
+        clear(mv, mk, tmap)
+        n = 0
+        for r in range(lo, hi):
+            c = seg_cnode[r]
+            if mk[tmap, C + c] == 0:
+                mk[tmap, C + c] = 1
+                mk[tmap, n] = c
+                n += 1
+            mv[tmap, c] += seg_time[r]
+        mk[tmap, 2 * C] = n
+        clear(mv, mk, wm)
+        n = 0
+        wsum = 0.0
+        j = prev + 1
+        while j < off[SP, loc + 1] and sp_i[j, P_CUT] < b:
+            w = sp_f[j, P_WAIT]
+            if w > 0:
+                c = sp_i[j, P_CNODE]
+                if mk[wm, C + c] == 0:
+                    mk[wm, C + c] = 1
+                    mk[wm, n] = c
+                    n += 1
+                mv[wm, c] += w
+                wsum += w
+            j += 1
+        mk[wm, 2 * C] = n
     dsum = diff(mv, mk, tmap, wm, dm)
     scale = float(threads - 1) if (dsum + wsum) > 0 else 0.0
     if dsum > 0:
