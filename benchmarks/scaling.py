@@ -372,12 +372,13 @@ def crossing(K: int, processes: float) -> float:
 
 
 def print_model(consts: dict, rows: list[dict], pipeline: str, at=MODEL_AT, out=sys.stdout,
-                shares: dict[int, list[int]] | None = None) -> dict:
+                shares: dict[int, list[int]] | None = None, E: float | None = None) -> dict:
     """Model against every measured --mpi row of one trace, then at ``at``; returns what it printed.
     ``shares``: K -> events of each rank's share (the model then uses rank 0's and the largest other's)."""
-    E = consts["E0"]
+    E = consts["E0"] if E is None else E
     print(f"\nModel ({pipeline} pipeline) vs measured: {E:,d} events, {consts['P0']} processes, L={consts['L0']}, "
-          f"C={consts['C0']}, M0 {consts['M0'] / 2**20:.0f} MB (serial peak at E/100)", file=out)
+          f"C={consts['C0']}, M0 {consts['M0'] / 2**20:.0f} MB (serial peak at E/100)"
+          + (f"; constants measured at {consts['E0']:,d} events" if E != consts["E0"] else ""), file=out)
     for name, k in consts["sets"].items():
         print(f"  {name}: serial m {k['m']:.1f} B/event"
               + (f", gathered g {k['g']:.1f} B/event" if "g" in k else "")
@@ -462,6 +463,10 @@ def main(argv=None) -> int:
     ap.add_argument("--model-at", default=",".join(str(x) for x in MODEL_AT), metavar="E,K,L,C,f",
                     help="where to evaluate the model (default %(default)s)")
     ap.add_argument("--json", metavar="FILE", help="write the table (and model) as JSON")
+    ap.add_argument("--no-serial", dest="serial", action="store_false", help="no serial reference run (for "
+                    "traces whose serial analysis does not fit; 'same' stays empty)")
+    ap.add_argument("--constants", metavar="FILE", help="with --model: the constants of an earlier --json report "
+                    "(a smaller trace of the same shape), extrapolated to this trace, instead of measuring them")
     ap.add_argument("--again", metavar="FILE", help="measure nothing: the table and model of the runs in an earlier "
                     "--json FILE (its traces must still exist for the model's share sizes)")
     args = ap.parse_args(argv)
@@ -528,7 +533,9 @@ def main(argv=None) -> int:
             return r
 
         for s in sets if previous is None else ():
-            serial = run({"set": s, "mode": "serial", "label": "serial"}, 1, names[s], mpi=False)
+            serial = {"set": s, "mode": "serial", "label": "serial"}
+            if args.serial:
+                run(serial, 1, names[s], mpi=False)
             for k in ks:
                 run({"set": s, "mode": "mpi", "label": f"mpi K={k}"}, k, names[s])
             for lim in limits:
@@ -538,10 +545,12 @@ def main(argv=None) -> int:
                     rows.append(r)
                     continue
                 run(r, 1, names[s], extra=["--memory", lim], mpi=False)
-                if "error" not in r and "error" not in serial and not serial.get("skipped"):
+                if "cpu_s" in r and "cpu_s" in serial:
                     r["spill_cpu_ratio"] = r["cpu_s"] / serial["cpu_s"]
                     r["spill_cpu_s"] = r["cpu_s"] - serial["cpu_s"]
-            want = serial.get("json")
+            want = serial.get("json") if args.serial else None
+            if not args.serial:
+                continue
             for r in rows:
                 if r["set"] == s and "json" in r:
                     r["same"] = "ref" if r is serial else ("yes" if r["json"] == want else "NO")
@@ -553,7 +562,14 @@ def main(argv=None) -> int:
         for r in rows:
             print(_fmt_row(r))
         entry = {"trace": trace, "bytes": size, "rows": [{k: v for k, v in r.items() if k != "json"} for r in rows]}
-        if args.tables or args.model:
+        if args.constants:  # the model of an earlier (smaller) trace, extrapolated to this one's events
+            with open(args.constants) as f:
+                consts = next(e["model"] for e in json.load(f)["traces"] if e.get("model"))
+            shares = {k: share_events(trace, k) for k in ks}
+            events = sum(shares[ks[0]]) if ks else consts["constants"]["E0"]
+            entry["model"] = print_model(consts["constants"], rows, consts["pipeline"], at, shares=shares, E=events)
+            entry["model"].update(constants=consts["constants"], pipeline=consts["pipeline"], events=events)
+        elif args.tables or args.model:
             tables = (previous or {}).get("tables") or measure_tables(trace)
             entry["tables"] = tables
             E = tables["events"]
@@ -563,7 +579,7 @@ def main(argv=None) -> int:
             for n, t in tables["tables"].items():
                 print(f"{n:>22} {t['rows']:>11,d} {t['rows_per_event']:>11.4f} {t['bytes_per_row']:>10d} "
                       f"{t['rows'] * t['bytes_per_row'] / 1e6:>8.1f}")
-        if args.model:
+        if args.model and not args.constants:
             serial = {r["set"]: r for r in rows if r["mode"] == "serial" and "rank0_peak_mb" in r}
             if not serial:
                 print("\nModel: needs a serial run (every pattern set has one unless skipped)", file=sys.stderr)
