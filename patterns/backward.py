@@ -383,11 +383,8 @@ def _build(ctx) -> BackwardInputs:
     # the points in (location, cut) order, written straight from the parts into the packed arrays the kernels
     # read (one scatter per column instead of a concatenation, a gather and a copy: fresh memory is slow here)
     sizes = [p["n"] for p in parts]
-    if parts:
-        o = point_order(P, np.concatenate([np.asarray(p["loc"]) for p in parts]),
-                        np.concatenate([np.asarray(p["cut"]) for p in parts]), sizes, L)
-    else:
-        o = np.zeros(0, np.int64)
+    o = point_order(P, *(np.concatenate([np.asarray(p[k]) for p in parts]) for k in ("loc", "cut")), sizes, L) \
+        if parts else np.zeros(0, np.int64)
     n_sp = len(o)
     sp_i, sp_f, rr = _pack(parts, sizes, o, len(S))
     del parts, p2p, coll
@@ -533,20 +530,24 @@ def _pack(parts: list[dict], sizes: list[int], o: np.ndarray, n_seg: int):
     dest[o] = np.arange(n_sp, dtype=np.int64)
     # int32 where every value fits (fresh memory is faulted in at a cost, and the kernels read its rows over and over)
     lim = np.iinfo(np.int32)
-    small = n_seg <= lim.max and all(lim.min <= np.min(p.get(k, _DEFAULT.get(k))) and np.max(p.get(k, _DEFAULT.get(k)))
-                                     <= lim.max for p in parts if p["n"] for k in ("loc", "cut", "cnode", "sr_kind", "sr_arg"))
+    vals = [p.get(k, _DEFAULT.get(k)) for p in parts if p["n"] for k in ("loc", "cut", "cnode", "sr_kind", "sr_arg")]
+    small = n_seg <= lim.max and all(lim.min <= np.min(v) and np.max(v) <= lim.max for v in vals)
     sp_i = np.empty((n_sp, 7), np.int32 if small else np.int64)
     sp_f = np.empty((n_sp, 4), np.float64)
     rr = np.empty((3, n_sp), np.int64)  # read column by column
-    lo = 0
-    for p, n in zip(parts, sizes):
-        d = dest[lo:lo + n]
-        lo += n
-        keep = None if n_sp == len(dest) else d >= 0  # a cut registered twice keeps its first point
-        if keep is not None:
-            d = d[keep]
-        for out, names in ((sp_i, _INT_COLS), (sp_f, _FLOAT_COLS), (rr.T, _ROLE_COLS)):
-            for c, k in enumerate(names):
+    where = []  # per part: its rows' positions, and which rows are kept (None: all; a cut met twice keeps the first)
+    for d in np.split(dest, np.cumsum(sizes)[:-1]) if sizes else []:
+        keep = None if n_sp == len(dest) else d >= 0
+        where.append((d if keep is None else d[keep], keep))
+    for out, names in ((sp_i, _INT_COLS), (sp_f, _FLOAT_COLS), (rr.T, _ROLE_COLS)):
+        for c, k in enumerate(names):
+            # a column most points take the default of: one fill, then only the parts that give it
+            fill = k in _DEFAULT and 2 * sum(n for p, n in zip(parts, sizes) if k not in p) > n_sp
+            if fill:
+                out[:, c] = _DEFAULT[k]
+            for p, (d, keep) in zip(parts, where):
+                if fill and k not in p:
+                    continue
                 v = p.get(k, _DEFAULT.get(k))
                 out[:, c][d] = v if keep is None or np.ndim(v) == 0 else v[keep]
     return sp_i, sp_f, rr
