@@ -18,8 +18,14 @@ measures each compound-event table of the trace (rows per event, bytes per row) 
 ``--model`` prints the analytic model of docs/performance.md ("Distributed analysis: scaling") against
 the measured points and evaluated at ``--model-at`` (default 10^10 events over 1024 ranks).
 
-    python -m benchmarks scaling [--trace PATH | --sizes 1e7,1e8 [--shape 16x2]] [--ranks 1,2,4,8,16]
-                                 [--patterns all,core] [--memory 2G,...] [--tables] [--model] [--json FILE]
+    python -m benchmarks scaling [--trace PATH | --sizes 1e7,1e8 [--shape 8x4]] [--ranks 1,2,4,8,16]
+                                 [--patterns all,core] [--memory 400M,...] [--tables] [--model] [--json FILE]
+                                 [--no-serial] [--constants EARLIER.json] [--again EARLIER.json]
+
+``--no-serial`` leaves out the serial reference (a trace whose serial analysis does not fit);
+``--constants`` takes the model's constants from an earlier report of a smaller trace of the same shape
+(the model extrapolated); ``--again`` prints the table and model of an earlier report without measuring.
+The generator of ``benchmarks/analysis.py`` keeps its times consistent up to 8 processes per trace.
 
 Pattern sets: ``all`` (every built-in pattern) and ``core`` (all but delay, critical path and POP,
 whose whole-trace tables stay on rank 0 in the distributed analysis).  A run is skipped, and the table
