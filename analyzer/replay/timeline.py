@@ -84,11 +84,11 @@ def location_fragments(loc: int, cols, calls, region_role, flags, is_worker: boo
     fork_team, fork_time = scratch.forks()
     n_events = len(cols.type)
     cut_dt = _index_dtype(n_events + 1)  # a location's intervals: at most its events + 1
-    (kind, event, when, node, enter, e_int, e_node, e_time, send_cuts, recv_cuts, in_order) = K.cut_timeline(
+    (kind, event, when, node, enter, e_int, e_node, e_time, send_cuts, recv_cuts, in_order, f_team,
+     f_time) = K.cut_timeline(
         cols.type, cols.time, cols.a, cols.c, cols.d, cols.e, calls.node, calls.enter, region_role, flags,
         bool(is_worker), fork_team, fork_time, acc, seen, *scratch.entries(3 * n_events + 16, cut_dt))
-    forks = cols.type == K.OMP_FORK
-    scratch.add_forks(cols.a[forks].astype(np.int64), cols.time[forks])
+    scratch.add_forks(f_team, f_time)
     if not in_order:
         o = np.argsort(e_int, kind="stable")
         e_int, e_node, e_time = e_int[o], e_node[o], e_time[o]
