@@ -67,12 +67,13 @@ def _traffic(sent: list[int], cube) -> dict:
     return out
 
 
-def _count_gathers(sent: list[int]) -> None:
-    """Count the bytes each call of today's gather sends from a non-root rank (the root keeps its own)."""
+def _count_gathers(sent: list[int]) -> list[tuple]:
+    """Count the bytes each call of the gather of the replay before the per-share pipeline (a565062 and
+    earlier) sends from a non-root rank (the root keeps its own); returns what to put back."""
     try:
         from analyzer.replay import distributed, exchange
-    except ImportError:
-        return
+    except ImportError:  # the per-share pipeline: its networks count (TRAFFIC)
+        return []
     inner = exchange.gather_bytes
 
     def counted(comm, payload, root=0, **kw):
@@ -80,9 +81,12 @@ def _count_gathers(sent: list[int]) -> None:
             sent.append(len(payload))
         return inner(comm, payload, root=root, **kw)
 
+    undo = [(exchange, "gather_bytes", inner)]
     exchange.gather_bytes = counted
     if getattr(distributed, "gather_bytes", None) is inner:
+        undo.append((distributed, "gather_bytes", inner))
         distributed.gather_bytes = counted
+    return undo
 
 
 def main(argv: list[str]) -> int:
@@ -98,10 +102,10 @@ def main(argv: list[str]) -> int:
     pipeline = importlib.import_module("analyzer.analyze")  # the module (the package exports a function of that name)
 
     sent: list[int] = []
-    _count_gathers(sent)
+    undo = _count_gathers(sent)
     cubes = []
     inner = pipeline.analyze
-
+    undo.append((pipeline, "analyze", inner))
     notes: list[str] = []
 
     def keep_cube(*a, **kw):  # the CLI imports analyze() at call time: this wrapper is what it gets
@@ -117,6 +121,9 @@ def main(argv: list[str]) -> int:
         rc = cli_main(cli_args)
     except SystemExit as exc:  # argparse: a bad option
         rc = exc.code if isinstance(exc.code, int) else 2
+    finally:
+        for module, name, original in undo:
+            setattr(module, name, original)
     wall, cpu = time.perf_counter() - t0, _cpu() - c0
     rec = {"rank": rank(), "rc": rc, "peak_kib": hwm_kib(), "base_kib": base,
            "maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "cpu_s": cpu, "wall_s": wall,

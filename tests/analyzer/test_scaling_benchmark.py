@@ -125,3 +125,27 @@ def test_share_model_falls_with_k_where_the_events_dominate():
     peaks = [model_share(CONSTS, E, k, f=crossing(k, 4))["rank0"] for k in (1, 2, 4)]
     assert peaks[0] > peaks[1] > peaks[2]
     assert model_share(CONSTS, E, 1)["exchanged"] == 0
+
+
+def test_rank_peak_writes_what_one_process_cost(tmp_path):
+    import importlib
+    import json
+
+    from benchmarks import rank_peak
+    from random_hybrid_traces import random_builder
+
+    trace = tmp_path / "t.elg"
+    random_builder(3, n_ranks=2, n_threads=2, steps=10).write(trace)
+    pipeline = importlib.import_module("analyzer.analyze")
+    before = pipeline.analyze
+    out = tmp_path / "ranks"
+    assert rank_peak.main([str(out), "--", str(trace), "-q", "-j", "1", "-o", str(tmp_path / "t.cubex")]) == 0
+    assert pipeline.analyze is before  # the wrapper that kept the cube is gone again
+    rec = json.loads((out / "rank0.json").read_text())
+    assert rec["rank"] == 0 and rec["rc"] == 0 and (tmp_path / "t.cubex").exists()
+    assert rec["peak_kib"] >= rec["base_kib"] > 0 and rec["cpu_s"] > 0 and rec["wall_s"] > 0
+    assert "gather_bytes_sent" not in rec["traffic"]  # one process sends nothing
+    # a bad option is the CLI's exit status, still recorded
+    assert rank_peak.main([str(out), "--", str(trace), "--no-such-option"]) == 2
+    assert json.loads((out / "rank0.json").read_text())["rc"] == 2
+    assert rank_peak.main([str(out)]) == 2  # no "--": usage
