@@ -398,11 +398,20 @@ def _run(inp, h, off, snap, cost, mv, mk, res, rem, spmap, delay, sums):
               inp.n_cuts, cost, mv, mk, res)
 
 
-@numba.njit(cache=True, nogil=True)
 def delay_costs(inp):
     """All delay costs as a dense array ``[metric, cnode, loc]`` (metric: kind, or N_KINDS + kind for the
     long-term costs), and the number of handlings that had to be forced because the touches never became
-    ready (an inconsistent trace)."""
+    ready (an inconsistent trace).
+
+    The costs stored per point and per handling (92 MB and 16 MB at 10^7 events) are zeroed by NumPy: its
+    large arrays are fresh zero pages, faulted in as they are written, in transparent huge pages where the
+    system has them; numba's ``np.zeros`` writes every page of them first, 4 KiB at a time."""
+    return _delay_costs(inp, np.zeros((inp.sp_i.shape[0], N_KINDS)), np.zeros((inp.h.shape[0], N_KINDS)))
+
+
+@numba.njit(cache=True, nogil=True)
+def _delay_costs(inp, cost, snap):
+    """:func:`delay_costs` with its zeroed cost arrays (``[point, kind]`` and ``[handling, kind]``)."""
     L = inp.n_locations
     C = inp.n_cnodes
     H, tc_off, tc_kind, tc_h, hm_off, hm_sp = inp.h, inp.tc_off, inp.tc_kind, inp.tc_h, inp.hm_off, inp.hm_sp
@@ -411,8 +420,6 @@ def delay_costs(inp):
                                                           inp.join_cut, inp.n_cuts)
     n_h = H.shape[0]
     res = np.zeros((2 * N_KINDS, C, L))
-    cost = np.zeros((sp_i.shape[0], N_KINDS))
-    snap = np.zeros((n_h, N_KINDS))
     ready = np.zeros(n_h, np.bool_)
     done = np.zeros(n_h, np.bool_)
     arrived = np.zeros(n_h, np.int64)
