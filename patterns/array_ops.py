@@ -133,4 +133,4 @@ def order_touches(t_loc: np.ndarray, t_cut: np.ndarray, L: int) -> np.ndarray:
     top = int(finite.max()) + 1 if len(finite) else 1
     if t_loc.min() < 0 or t_loc.max() >= L or (len(finite) and finite.min() < 0) or top > 8 * len(t_cut) + (1 << 20):
         return np.lexsort((-t_cut, t_loc))
-    return K.touch_order(t_loc, t_cut, L, top)
+    return K.touch_order(t_loc, t_cut, L, top, np.empty(len(t_loc), np.int64), np.empty(len(t_loc), np.int64))

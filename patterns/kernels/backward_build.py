@@ -57,33 +57,34 @@ def point_cuts(kind, row, cut, n_messages, n_collectives):
 
 
 @numba.njit(cache=True, nogil=True)
-def _counting_order(key, n_keys, order):
-    """``order`` stably re-sorted by ``key[order]`` (keys in 0 .. n_keys-1)."""
-    count = np.zeros(n_keys + 1, np.int64)
-    for i in range(order.shape[0]):
-        count[key[order[i]] + 1] += 1
-    for k in range(n_keys):
-        count[k + 1] += count[k]
-    out = np.empty_like(order)
-    for i in range(order.shape[0]):
-        k = key[order[i]]
-        out[count[k]] = order[i]
-        count[k] += 1
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def touch_order(loc, cut, n_loc, top):
+def touch_order(loc, cut, n_loc, top, first, out):
     """Indices ordering the touches by ``loc`` (0 .. n_loc-1) ascending, then ``cut`` descending, ties in
-    index order; a cut at or above ``top`` sorts as ``top`` (the end of the location), one below 0 as 0."""
+    index order; a cut at or above ``top`` sorts as ``top`` (the end of the location), one below 0 as 0.
+    Two stable counting sorts, by the descending cut into ``first``, then by location into ``out`` (both
+    int64 as long as ``loc``, given by the caller: NumPy's large arrays are faulted in in huge pages where
+    the system has them, numba's 4 KiB at a time); returns ``out``."""
     n = loc.shape[0]
-    rev = np.empty(n, np.int64)  # descending cut as an ascending key
+    count = np.zeros(top + 2, np.int64)
     for i in range(n):
         c = cut[i]
-        rev[i] = top - (top if c >= top else (c if c > 0 else 0))
-    order = np.arange(n)
-    order = _counting_order(rev, top + 1, order)
-    return _counting_order(loc, n_loc, order)
+        count[top - (top if c >= top else (c if c > 0 else 0)) + 1] += 1
+    for k in range(top + 1):
+        count[k + 1] += count[k]
+    for i in range(n):
+        c = cut[i]
+        k = top - (top if c >= top else (c if c > 0 else 0))
+        first[count[k]] = i
+        count[k] += 1
+    by_loc = np.zeros(n_loc + 1, np.int64)
+    for i in range(n):
+        by_loc[loc[i] + 1] += 1
+    for k in range(n_loc):
+        by_loc[k + 1] += by_loc[k]
+    for j in range(n):
+        i = first[j]
+        out[by_loc[loc[i]]] = i
+        by_loc[loc[i]] += 1
+    return out
 
 
 @numba.njit(cache=True, nogil=True)
