@@ -7,46 +7,23 @@ tests/analyzer/test_share_networks.py.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import sys
 
 import mpi4py  # noqa: F401  (a test dependency: the ranks below import it; missing, it fails here loudly)
 import pytest
 
 import tracefmt
 from analyzer.cli.analyze import main
+from mpi_launch import MPIEXEC, launch
 from random_hybrid_traces import random_builder
 from tracefmt.layout import EventType
 
-MPIEXEC = shutil.which("mpiexec.openmpi") or shutil.which("mpiexec")
 pytestmark = [pytest.mark.runtime,
               pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (Open MPI) on this machine")]
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-MPICH_LIB = "/usr/lib/x86_64-linux-gnu/libmpich.so.12"
-
 
 def _launch(mpi: str, k: int, argv: list[str], tmp) -> subprocess.CompletedProcess:
-    """``argv`` (a Python command line) on ``k`` ranks of Open MPI or MPICH, with mpi4py bound to that MPI."""
-    env = dict(os.environ, PYTHONPATH=ROOT, NUMBA_NUM_THREADS="1")
-    if mpi == "openmpi":
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_btl="self,vader",
-                   OMPI_MCA_rmaps_base_oversubscribe="1", MPI4PY_MPIABI="openmpi")
-        cmd = [MPIEXEC, "--oversubscribe", "-n", str(k)]
-    else:
-        if shutil.which("mpiexec.mpich") is None or not os.path.exists(MPICH_LIB):
-            pytest.skip("MPICH is not installed (optional tool chain)")
-        # mpi4py's MPICH ABI loads libmpi.so.12, which Debian's MPICH names libmpich.so.12
-        abi = tmp / "mpich-abi"
-        abi.mkdir(exist_ok=True)
-        if not (abi / "libmpi.so.12").exists():
-            os.symlink(MPICH_LIB, abi / "libmpi.so.12")
-        env.update(MPI4PY_MPIABI="mpich", LD_LIBRARY_PATH=f"{abi}:{env.get('LD_LIBRARY_PATH', '')}")
-        cmd = [shutil.which("mpiexec.mpich"), "-n", str(k)]
-    return subprocess.run(cmd + [sys.executable, *argv], capture_output=True, text=True, env=env, timeout=180,
-                          cwd=ROOT)
+    return launch(mpi, k, argv, tmp)
 
 
 def _mpiexec(k: int, args: list[str], mpi: str = "openmpi", tmp=None) -> subprocess.CompletedProcess:

@@ -17,15 +17,13 @@ import json
 import os
 import pickle
 import re
-import shutil
-import subprocess
-import sys
 import weakref
 
 import numpy as np
 import pytest
 
 from analyzer.distributed.network import EVERY, MemoryNetwork, deliver, run_stages
+from mpi_launch import launch
 from analyzer.distributed.spill import SpillNetwork, read_payload, write_payload
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -262,31 +260,8 @@ def test_a_payload_file_reads_back_exactly(tmp_path):
 # --------------------------------------------------------------------------
 # MpiNetwork under mpiexec
 # --------------------------------------------------------------------------
-MPIEXEC = shutil.which("mpiexec.openmpi") or shutil.which("mpiexec")
-MPICH_LIB = "/usr/lib/x86_64-linux-gnu/libmpich.so.12"
-
-
-def _launch(mpi: str, k: int, script: str, tmp, *args: str) -> subprocess.CompletedProcess:
-    """``script`` on ``k`` ranks of Open MPI or MPICH, with mpi4py bound to that MPI (as test_mpi_replay)."""
-    if MPIEXEC is None:
-        pytest.skip("no mpiexec (Open MPI) on this machine")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, HERE, os.path.join(ROOT, "tests", "helpers")]),
-               NUMBA_NUM_THREADS="1")
-    if mpi == "openmpi":
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_btl="self,vader",
-                   OMPI_MCA_rmaps_base_oversubscribe="1", MPI4PY_MPIABI="openmpi")
-        cmd = [MPIEXEC, "--oversubscribe", "-n", str(k)]
-    else:
-        if shutil.which("mpiexec.mpich") is None or not os.path.exists(MPICH_LIB):
-            pytest.skip("MPICH is not installed (optional tool chain)")
-        abi = tmp / "mpich-abi"  # mpi4py's MPICH ABI loads libmpi.so.12, which Debian's MPICH names libmpich.so.12
-        abi.mkdir(exist_ok=True)
-        if not (abi / "libmpi.so.12").exists():
-            os.symlink(MPICH_LIB, abi / "libmpi.so.12")
-        env.update(MPI4PY_MPIABI="mpich", LD_LIBRARY_PATH=f"{abi}:{env.get('LD_LIBRARY_PATH', '')}")
-        cmd = [shutil.which("mpiexec.mpich"), "-n", str(k)]
-    return subprocess.run(cmd + [sys.executable, "-c", script, *args], capture_output=True, text=True, env=env,
-                          timeout=120, cwd=ROOT)
+def _launch(mpi: str, k: int, script: str, tmp, *args: str):
+    return launch(mpi, k, ["-c", script, *args], tmp, extra_path=[HERE], timeout=120)
 
 
 PIPELINES = """
