@@ -36,14 +36,34 @@ def region_flags(names) -> np.ndarray:
 
 class Scratch:
     """What the kernel borrows across the locations of one share: zeroed per-node arrays (grown with the call
-    tree), the reserves its entries are written to, and the forks of the masters walked so far (team id -> fork time; processes are walked one after
-    the other and a master before its workers, so the latest fork of a team id is the one of this process)."""
+    tree), the reserves its entries are written to, the forks of the masters walked so far (team id -> fork
+    time; processes are walked one after the other and a master before its workers, so the latest fork of a
+    team id is the one of this process), and the chunks the fragments' columns are kept in."""
+
+    #: bytes per chunk of kept columns; a column of a quarter of that or more is an array of its own
+    CHUNK = 32 << 20
 
     def __init__(self):
         self.acc = np.zeros(0, np.float64)
         self.seen = np.zeros(0, np.int8)
         self._arrays = (np.zeros(0, np.int64), np.zeros(0, np.float64))
         self._entries = None
+        self._chunk, self._pos = np.zeros(0, np.uint8), 0
+
+    def keep(self, a: np.ndarray) -> np.ndarray:
+        """A copy of ``a`` for the fragments, carved out of a large chunk: a location's columns are a few MB
+        each, below the size NumPy gives huge pages, and fresh small arrays are faulted in 4 KiB at a time
+        (a chunk lives as long as a column carved out of it)."""
+        a = np.ascontiguousarray(a)
+        if a.nbytes >= self.CHUNK // 4:
+            return a.copy()
+        pos = (self._pos + 63) & ~63
+        if pos + a.nbytes > len(self._chunk):
+            self._chunk, pos = np.empty(self.CHUNK, np.uint8), 0
+        out = self._chunk[pos:pos + a.nbytes].view(a.dtype)
+        out[...] = a
+        self._pos = pos + a.nbytes
+        return out
 
     def arrays(self, n_nodes: int):
         if self.acc.shape[0] < n_nodes:
@@ -92,6 +112,10 @@ def location_fragments(loc: int, cols, calls, region_role, flags, is_worker: boo
     if not in_order:
         o = np.argsort(e_int, kind="stable")
         e_int, e_node, e_time = e_int[o], e_node[o], e_time[o]
+    # the entries are views of the reserves (the next location overwrites them); the cut arrays are the
+    # kernel's, sized by a count: both kept in the share's chunks
+    kind, event, when, node, enter, e_int, e_node, e_time = (
+        scratch.keep(x) for x in (kind, event, when, node, enter, e_int, e_node, e_time))
     n = len(kind)
     at = np.int32(loc)  # the location columns are read-only views of one value: no memory until joined
     return {

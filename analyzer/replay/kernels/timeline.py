@@ -99,12 +99,13 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, call_enter, region_role
     ``seen`` (int8): zeroed scratch arrays at least as long as the call tree, left zeroed; ``e_int``,
     ``e_node`` (int32) and ``e_time`` (float64): the reserves the entries are written to, each at least
     ``3 * len(etype) + 16`` long (``e_int`` int32 where the intervals fit: the caller chooses the type of the
-    ``time_segments.cut`` column; the caller keeps them for the next location: fresh memory costs page faults).
+    ``time_segments.cut`` column; the caller keeps them for the next location: fresh memory costs page faults,
+    and copies out the entries, which are returned as views of the reserves).
 
     Returns ``(cut_kind, cut_event, cut_time, cut_node, cut_enter, e_interval, e_node, e_time, send_cuts,
-    recv_cuts, in_order, fork_teams, fork_times)``: per cut point (in order; its number is its index + 1) its kind, event index,
-    time and call (the one entered or left, else the innermost open one) as its node and ENTER time (-1
-    and NaN outside every call); the entries (interval, node, seconds), in interval order unless
+    recv_cuts, in_order, fork_teams, fork_times)``: per cut point (in order; its number is its index + 1) its
+    kind, event index, time and call (the one entered or left, else the innermost open one) as its node and
+    ENTER time (-1 and NaN outside every call); the entries (interval, node, seconds), in interval order unless
     ``in_order`` is False (a join shift into an interval closed before its JOIN); per MPI_SEND, in event
     order, ``[event index, own cut, cut of its completion]`` (a blocking send completes at its own cut,
     an unfinished one at -1); per MPI_RECV, in event order, ``[own cut, cut of its posting]``; the team and
@@ -333,7 +334,7 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, call_enter, region_role
             recv_cuts[kr, 1] = post if post >= 0 else n_cut
             kr += 1
     k = _flush(acc, seen, touched, nt, n_cut + 1, e_int, e_node, e_time, k, not is_worker)
-    # the cut points as views (their arrays are sized by a count); the entries copied out of their reserve
+    # the cut points as views (their arrays are sized by a count); the entries as views of their reserves
     return (cut_kind[:n_cut], cut_event[:n_cut], cut_time[:n_cut], cut_node[:n_cut], cut_enter[:n_cut],
-            e_int[:k].copy(), e_node[:k].copy(), e_time[:k].copy(), send_cuts, recv_cuts, in_order,
+            e_int[:k], e_node[:k], e_time[:k], send_cuts, recv_cuts, in_order,
             own_team[:n_own], own_time[:n_own])
