@@ -156,3 +156,25 @@ def test_scratch_forks_keep_the_latest_fork_of_each_team(seed):
         keys, when = scratch.forks()
         assert keys.dtype == np.int64 and when.dtype == np.float64
         assert keys.tolist() == sorted(ref) and when.tolist() == [ref[k] for k in sorted(ref)]
+
+
+def test_scratch_keeps_copies_in_chunks():
+    """Columns kept for the fragments are equal copies (writing the source later changes nothing), of any
+    dtype and length, carved out of chunks that roll over when full; a large column is its own array."""
+    from analyzer.replay.timeline import Scratch
+
+    scratch = Scratch()
+    scratch.CHUNK = 4096
+    rng = np.random.default_rng(0)
+    kept = []
+    for n in [0, 1, 7, 100, 300, 2000, 5]:
+        for dt in (np.int8, np.int32, np.int64, np.float64):
+            src = rng.integers(-100, 100, n).astype(dt)
+            out = scratch.keep(src)
+            assert out.dtype == dt and (n == 0 or out.ctypes.data % out.itemsize == 0)
+            kept.append((src.copy(), out))
+            src[:] = 0
+    for want, got in kept:
+        assert np.array_equal(want, got)
+    big = scratch.keep(np.arange(2000, dtype=np.int64))  # 16 KB: a quarter of a chunk or more
+    assert big.base is None and big.tolist() == list(range(2000))
