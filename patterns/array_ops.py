@@ -129,8 +129,5 @@ def order_touches(t_loc: np.ndarray, t_cut: np.ndarray, L: int) -> np.ndarray:
 
     if len(t_loc) == 0:
         return np.zeros(0, np.int64)
-    finite = t_cut[t_cut < np.iinfo(np.int64).max]
-    top = int(finite.max()) + 1 if len(finite) else 1
-    if t_loc.min() < 0 or t_loc.max() >= L or (len(finite) and finite.min() < 0) or top > 8 * len(t_cut) + (1 << 20):
-        return np.lexsort((-t_cut, t_loc))
-    return K.touch_order(t_loc, t_cut, L, top, np.empty(len(t_loc), np.int64), np.empty(len(t_loc), np.int64))
+    ok, o = K.touch_order(t_loc, t_cut, L, np.empty(len(t_loc), np.int64), np.empty(len(t_loc), np.int64))
+    return o if ok else np.lexsort((-t_cut, t_loc))

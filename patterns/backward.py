@@ -465,19 +465,19 @@ def _build(ctx) -> BackwardInputs:
     group = (h_kind == H_COLL) | (h_kind == H_OMPBAR)
     hm_off = np.zeros(len(h_kind) + 1, np.int64)
     hm_off[1:] = np.cumsum(np.where(group, h_n, 0))
-    hm_sp = np.concatenate(members).astype(np.int64) if members else np.zeros(0, np.int64)
+    hm_sp = np.concatenate(members).astype(np.int64, copy=False) if members else np.zeros(0, np.int64)
     # touches: (location, cut, kind, handling), visited per location from the last cut backwards
     hid = np.arange(len(h_kind), dtype=np.int64)
     p2p = hid[h_kind == H_P2P]
     grp_h = np.repeat(hid, np.diff(hm_off))
     idle = hid[h_kind == H_IDLE]
-    t_loc = np.concatenate([sp_loc[h_a[p2p]], sp_loc[h_b[p2p]], sp_loc[hm_sp], h_b[idle]]).astype(np.int64)
+    t_loc = np.concatenate([sp_loc[h_a[p2p]], sp_loc[h_b[p2p]], sp_loc[hm_sp], h_b[idle]]).astype(np.int64, copy=False)
     t_cut = np.concatenate([sp_cut[h_a[p2p]], sp_cut[h_b[p2p]], sp_cut[hm_sp],
                             np.where(h_a[idle] >= 0, sp_cut[np.maximum(h_a[idle], 0)].astype(np.int64) if n_sp else 0,
-                                     np.iinfo(np.int64).max)]).astype(np.int64)
+                                     np.iinfo(np.int64).max)]).astype(np.int64, copy=False)
     t_kind = np.concatenate([np.full(len(p2p), T_WAITER), np.full(len(p2p), T_CAUSER),
-                             np.full(len(hm_sp), T_MEMBER), np.full(len(idle), T_IDLE)]).astype(np.int64)
-    t_h = np.concatenate([p2p, p2p, grp_h, idle]).astype(np.int64)
+                             np.full(len(hm_sp), T_MEMBER), np.full(len(idle), T_IDLE)]).astype(np.int64, copy=False)
+    t_h = np.concatenate([p2p, p2p, grp_h, idle]).astype(np.int64, copy=False)
     ot = order_touches(t_loc, t_cut, L)
     # critical path start: where the latest rank leaves MPI_Finalize, else the end of the master that ends last
     fin = idx[(role == 5) & (ref2 == 1)]
@@ -499,7 +499,7 @@ def _build(ctx) -> BackwardInputs:
     from .kernels.backward import point_segments
 
     seg_off, seg_cut = location_offsets(seg_loc, L), np.asarray(S["cut"])  # as stored (int32): no copy
-    sp_off = csr(sp_loc, L)
+    sp_off = location_offsets(sp_loc, L)  # one pass (the points are grouped by location)
     sp_i[:, 6] = point_segments(seg_off, seg_cut, sp_off, sp_cut.copy())
     grp = np.empty((len(grp_rank), 2), np.int64)
     grp[:, 0], grp[:, 1] = grp_rank, grp_sp

@@ -57,13 +57,28 @@ def point_cuts(kind, row, cut, n_messages, n_collectives):
 
 
 @numba.njit(cache=True, nogil=True)
-def touch_order(loc, cut, n_loc, top, first, out):
+def touch_order(loc, cut, n_loc, first, out):
     """Indices ordering the touches by ``loc`` (0 .. n_loc-1) ascending, then ``cut`` descending, ties in
-    index order; a cut at or above ``top`` sorts as ``top`` (the end of the location), one below 0 as 0.
-    Two stable counting sorts, by the descending cut into ``first``, then by location into ``out`` (both
-    int64 as long as ``loc``, given by the caller: NumPy's large arrays are faulted in in huge pages where
-    the system has them, numba's 4 KiB at a time); returns ``out``."""
+    index order, the end of a location (int64 max) first: ``(True, out)``.  Two stable counting sorts, by the
+    descending cut into ``first``, then by location into ``out`` (both int64 as long as ``loc``, given by the
+    caller: NumPy's large arrays are faulted in in huge pages where the system has them, numba's 4 KiB at a
+    time).  ``(False, out)`` where a location is out of range, a cut (other than the end) negative, or the
+    cuts too large to count (more than 8 per touch and 2^20): the caller sorts."""
     n = loc.shape[0]
+    end = np.iinfo(np.int64).max
+    top = 0
+    for i in range(n):
+        if loc[i] < 0 or loc[i] >= n_loc:
+            return False, out
+        c = cut[i]
+        if c != end:
+            if c < 0:
+                return False, out
+            top = max(top, c + 1)
+    if top == 0:
+        top = 1
+    if top > 8 * n + (1 << 20):
+        return False, out
     count = np.zeros(top + 2, np.int64)
     for i in range(n):
         c = cut[i]
@@ -84,7 +99,7 @@ def touch_order(loc, cut, n_loc, top, first, out):
         i = first[j]
         out[by_loc[loc[i]]] = i
         by_loc[loc[i]] += 1
-    return out
+    return True, out
 
 
 @numba.njit(cache=True, nogil=True)
