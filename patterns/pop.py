@@ -76,7 +76,7 @@ def _useful(ctx) -> np.ndarray:
 
 def ideal_elapsed(ctx) -> tuple[float, float]:
     """(elapsed time T, elapsed time on an ideal network), both from the earliest event of the run."""
-    from .array_ops import dense_ids
+    from .array_ops import dense_ids, location_offsets
     from .kernels.backward_build import interval_sums
     from .kernels.ideal import COLL_ALL, COLL_N2ONE, COLL_ONE2N, ideal_replay
 
@@ -94,8 +94,8 @@ def ideal_elapsed(ctx) -> tuple[float, float]:
     # computation per interval: not MPI communication, not an OpenMP barrier (the replay makes those waits
     # itself); MPI_Init, MPI_Finalize and the like keep their time
     comp_cnode = ~np.isin(ctx.region_role[ctx.calltree.region], _SYNCHRONISING)  # per call path, then per row
-    n_cuts = np.bincount(np.asarray(P["loc"], np.int64), minlength=L)
-    cut_off = np.concatenate([[0], np.cumsum(n_cuts)]).astype(np.int64)
+    cut_off = location_offsets(np.asarray(P["loc"]), L)  # one pass: sync_points is grouped by location
+    n_cuts = np.diff(cut_off)
     # per interval ending at a cut point (its row of P) and per location after its last one
     ok, comp, comp_last = interval_sums(np.asarray(S["loc"]), np.asarray(S["cut"]), np.asarray(S["cnode"]),
                                         np.asarray(S["time"], np.float64), comp_cnode, n_cuts, cut_off, len(P), L)
@@ -145,7 +145,7 @@ def ideal_elapsed(ctx) -> tuple[float, float]:
     t_loc = np.asarray(members["loc"], np.int64)[t_order] if len(members) else np.zeros(0, np.int64)
     t_off = np.concatenate([[0], np.cumsum(np.bincount(m_team, minlength=nt))]).astype(np.int64)
     start = np.where(np.isfinite(first), first, t0)
-    final = ideal_replay(cut_off, np.asarray(P["kind"], np.int64), np.asarray(P["row"]), comp, comp_last,
+    final = ideal_replay(cut_off, np.asarray(P["kind"]), np.asarray(P["row"]), comp, comp_last,
                          start.astype(np.float64), c_inst, c_type, c_root.astype(np.bool_), np.asarray(c_off, np.int64),
                          c_loc, c_rows, b_inst, np.asarray(b_off, np.int64), b_loc, m_team, m_master.astype(np.bool_),
                          t_off, t_loc, len(M))
