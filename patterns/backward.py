@@ -174,7 +174,7 @@ def _p2p(ctx, M, cuts, loc_rank):
     multi = operation_in(ops, M["sendc_region"], ("waitall", "waitsome"))
     ok = (sendc_cut > 0) & (recvp_cut > 0)
     lr = np.flatnonzero(single & ok & (idle > 0))
-    mrows = np.flatnonzero(multi & ok)
+    mrows = np.flatnonzero(multi & ok & (idle > 0))  # a call whose largest idle is none is dropped below anyway
     if len(mrows):
         lsm = np.asarray(ls["message"], np.int64)
         ls_call = pairs_in(M["send_loc"][mrows], M["sendc_enter"][mrows], M["recv_loc"][lsm], M["recv_enter"][lsm])
