@@ -100,11 +100,9 @@ def point_order(P, loc: np.ndarray, cut: np.ndarray, sizes, L: int) -> np.ndarra
     from .kernels import backward_build as K  # numba: only when a trace is analyzed
 
     p_loc = np.asarray(P["loc"])
-    if len(p_loc) and (p_loc.min() < 0 or p_loc.max() >= L):
-        p_loc = None
-    if p_loc is not None:
-        cut_off = np.concatenate([[0], np.cumsum(np.bincount(p_loc, minlength=L))]).astype(np.int64)
-        ok, o = K.first_per_point(loc, cut, p_loc, np.asarray(P["cut"]), cut_off)
+    grouped, cut_off = K.grouped_offsets(p_loc, L)  # else the points' rows cannot be found by position
+    if grouped:
+        ok, o = K.first_per_point(loc, cut, p_loc, np.asarray(P["cut"]), cut_off, np.full(len(p_loc), -1, np.int64))
         if ok:
             return o
     src = np.repeat(np.arange(len(sizes), dtype=np.int64), np.asarray(sizes, np.int64))  # only a sort needs it

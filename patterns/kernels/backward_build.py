@@ -168,12 +168,13 @@ def grouped_offsets(loc, n_loc):
 
 
 @numba.njit(cache=True, nogil=True)
-def first_per_point(loc, cut, p_loc, p_cut, cut_off):
+def first_per_point(loc, cut, p_loc, p_cut, cut_off, first):
     """The rows of (``loc``, ``cut``) ordered by their cut point, the first row of each point only (the rows
     of a sort by (loc, cut, row) without the repeats): a point is row ``cut_off[loc] + cut - 1`` of the
-    sync_points table (``p_loc``, ``p_cut``).  ``(False, _)`` where some row names no such point."""
+    sync_points table (``p_loc``, ``p_cut``).  ``(False, _)`` where some row names no such point.  ``first``:
+    -1 per row of the table (int64, the caller's: NumPy's large arrays are faulted in in huge pages), the
+    result is its beginning."""
     n_p = p_loc.shape[0]
-    first = np.full(n_p, -1, np.int64)
     n_loc = cut_off.shape[0] - 1
     for i in range(loc.shape[0]):
         l, c = loc[i], cut[i]
