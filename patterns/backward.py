@@ -475,8 +475,8 @@ def _build(ctx) -> BackwardInputs:
     t_cut = np.concatenate([sp_cut[h_a[p2p]], sp_cut[h_b[p2p]], sp_cut[hm_sp],
                             np.where(h_a[idle] >= 0, sp_cut[np.maximum(h_a[idle], 0)].astype(np.int64) if n_sp else 0,
                                      np.iinfo(np.int64).max)]).astype(np.int64, copy=False)
-    t_kind = np.concatenate([np.full(len(p2p), T_WAITER), np.full(len(p2p), T_CAUSER),
-                             np.full(len(hm_sp), T_MEMBER), np.full(len(idle), T_IDLE)]).astype(np.int64, copy=False)
+    t_kind = np.repeat(np.array([T_WAITER, T_CAUSER, T_MEMBER, T_IDLE], np.int64), [len(p2p), len(p2p), len(hm_sp),
+                                                                                     len(idle)])
     t_h = np.concatenate([p2p, p2p, grp_h, idle]).astype(np.int64, copy=False)
     ot = order_touches(t_loc, t_cut, L)
     # critical path start: where the latest rank leaves MPI_Finalize, else the end of the master that ends last
