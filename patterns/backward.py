@@ -369,7 +369,7 @@ def _openmp(ctx, P):
 
 
 def _build(ctx) -> BackwardInputs:
-    from .kernels.backward_build import max_by_loc, point_cuts  # numba: only when a trace is analyzed
+    from .kernels.backward_build import barrier_groups, max_by_loc, point_cuts  # numba: only when analyzing
 
     L = ctx.n_locations
     P, S, M, C = ctx.table("sync_points"), ctx.table("time_segments"), ctx.table("messages"), ctx.table("collectives")
@@ -429,21 +429,11 @@ def _build(ctx) -> BackwardInputs:
         waiting = mp[(sp_f[mp, 0] > 0) & (mp != target[inst_of[keep]])]
         cp_next[waiting] = target[ref[waiting]]
     # OpenMP barriers: the latest arrival
-    bpt = idx[role == 8]
-    if len(bpt):
-        nb = int(ref[bpt].max()) + 1
-        bpt = bpt[np.argsort(ref[bpt], kind="stable")]
-        latest = np.full(nb, -1, np.int64)
-        lp = bpt[ref2[bpt] == 1]
-        latest[ref[lp]] = lp
-        n_m = np.bincount(ref[bpt], minlength=nb)
+    latest, n_m, mp = barrier_groups(role, ref, ref2, 8, cp_next)
+    if len(n_m):
         gi = np.flatnonzero((n_m > 0) & (latest >= 0))
         hs.append((np.full(len(gi), H_OMPBAR), np.full(len(gi), OMPBARRIER), latest[gi], gi, n_m[gi]))
-        keep = latest[ref[bpt]] >= 0
-        members.append(bpt[keep])
-        mp = bpt[keep]
-        others = mp[mp != latest[ref[mp]]]
-        cp_next[others] = latest[ref[others]]
+        members.append(mp)
     # forks: a worker's path continues on the master
     fpt = idx[role == 7]
     if len(fpt):

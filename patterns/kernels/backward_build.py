@@ -268,3 +268,46 @@ def barrier_points(kind, row, p_loc, b_inst, b_enter, b_exit, loc_thread, want):
         total[j] = b_exit[row[s[j]]] - enter[j]
         first[j] = 1 if np.int64(loc_thread[p_loc[s[j]]]) == who[d] else 0
     return True, s, dense, enter, wait, total, first
+
+
+@numba.njit(cache=True, nogil=True)
+def barrier_groups(role, ref, ref2, want, cp_next):
+    """The OpenMP barrier instances of the points of role ``want`` (``ref``: the instance, dense from 0;
+    ``ref2`` 1: the latest arrival): per instance its latest arrival's point (-1: none; the last point named
+    so) and its number of member points, and the member points of the instances with a latest arrival, by
+    instance and then in point order; every other member's critical path continues at its instance's latest
+    arrival (``cp_next``, changed in place)."""
+    nb = 0
+    m = 0
+    for j in range(role.shape[0]):
+        if role[j] == want:
+            if ref[j] < 0:
+                raise ValueError("barrier point without an instance")
+            nb = max(nb, ref[j] + 1)
+            m += 1
+    start = np.zeros(nb + 1, np.int64)
+    latest = np.full(nb, -1, np.int64)
+    for j in range(role.shape[0]):
+        if role[j] == want:
+            start[ref[j] + 1] += 1
+            if ref2[j] == 1:
+                latest[ref[j]] = j
+    n_m = start[1:].copy()
+    for g in range(nb):
+        start[g + 1] += start[g]
+    by_inst = np.empty(m, np.int64)
+    for j in range(role.shape[0]):
+        if role[j] == want:
+            by_inst[start[ref[j]]] = j
+            start[ref[j]] += 1
+    k = 0
+    for q in range(m):
+        p = by_inst[q]
+        last = latest[ref[p]]
+        if last >= 0:
+            by_inst[k] = p
+            k += 1
+            if p != last:
+                cp_next[p] = last
+    return latest, n_m, by_inst[:k]
+

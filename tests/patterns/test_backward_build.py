@@ -229,3 +229,36 @@ def test_pack_is_concatenate_then_gather(seed, big):
     for out, names in ((sp_i, _INT_COLS), (sp_f, _FLOAT_COLS), (rr.T, _ROLE_COLS)):
         for c, k in enumerate(names):
             assert np.array_equal(out[:, c], column(k).astype(out.dtype), equal_nan=True), k
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_barrier_groups_is_the_numpy_grouping(seed):
+    """The OpenMP barrier instances (patterns.kernels.backward_build.barrier_groups) against the NumPy
+    grouping they replace: points of other roles between them, instances without a latest arrival, one with
+    two, some never named."""
+    from patterns.kernels.backward_build import barrier_groups
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 60))
+    role = rng.choice([4, 7, 8, 8, 8], n).astype(np.int64)
+    ref = rng.integers(0, 9, n).astype(np.int64)
+    ref2 = (rng.random(n) < 0.3).astype(np.int64)
+    cp_want = rng.integers(-1, n + 1, n).astype(np.int64)
+    cp_got = cp_want.copy()
+    latest, n_m, members = barrier_groups(role, ref, ref2, 8, cp_got)
+    bpt = np.flatnonzero(role == 8)
+    if not len(bpt):
+        assert len(latest) == len(n_m) == len(members) == 0 and np.array_equal(cp_got, cp_want)
+        return
+    nb = int(ref[bpt].max()) + 1
+    bpt = bpt[np.argsort(ref[bpt], kind="stable")]
+    want_latest = np.full(nb, -1, np.int64)
+    lp = bpt[ref2[bpt] == 1]
+    want_latest[ref[lp]] = lp
+    keep = want_latest[ref[bpt]] >= 0
+    mp = bpt[keep]
+    others = mp[mp != want_latest[ref[mp]]]
+    cp_want[others] = want_latest[ref[others]]
+    assert latest.tolist() == want_latest.tolist()
+    assert n_m.tolist() == np.bincount(ref[bpt], minlength=nb).tolist()
+    assert members.tolist() == mp.tolist() and cp_got.tolist() == cp_want.tolist()
