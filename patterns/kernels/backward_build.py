@@ -206,17 +206,25 @@ def max_by_loc(loc, value, out):
     return True
 
 
-@numba.njit(cache=True, nogil=True)
 def barrier_points(kind, row, p_loc, b_inst, b_enter, b_exit, loc_thread, want):
     """The OpenMP barrier points: the sync_points rows ``s`` of kind ``want`` linked to a barrier row, with
     per point its instance as a dense id, its enter time, its wait for the latest arrival (0 unless
     positive), its time in the barrier, and 1 where it is the latest arrival (the lowest thread among equal
-    ones).  ``ok`` is False (and the rest empty) where the instance ids are negative or too sparse to mark."""
-    n = 0
-    for i in range(kind.shape[0]):
-        if kind[i] == want and row[i] >= 0:
-            n += 1
-    s = np.empty(n, np.int64)
+    ones).  ``ok`` is False (and the rest empty) where the instance ids are negative or too sparse to mark.
+
+    The six columns are allocated here by NumPy (its large arrays are faulted in in huge pages where the
+    system has them; numba's 4 KiB at a time)."""
+    n = int(np.count_nonzero((kind == want) & (row >= 0)))
+    cols = [np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n), np.empty(n), np.empty(n),
+            np.empty(n, np.int64)]
+    return _barrier_points(kind, row, p_loc, b_inst, b_enter, b_exit, loc_thread, want, *cols)
+
+
+@numba.njit(cache=True, nogil=True)
+def _barrier_points(kind, row, p_loc, b_inst, b_enter, b_exit, loc_thread, want, s, dense, enter, wait, total,
+                    first):
+    """:func:`barrier_points` into the given columns (as long as the points)."""
+    n = s.shape[0]
     k = 0
     top = 0
     for i in range(kind.shape[0]):
@@ -237,8 +245,6 @@ def barrier_points(kind, row, p_loc, b_inst, b_enter, b_exit, loc_thread, want):
     for v in range(top):
         rank[v + 1] += rank[v]
     n_inst = rank[top]
-    dense = np.empty(n, np.int64)
-    enter = np.empty(n)
     latest = np.full(n_inst, -np.inf)
     for j in range(n):
         r = row[s[j]]
@@ -258,9 +264,6 @@ def barrier_points(kind, row, p_loc, b_inst, b_enter, b_exit, loc_thread, want):
             th = np.int64(loc_thread[p_loc[s[j]]])
             if th < who[d]:
                 who[d] = th
-    wait = np.empty(n)
-    total = np.empty(n)
-    first = np.empty(n, np.int64)
     for j in range(n):
         d = dense[j]
         w = latest[d] - enter[j]
