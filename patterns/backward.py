@@ -490,7 +490,7 @@ def _build(ctx) -> BackwardInputs:
 
     seg_off, seg_cut = location_offsets(seg_loc, L), np.asarray(S["cut"])  # as stored (int32): no copy
     sp_off = location_offsets(sp_loc, L)  # one pass (the points are grouped by location)
-    sp_i[:, 6] = point_segments(seg_off, seg_cut, sp_off, sp_cut.copy())
+    point_segments(seg_off, seg_cut, sp_off, sp_cut, sp_i[:, 6])
     grp = np.empty((len(grp_rank), 2), np.int64)
     grp[:, 0], grp[:, 1] = grp_rank, grp_sp
     h = np.zeros((len(h_kind), 5), np.int64)

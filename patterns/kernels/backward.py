@@ -112,9 +112,9 @@ def runtimes(off, seg_cut, seg_cnode, seg_time, loc, a, b, mv, mk, m):
 
 
 @numba.njit(cache=True, nogil=True)
-def point_segments(seg_off, seg_cut, sp_off, sp_cut):
-    """Per point the first time-map segment of its location after its cut (one merge per location)."""
-    out = np.empty(sp_cut.shape[0], np.int64)
+def point_segments(seg_off, seg_cut, sp_off, sp_cut, out):
+    """Per point the first time-map segment of its location after its cut (one merge per location), into
+    ``out`` (the column of the packed points it goes to: no array of its own)."""
     for loc in range(sp_off.shape[0] - 1):
         r, hi = seg_off[loc], seg_off[loc + 1]
         for j in range(sp_off[loc], sp_off[loc + 1]):

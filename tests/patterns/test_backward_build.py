@@ -262,3 +262,28 @@ def test_barrier_groups_is_the_numpy_grouping(seed):
     assert latest.tolist() == want_latest.tolist()
     assert n_m.tolist() == np.bincount(ref[bpt], minlength=nb).tolist()
     assert members.tolist() == mp.tolist() and cp_got.tolist() == cp_want.tolist()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_point_segments_is_searchsorted(seed):
+    """Per point the first segment of its location whose interval lies after the point's cut, written into a
+    column of a packed array (int32 or int64)."""
+    from patterns.kernels.backward import point_segments
+
+    rng = np.random.default_rng(seed)
+    L = int(rng.integers(1, 5))
+    seg_cut = np.concatenate([np.sort(rng.integers(1, 40, int(rng.integers(0, 30)))) for _ in range(L)])
+    counts = rng.multinomial(len(seg_cut), [1 / L] * L) if len(seg_cut) else np.zeros(L, np.int64)
+    seg_off = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    seg_cut = np.concatenate([np.sort(seg_cut[seg_off[l]:seg_off[l + 1]]) for l in range(L)]).astype(np.int32)
+    sp_counts = rng.integers(0, 8, L)
+    sp_off = np.concatenate([[0], np.cumsum(sp_counts)]).astype(np.int64)
+    sp_cut = np.concatenate([np.sort(rng.choice(np.arange(1, 45), c, replace=False)) for c in sp_counts])
+    packed = np.full((len(sp_cut), 7), -5, np.int32 if seed % 2 else np.int64)
+    packed[:, 1] = sp_cut
+    point_segments(seg_off, seg_cut, sp_off, packed[:, 1], packed[:, 6])
+    for l in range(L):
+        for j in range(sp_off[l], sp_off[l + 1]):
+            want = seg_off[l] + np.searchsorted(seg_cut[seg_off[l]:seg_off[l + 1]], sp_cut[j], side="right")
+            assert packed[j, 6] == want
+    assert (packed[:, 2:6] == -5).all()
