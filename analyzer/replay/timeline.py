@@ -40,8 +40,10 @@ class Scratch:
     time; processes are walked one after the other and a master before its workers, so the latest fork of a
     team id is the one of this process), and the chunks the fragments' columns are kept in."""
 
-    #: bytes per chunk of kept columns; a column of a quarter of that or more is an array of its own
+    #: bytes per chunk of kept columns (the largest; the first is FIRST_CHUNK and each next twice the last, so
+    #: a small trace allocates little); a column of a quarter of CHUNK or more is an array of its own
     CHUNK = 32 << 20
+    FIRST_CHUNK = 256 << 10
 
     def __init__(self):
         self.acc = np.zeros(0, np.float64)
@@ -59,7 +61,10 @@ class Scratch:
             return a.copy()
         pos = (self._pos + 63) & ~63
         if pos + a.nbytes > len(self._chunk):
-            self._chunk, pos = np.empty(self.CHUNK, np.uint8), 0
+            size = min(self.CHUNK, max(2 * len(self._chunk), self.FIRST_CHUNK))
+            while size < a.nbytes:  # a.nbytes < CHUNK / 4: never past CHUNK
+                size *= 2
+            self._chunk, pos = np.empty(size, np.uint8), 0
         out = self._chunk[pos:pos + a.nbytes].view(a.dtype)
         out[...] = a
         self._pos = pos + a.nbytes
