@@ -107,3 +107,13 @@ def test_a_failing_rank_is_one_error_line_on_rank_0(tmp_path, mpi):
     lines = [l for l in r.stderr.splitlines() if "expert-analyze" in l]
     assert len(lines) == 1 and "backwards.elg" in lines[0] and "location 2" in lines[0], r.stderr
     assert "time goes backwards" in lines[0] and "Traceback" not in r.stderr
+
+
+def test_mpi_ranks_give_the_serial_timeline(serial):
+    # --timeline reads every table: rank 0 builds them from what the ranks send it, the waits stay per share
+    d, trace, _ = serial
+    want, got = d / "serial_timeline.json", d / "mpi_timeline.json"
+    assert main([str(trace), "-j", "1", "-q", "--timeline", str(want), "-o", str(d / "t1.cubex")]) == 0
+    r = _mpiexec(2, [str(trace), "-q", "--timeline", str(got), "-o", str(d / "t2.cubex")], "openmpi", d)
+    assert r.returncode == 0, r.stderr
+    assert got.read_bytes() == want.read_bytes()
