@@ -45,7 +45,12 @@ def critical_path_profile(ctx) -> dict[str, np.ndarray]:
 
 
 def _waits(inp, C: int, L: int) -> np.ndarray:
-    keep = inp.sp_wait > 0  # np.bincount adds in the order of np.add.at: the same sums, faster
+    from .kernels.backward_build import wait_sums
+
+    out = np.zeros((C, L))
+    if wait_sums(inp.sp_i, inp.sp_f, out):  # one pass over the packed points, in their order
+        return out
+    keep = inp.sp_wait > 0  # np.bincount adds in the order of np.add.at: the same sums
     return np.bincount(inp.sp_cnode[keep].astype(np.int64) * L + inp.sp_loc[keep], weights=inp.sp_wait[keep],
                        minlength=C * L).reshape(C, L)
 

@@ -153,6 +153,20 @@ def profile_sums(cnode, loc, time, out):
 
 
 @numba.njit(cache=True, nogil=True)
+def wait_sums(sp_i, sp_f, out):
+    """``out[cnode, loc] += wait`` of every packed point that waits (``patterns.backward``: sp_i columns 0 and
+    2, sp_f column 0), in point order (the additions of ``np.bincount`` over those points); False, having
+    added nothing, where an index lies outside ``out``."""
+    for j in range(sp_i.shape[0]):
+        if sp_f[j, 0] > 0 and not (0 <= sp_i[j, 2] < out.shape[0] and 0 <= sp_i[j, 0] < out.shape[1]):
+            return False
+    for j in range(sp_i.shape[0]):
+        if sp_f[j, 0] > 0:
+            out[sp_i[j, 2], sp_i[j, 0]] += sp_f[j, 0]
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
 def grouped_offsets(loc, n_loc):
     """``(True, offsets)`` of rows grouped by location in ascending order (locations 0 .. n_loc-1), else
     ``(False, _)``: one pass, no temporary as long as the rows."""

@@ -287,3 +287,28 @@ def test_point_segments_is_searchsorted(seed):
             want = seg_off[l] + np.searchsorted(seg_cut[seg_off[l]:seg_off[l + 1]], sp_cut[j], side="right")
             assert packed[j, 6] == want
     assert (packed[:, 2:6] == -5).all()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_wait_sums_is_the_bincount(seed):
+    """The waits per (call path, location) of the packed points: the same additions in the same order as the
+    np.bincount formulation (equal to the last bit); NaN and non-positive waits add nothing; an index outside
+    the array: False, nothing added."""
+    from patterns.kernels.backward_build import wait_sums
+
+    rng = np.random.default_rng(seed)
+    n, C, L = int(rng.integers(0, 80)), 5, 3
+    sp_i = np.zeros((n, 7), np.int32 if seed % 2 else np.int64)
+    sp_i[:, 0], sp_i[:, 2] = rng.integers(0, L, n), rng.integers(0, C, n)
+    sp_f = np.zeros((n, 4))
+    sp_f[:, 0] = rng.choice([0.0, -1.0, np.nan, 1e-3, 0.7, 123.456], n) * rng.random(n)
+    out = np.zeros((C, L))
+    assert wait_sums(sp_i, sp_f, out)
+    keep = sp_f[:, 0] > 0
+    want = np.bincount(sp_i[keep, 2].astype(np.int64) * L + sp_i[keep, 0], weights=sp_f[keep, 0],
+                       minlength=C * L).reshape(C, L)
+    assert out.tobytes() == want.tobytes()
+    if n:
+        sp_f[0, 0], sp_i[0, 2] = 1.0, C
+        out = np.zeros((C, L))
+        assert not wait_sums(sp_i, sp_f, out) and not out.any()
