@@ -91,11 +91,16 @@ class AnalysisContext:
     derived: dict[str, Any] = field(default_factory=dict)
     # the pattern being computed (set by :meth:`computing`), None outside a compute step
     current_pattern: Any = None
-    # global location ids this context is responsible for (int64, sorted): a
+    # the locations this context is responsible for (int64, sorted): a
     # context of one share of processes (analyzer.distributed) fills only these
     # columns of the dense arrays, and only they hold exact pattern values;
     # None = every location (a serial context)
     owned: np.ndarray | None = None
+    # the global id of each location of this context, when it holds only some
+    # (a share's context under --mpi / --memory: its own locations and those its
+    # rows name, numbered in global order); None = location ids are global.
+    # A pattern that looks a location up in the trace's definitions maps it here first
+    global_location: np.ndarray | None = None
 
     @property
     def n_cnodes(self) -> int:

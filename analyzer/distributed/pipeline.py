@@ -26,7 +26,7 @@ import time as _time
 
 import numpy as np
 
-from analyzer.replay.engine import assemble, check_tables, partition
+from analyzer.replay.engine import assemble, check_tables, location_meta, partition
 from patterns.tables import Table
 
 from . import MISMATCHES
@@ -74,8 +74,9 @@ def analyze_by_shares(trace, pats, net: Network, salvage: bool = False, progress
     running share 0 (None on the others).  ``stats`` (a dict) receives seconds and bytes per step."""
     p = plan(pats, keep_tables)
     shares = partition(trace, net.n_shares)
+    _, n_locations, location_process, location_thread = location_meta(trace)  # of the whole trace
     stages = share_stages(trace, shares, p.share_tables, salvage=salvage, progress=progress,
-                          fallback_tables=p.fallback_tables)
+                          fallback_tables=p.fallback_tables, compact=True)
     fallback: list = []
 
     def take_fallback(stage):
@@ -92,14 +93,17 @@ def analyze_by_shares(trace, pats, net: Network, salvage: bool = False, progress
 
     def results_stage(s, state, inbox):
         ctx = state.context
-        owned = np.asarray(ctx.owned, np.int64)
+        owned = np.asarray(ctx.owned, np.int64)  # columns of this context
         blocks = compute_owned(ctx, p.local)
-        part = {"owned": owned, "blocks": blocks, "visits": ctx.visits[:, owned], "excl": ctx.excl_time[:, owned],
+        glob = owned if ctx.global_location is None else ctx.global_location[owned]
+        part = {"owned": glob, "blocks": blocks, "visits": ctx.visits[:, owned], "excl": ctx.excl_time[:, owned],
                 "incl": ctx.incl_time[:, owned], "counters": {n: a[:, owned] for n, a in ctx.counters.items()},
                 "problems": state.problems, "table_rows": {n: len(t) for n, t in ctx.tables.items()}}
-        if s == 0:  # what every share's context holds alike (call tree, location and region attributes)
+        if s == 0:  # what every share's context holds alike (call tree, region attributes)
             meta["ctx"] = dataclasses.replace(ctx, visits=None, excl_time=None, incl_time=None, tables={},
-                                              results={}, derived={}, counters={}, problems=[], owned=None)
+                                              results={}, derived={}, counters={}, problems=[], owned=None,
+                                              global_location=None, n_locations=int(n_locations),
+                                              location_process=location_process, location_thread=location_thread)
         return None, {RESULT: [part] + [None] * (net.n_shares - 1)}
 
     t0 = _time.perf_counter()

@@ -162,14 +162,17 @@ def _identity(m: np.ndarray) -> bool:
 
 
 def share_stages(trace, shares: list[list[int]], want: set[str], salvage: bool = False, progress=None,
-                 fallback_tables: set[str] = frozenset()) -> list[Stage]:
+                 fallback_tables: set[str] = frozenset(), compact: bool = False) -> list[Stage]:
     """The four stages of the share replay (module docstring) for the shares ``shares`` (lists of location
     ids, ``engine.partition``) building the tables ``want`` (None: all) on every share (the timeline tables
     are never built per share).  ``fallback_tables``: the walk also posts to share 0, under ``"fallback"``, its
     :class:`~analyzer.replay.engine.Share` with only the fragment kinds of these tables (builder ids, as
     ``engine.assemble`` takes them); nothing is built from them here.  The last stage leaves a
-    :class:`ShareResult` as each share's state."""
+    :class:`ShareResult` as each share's state.  ``compact``: the context's locations are only those its
+    rows name (its own and the halo rows' partners; :func:`compact_locations`), not every location of the
+    trace: its dense arrays then grow with the share, not with the whole run."""
     setup = _Setup(trace, shares, want, fallback_tables)
+    setup.compact = compact
     return [lambda s, state, inbox: _walk(setup, s, progress, salvage),
             lambda s, state, inbox: _match(setup, s, state, inbox),
             lambda s, state, inbox: _reduce(setup, s, state, inbox),
@@ -349,7 +352,15 @@ def _context(setup: _Setup, s: int, state: dict, inbox: dict):
         problems["messages"] = state["counts"]["messages"]
     if "omp" in state["counts"]:
         problems["omp"] = state["counts"]["omp"]
-    C, L = len(state["ctree"]), setup.n_loc
+    owned = np.asarray(sorted(setup.shares[s]), np.int64)
+    if getattr(setup, "compact", False):
+        glob = compact_locations(tables, owned)
+        local = np.full(setup.n_loc, -1, np.int64)
+        local[glob] = np.arange(len(glob))
+        loc_proc, loc_thread = setup.loc_proc[glob], setup.loc_thread[glob]
+    else:
+        glob, local, loc_proc, loc_thread = None, None, setup.loc_proc, setup.loc_thread
+    C, L = len(state["ctree"]), (setup.n_loc if glob is None else len(glob))
     visits = np.zeros((C, L), np.int64)
     incl = np.zeros((C, L), np.float64)
     excl = np.zeros((C, L), np.float64)
@@ -357,6 +368,7 @@ def _context(setup: _Setup, s: int, state: dict, inbox: dict):
     counters = {name: np.zeros((C, L), np.float64) for name in counter_names}
     final = state["final"]
     for loc, summary in zip(state["locs"], state["summaries"]):
+        loc = loc if local is None else local[loc]
         nodes, v, inc, exc = summary[:4]
         ids = final[nodes]  # distinct: builder nodes map one to one onto call paths
         visits[ids, loc] = v
@@ -365,14 +377,37 @@ def _context(setup: _Setup, s: int, state: dict, inbox: dict):
         for k, name in enumerate(counter_names):
             counters[name][ids, loc] = summary[4][:, k]
     ctx = AnalysisContext(
-        trace=setup.trace, calltree=state["ctree"], n_locations=L, location_process=setup.loc_proc,
-        location_thread=setup.loc_thread, region_name=setup.names, region_paradigm=setup.paradigm,
+        trace=setup.trace, calltree=state["ctree"], n_locations=L, location_process=loc_proc,
+        location_thread=loc_thread, region_name=setup.names, region_paradigm=setup.paradigm,
         region_role=setup.role, visits=visits, excl_time=excl, incl_time=incl,
         tables={n: tables[n] for n in _TABLE_ORDER if n in tables})
     ctx.synthetic_root = state["synthesized"]
     ctx.counters = counters
-    ctx.owned = np.asarray(sorted(setup.shares[s]), np.int64)
+    ctx.owned = owned if local is None else local[owned]
+    ctx.global_location = glob
     return ShareResult(ctx, problems), {}
+
+
+def _location_columns(table) -> list[str]:
+    return [k for k in table if k == "loc" or k.endswith("_loc")]
+
+
+def compact_locations(tables: dict, owned: np.ndarray) -> np.ndarray:
+    """The global ids of the locations a share's context needs (its own and every location its rows name),
+    sorted; the tables' location columns are renumbered in place to positions in that array (-1 stays -1).
+    The numbering keeps the global order, so every sort by location and every sum over a cell's rows is
+    the one of the global numbering."""
+    named = [np.asarray(owned, np.int64)]
+    for t in tables.values():
+        for k in _location_columns(t):
+            v = np.asarray(t[k])
+            named.append(v[v >= 0].astype(np.int64))
+    glob = np.unique(np.concatenate(named))
+    for t in tables.values():
+        for k in _location_columns(t):
+            v = t[k]
+            t[k] = np.where(v >= 0, np.searchsorted(glob, np.maximum(v, 0)), -1).astype(v.dtype)
+    return glob
 
 
 def merge_problems(per_share_parts: list[dict], trace) -> list[str]:
