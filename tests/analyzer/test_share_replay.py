@@ -271,3 +271,28 @@ def test_progress_counts_every_event_once():
     run_stages(MemoryNetwork(3), share_stages(trace, partition(trace, 3), {"messages"}, progress=done.append))
     assert sum(done) == sum(int(trace.n_events(int(l))) for l in trace.location_ids)
     assert len(done) == len(trace.location_ids)  # one call per location
+
+
+def test_a_compact_share_context_holds_its_own_locations_and_their_partners():
+    # share_stages(compact=True), as the pipeline runs it: the dense arrays are as wide as the locations
+    # the share's rows name, renumbered in global order; owned columns equal the serial ones
+    trace = random_builder(7, N_PROCESSES, 2, 30).build()
+    serial = replay(trace)
+    shares = partition(trace, 5)
+    for want, partners in (({"locks"}, False), ({"messages", "locks"}, True)):
+        done = run_stages(MemoryNetwork(5), share_stages(trace, shares, want, compact=True))
+        for s, result in done.items():
+            ctx = result.context
+            glob = ctx.global_location
+            assert list(glob) == sorted(glob) and set(shares[s]) <= set(glob.tolist())
+            assert ctx.n_locations == len(glob) and ctx.visits.shape[1] == len(glob)
+            if not partners:  # process-local rows name no other location
+                assert len(glob) == len(shares[s])
+            np.testing.assert_array_equal(ctx.visits[:, ctx.owned], serial.visits[:, glob[ctx.owned]])
+            np.testing.assert_array_equal(ctx.location_process, serial.location_process[glob])
+            for name, t in ctx.tables.items():
+                for k in (k for k in t if k == "loc" or k.endswith("_loc")):
+                    v = np.asarray(t[k])
+                    assert ((v >= -1) & (v < len(glob))).all(), (name, k)
+        if partners:  # messages cross shares: some share names a location it does not own
+            assert any(r.context.n_locations > len(shares[s]) for s, r in done.items())
