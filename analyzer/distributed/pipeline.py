@@ -22,7 +22,6 @@ global ones) and checks the subset rule over everything, as for a serial context
 from __future__ import annotations
 
 import dataclasses
-import time as _time
 
 import numpy as np
 
@@ -30,15 +29,13 @@ from analyzer.replay.engine import assemble, check_tables, location_meta, partit
 from patterns.tables import Table
 
 from . import MISMATCHES
-from .network import Network
+from .network import Network, run_stages
 from .share_collectives import mismatch_problems
 from .share_patterns import compute_owned, scatter_owned, split_by_scope
-from .share_replay import merge_problems, share_stages
+from .share_replay import FALLBACK, merge_problems, share_stages
 
 __all__ = ["analyze_by_shares", "plan"]
 
-#: outbox kind of the walked fragments the "global" patterns need, for share 0
-FALLBACK = "fallback"
 #: outbox kind of each share's owned results, for share 0
 RESULT = "owned_results"
 
@@ -68,10 +65,9 @@ def plan(pats, keep_tables: bool = False) -> Plan:
     return Plan(local, row + glob, check_tables(share_tables) if share_tables else set(), fallback)
 
 
-def analyze_by_shares(trace, pats, net: Network, salvage: bool = False, progress=None, keep_tables: bool = False,
-                      stats: dict | None = None):
+def analyze_by_shares(trace, pats, net: Network, salvage: bool = False, progress=None, keep_tables: bool = False):
     """The context of the whole trace with the results of every share-computable pattern, on the process
-    running share 0 (None on the others).  ``stats`` (a dict) receives seconds and bytes per step."""
+    running share 0 (None on the others)."""
     p = plan(pats, keep_tables)
     shares = partition(trace, net.n_shares)
     _, n_locations, location_process, location_thread = location_meta(trace)  # of the whole trace
@@ -106,9 +102,6 @@ def analyze_by_shares(trace, pats, net: Network, salvage: bool = False, progress
                                               location_process=location_process, location_thread=location_thread)
         return None, {RESULT: [part] + [None] * (net.n_shares - 1)}
 
-    t0 = _time.perf_counter()
-    from .network import run_stages
-
     def last_stage(s, state, inbox):
         # the share's context is used at once, never kept: a spilled state holds no trace object
         result, outbox = stages[-1](s, state, inbox)
@@ -116,8 +109,6 @@ def analyze_by_shares(trace, pats, net: Network, salvage: bool = False, progress
         return state, {**outbox, **mine}
 
     run_stages(net, [stages[0]] + [take_fallback(st) for st in stages[1:-1]] + [take_fallback(last_stage)])
-    if stats is not None:
-        stats["share_seconds"] = _time.perf_counter() - t0
     if 0 not in net.local:
         return None
     parts = [x for x in net.inbox(0).get(RESULT, []) if x is not None]
