@@ -20,6 +20,7 @@ from tracefmt.plausible import definition_warnings
 from patterns.api import Pattern, PatternError, check_subset_rule, compute_results
 
 from .cube import Cube, LocationInfo, MetricInfo, RegionInfo, region_strings
+from .cube.stored_rows import RowValues
 from .cube.dimensions import ABSENT_LOCATION_ATTR
 from .distributed import MISMATCHES
 
@@ -204,11 +205,23 @@ def build_cube(ctx, pats: list[Pattern], attrs: dict | None = None, not_measured
             rank=int(d.process), thread=int(d.thread), name=escape_bytes(d.name or ""),
             process_name=escape_bytes(proc.name) if proc is not None and proc.name else "",
         ))
-    values = {p.name: ctx.results[p.name] for p in pats if p.name in ctx.results and p.name not in left_out}
-    for info, counts in counter_cube_metrics(ctx, names):
+    keep = [p.name for p in pats if p.name in ctx.results and p.name not in left_out]
+    rows = isinstance(ctx.results, RowValues)  # an analysis by shares: results held as their nonzero rows
+    values = {} if rows else {n: ctx.results[n] for n in keep}
+    counters = counter_cube_metrics(ctx, names)
+    for info, counts in counters:
         metrics.append(info)
         values[info.name] = counts
     cube = Cube(metrics, regions, ctx.calltree.parent, ctx.calltree.region, locations, values, attrs or {})
+    if rows:  # the cube reads them the way it reads a file's: one dense metric at a time
+        held = RowValues({n: h for n, h in ctx.results.stored.items() if n in keep}, cube.metric_names,
+                         (cube.n_cnodes, cube.n_locations))
+        for n in keep:
+            if n not in held:  # computed here, dense
+                held[n] = ctx.results[n]
+        for info, counts in counters:
+            held[info.name] = counts
+        cube.values = held
     cube.not_measured = left_out
     return cube
 
@@ -375,6 +388,12 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
                          f"{net.read_bytes / (1 << 20):.0f} MiB in {net.spill_seconds:.1f} s")
         if ctx is None:  # not rank 0: its share's results went to rank 0
             return None
+        from .cube.stored_rows import StoredRows
+
+        # the shares' results as their nonzero call-path rows, made dense one metric at a time when read
+        stored = {n: StoredRows(r, d) for n, (r, d) in ctx.stored_results.items()}  # no rows: zero everywhere
+        ctx.results = RowValues(stored, [p.name for p in pats], (ctx.n_cnodes, ctx.n_locations))
+        del ctx.stored_results
     else:
         ctx = replay(trace, tables=tables, jobs=jobs, progress=progress, salvage=salvage)
     ctx.problems.extend(definition_warnings(trace.defs, ids=False))  # dense_view words the ids itself

@@ -1,5 +1,5 @@
 """The analysis per share, end to end: stages over a :class:`~analyzer.distributed.network.Network`, then the
-reduction on share 0 into one context with every pattern's full [C, L] result.
+reduction on share 0 into one context with every share-computed pattern's nonzero call-path rows.
 
 ``analyze_by_shares(trace, pats, net)`` runs on every process of the network (each MPI rank, or the one
 process of ``--memory``) and returns the context on the process holding share 0, None elsewhere:
@@ -31,7 +31,7 @@ from patterns.tables import Table
 from . import MISMATCHES
 from .network import Network, run_stages
 from .share_collectives import mismatch_problems
-from .share_patterns import compute_owned, scatter_owned, split_by_scope
+from .share_patterns import compute_owned, gather_rows, nonzero_rows, split_by_scope
 from .share_replay import FALLBACK, merge_problems, share_stages
 
 __all__ = ["analyze_by_shares", "plan"]
@@ -90,7 +90,7 @@ def analyze_by_shares(trace, pats, net: Network, salvage: bool = False, progress
     def results_stage(s, state, inbox):
         ctx = state.context
         owned = np.asarray(ctx.owned, np.int64)  # columns of this context
-        blocks = compute_owned(ctx, p.local)
+        blocks = nonzero_rows(compute_owned(ctx, p.local))
         glob = owned if ctx.global_location is None else ctx.global_location[owned]
         part = {"owned": glob, "blocks": blocks, "visits": ctx.visits[:, owned], "excl": ctx.excl_time[:, owned],
                 "incl": ctx.incl_time[:, owned], "counters": {n: a[:, owned] for n, a in ctx.counters.items()},
@@ -145,7 +145,7 @@ def _reduce(trace, parts, p: Plan, fallback, bare):
     """Share 0: one context from the shares' owned columns (and the fallback tables)."""
     C, L = bare.n_cnodes, bare.n_locations
     owned = [part["owned"] for part in parts]
-    results = scatter_owned([part["blocks"] for part in parts], owned, C, L)
+    rows = gather_rows([part["blocks"] for part in parts], owned, C, L)
     if p.fallback_tables:
         # every table the run reads is built here, so the problems are the serial ones (see plan())
         ctx = assemble(trace, fallback, p.fallback_tables)
@@ -162,5 +162,8 @@ def _reduce(trace, parts, p: Plan, fallback, bare):
         if "collectives" in p.share_tables:  # the instances' owners counted the mismatched ones
             ctx.derived[MISMATCHES] = mismatch_problems([part["problems"].get("collectives") for part in parts],
                                                         trace)
-    ctx.results.update(results)
+    # the share-computed results as their nonzero call-path rows (analyzer.analyze holds them as the cube's
+    # RowValues: dense one metric at a time), not a [C, L] array per metric
+    ctx.results = {}
+    ctx.stored_results = rows
     return ctx

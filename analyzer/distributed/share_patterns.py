@@ -15,7 +15,7 @@ import numpy as np
 
 from patterns.api import compute_results
 
-__all__ = ["GROUPS", "split_by_scope", "compute_owned", "scatter_owned"]
+__all__ = ["GROUPS", "split_by_scope", "compute_owned", "scatter_owned", "nonzero_rows", "gather_rows"]
 
 #: the groups in the order they are computed: on every share, then on rank 0 from the gathered
 #: results, then on rank 0 over the gathered tables
@@ -114,4 +114,37 @@ def scatter_owned(blocks_by_share: Sequence[dict[str, np.ndarray]], owned_by_sha
             if b.shape != (C, len(o)):
                 raise ValueError(f"share {s}: pattern {n!r} columns have shape {b.shape}, expected {(C, len(o))}")
             out[n][:, o] = b
+    return out
+
+
+def nonzero_rows(blocks: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each block's call-path rows with a nonzero value: name -> (rows, block[rows]); what a share sends
+    share 0 (a metric is zero on most call paths: an MPI wait outside MPI calls, ...)."""
+    out = {}
+    for n, b in blocks.items():
+        rows = np.flatnonzero(np.any(b != 0, axis=1))
+        out[n] = (rows, np.ascontiguousarray(b[rows]))
+    return out
+
+
+def gather_rows(rows_by_share: Sequence[dict[str, tuple[np.ndarray, np.ndarray]]],
+                owned_by_share: Sequence[np.ndarray], C: int, L: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """:func:`scatter_owned` for the shares' :func:`nonzero_rows`: per pattern, the call paths nonzero on some
+    share (ascending) and their values at every location, ``(rows, [len(rows), L])``; nothing else of the
+    ``[C, L]`` array is held.  Each cell comes from the one share owning its location."""
+    scatter_owned([{} for _ in owned_by_share], owned_by_share, C, L)  # the ownership checks only
+    names: list[str] = []
+    for got in rows_by_share:
+        names.extend(n for n in got if n not in names)
+    out = {}
+    for n in names:
+        parts = [(got[n], np.asarray(o, np.int64)) for got, o in zip(rows_by_share, owned_by_share)
+                 if n in got and len(o)]
+        rows = np.unique(np.concatenate([r for (r, _), _ in parts])) if parts else np.zeros(0, np.int64)
+        data = np.zeros((len(rows), L), np.float64)
+        for (r, d), o in parts:
+            if d.shape != (len(r), len(o)) or (len(r) and (r.min() < 0 or r.max() >= C)):
+                raise ValueError(f"pattern {n!r}: rows of shape {d.shape} for {len(o)} owned location(s)")
+            data[np.ix_(np.searchsorted(rows, r), o)] = d
+        out[n] = (rows, data)
     return out

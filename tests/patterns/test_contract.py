@@ -182,9 +182,11 @@ def test_the_analysis_by_shares_builds_only_the_tables_asked_for(hybrid):
     ctx = analyze_by_shares(trace, [LockWaits()], MemoryNetwork(2))
     assert set(ctx.tables) == {"locks"} and len(ctx.tables["locks"]) == len(full.context.table("locks"))
     t = full.context.table("locks")
-    want = np.zeros_like(ctx.results["lock_waits_by_share"])
+    want = np.zeros((ctx.n_cnodes, ctx.n_locations))
     np.add.at(want, (t["cnode"], t["loc"]), 1.0)
-    np.testing.assert_array_equal(ctx.results["lock_waits_by_share"], want)
+    rows, data = ctx.stored_results["lock_waits_by_share"]  # the nonzero call-path rows, every location
+    assert list(rows) == list(np.flatnonzero(want.any(axis=1)))
+    np.testing.assert_array_equal(data, want[rows])
 
 
 # --------------------------------------------------------------------------

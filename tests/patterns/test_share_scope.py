@@ -735,3 +735,32 @@ def test_a_plugin_without_scope_gives_the_serial_result_through_the_pipeline(k):
     compute_results(ctx, [p for p in pats if p.name not in ctx.results])
     for p in pats:
         assert np.array_equal(ctx.results[p.name], serial_ctx.results[p.name]), (k, p.name)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_nonzero_rows_gathered_equal_the_scattered_columns(seed):
+    # what shares send share 0 (their blocks' nonzero call-path rows) puts together the same values as
+    # the dense scatter, holding only the rows some share has nonzero
+    from analyzer.distributed.share_patterns import gather_rows, nonzero_rows
+
+    rng = np.random.default_rng(seed)
+    C, L = 9, 11
+    owned = np.array_split(rng.permutation(L), 3) + [np.zeros(0, np.int64)]
+    blocks = []
+    for o in owned:
+        b = {}
+        for name, density in (("sparse", 0.1), ("dense", 1.0), ("zero", 0.0)):
+            v = rng.random((C, len(o)))
+            v[rng.random(v.shape) >= density] = 0.0
+            b[name] = v
+        blocks.append(b)
+    want = scatter_owned(blocks, owned, C, L)
+    got = gather_rows([nonzero_rows(b) for b in blocks], owned, C, L)
+    for name, full in want.items():
+        rows, data = got[name]
+        assert list(rows) == list(np.flatnonzero(full.any(axis=1))), name
+        again = np.zeros((C, L))
+        again[rows] = data
+        np.testing.assert_array_equal(again, full)
+    with pytest.raises(ValueError, match="owned by 2 shares"):
+        gather_rows([nonzero_rows(b) for b in blocks], [owned[0], owned[0], owned[1], owned[2]], C, L)
