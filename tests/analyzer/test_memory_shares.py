@@ -100,3 +100,20 @@ def test_percent_is_of_the_available_memory():
 def test_bad_sizes_are_one_line(text):
     with pytest.raises(ValueError, match="give a size|more than 0"):
         memory.parse_size(text)
+
+
+def test_a_truncated_trace_salvaged_in_shares_gives_the_json_of_one_piece(tmp_path, tiny_budget):
+    # what survived of a cut trace, and the problems saying what was lost, are the same in shares
+    whole_trace = tmp_path / "t.elg"
+    random_builder(51, n_ranks=5, n_threads=2, steps=30).write(whole_trace)
+    data = whole_trace.read_bytes()
+    cut = tmp_path / "cut.elg"
+    cut.write_bytes(data[: int(len(data) * 0.7)])
+    one, shares = tmp_path / "one.json", tmp_path / "shares.json"
+    assert main([str(cut), "-q", "--salvage", "--json", str(one), "-o", str(tmp_path / "1.cubex"),
+                 "--memory", "1T"]) == 0
+    limit = int(max(_events(cut) * 0.6, _largest_process(cut) / 0.8 + 1) * 1000)
+    assert main([str(cut), "-q", "--salvage", "--json", str(shares), "-o", str(tmp_path / "2.cubex"),
+                 "--memory", str(limit)]) == 0
+    assert b"truncated" in one.read_bytes()
+    assert shares.read_bytes() == one.read_bytes()
