@@ -89,7 +89,7 @@ class ShareResult:
 
 
 def _collectives():
-    # imported only when collectives or one-sided rows are wanted (written beside this module by H2b)
+    # imported only when collectives or one-sided rows are wanted
     from . import share_collectives
 
     return share_collectives
