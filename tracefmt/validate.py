@@ -25,17 +25,24 @@ The nesting check of long event streams is a numba kernel
 (:mod:`tracefmt.kernels`); the remaining checks run in Python over the
 events that are not plain ENTER/EXIT (MPI, OpenMP, lock and counter events).
 Defects fall back to the full Python walk, which words every problem.
+Locations are decoded one at a time into one reused set of columns, and what
+the checks across locations need is kept as packed rows
+(:mod:`tracefmt.validate_across`), so memory is the largest location plus
+those rows, not the trace.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
 from .layout import ANY, NO_ID, EventType, Role
 from .plausible import definition_warnings
+from .validate_across import WALK_CHUNK, AcrossLocations, Rows
+from .reader import Events
 from .validate_tasks import TYPES as _TASK_THREAD_TYPES
 from .validate_tasks import TaskChecks
 from .validate_rma import TYPES as _RMA_TYPES
@@ -93,20 +100,38 @@ class _Enough(Exception):
     pass
 
 
-class _Validator:
+def _event_tuples(ev, index):
+    """(index, type, a, b, c, d, e, time) of every event, or of the events at `index`, made a chunk at a time."""
+    n = len(ev) if index is None else len(index)
+
+    def chunk(s):
+        sel = slice(s, s + WALK_CHUNK) if index is None else index[s : s + WALK_CHUNK]
+        pos = range(s, min(n, s + WALK_CHUNK)) if index is None else sel.tolist()
+        return zip(pos, ev.type[sel].tolist(), ev.a[sel].tolist(), ev.b[sel].tolist(), ev.c[sel].tolist(),
+                   ev.d[sel].tolist(), ev.e[sel].tolist(), ev.time[sel].tolist())
+
+    return chain.from_iterable(map(chunk, range(0, n, WALK_CHUNK)))
+
+
+class _Validator(AcrossLocations):
     def __init__(self, trace, max_problems):
         self.trace = trace
         self.defs = trace.defs
         self.max = max_problems
         self.problems: list[Problem] = []
-        # cross-location state
-        self.sends = defaultdict(list)  # (comm, src, dst, tag) -> [(loc, idx, time)]
-        self.recvs = defaultdict(list)
-        self.colls = defaultdict(lambda: defaultdict(list))  # comm -> rank -> [(region, root, loc, idx, time)]
-        self.team_members = defaultdict(list)  # (process, team) -> [(loc, thread_num, idx, time)]
-        self.team_size = {}  # (process, team) -> size from the fork
-        self.team_barriers = defaultdict(lambda: defaultdict(int))  # (process, team) -> loc -> count
-        self.acquisitions = defaultdict(list)  # (process, lock) -> [(order, loc, acq_idx, acq_t, rel_t)]
+        # cross-location state: packed rows in the order the walk meets them (locations in id order)
+        self.message_keys: dict[tuple[int, int, int, int], int] = {}  # (comm, src, dst, tag) -> key number
+        self.sends = Rows(key=np.uint32, loc=np.uint32, idx=np.int64, t=np.float64)
+        self.recvs = Rows(key=np.uint32, loc=np.uint32, idx=np.int64, t=np.float64)
+        self.colls = Rows(comm=np.uint32, rank=np.uint32, region=np.uint32, root=np.uint32, loc=np.uint32,
+                           idx=np.int64, t=np.float64)
+        self.team_members = Rows(process=np.uint32, team=np.uint32, loc=np.uint32, num=np.uint64, idx=np.int64,
+                                  t=np.float64)
+        self.forks = Rows(process=np.uint32, team=np.uint32, size=np.uint32)  # team sizes; the last fork counts
+        self.forked: dict[int, np.ndarray] = {}  # process -> sorted teams forked on the locations already walked
+        self.team_barriers = Rows(team=np.uint32, loc=np.uint32, count=np.int64)  # OMP_COLLEXITs per location
+        self.acquisitions = Rows(process=np.uint32, lock=np.uint32, order=np.uint64, loc=np.uint32, idx=np.int64,
+                                  acq_t=np.float64, rel_t=np.float64)
         self.fast_path_events = FAST_PATH_EVENTS
         self.tasks = TaskChecks(self.defs, self.add)  # tasks and threads (2.1)
         self.rma = RmaChecks(self.defs, self.add)  # MPI one-sided communication (2.3)
@@ -135,8 +160,13 @@ class _Validator:
                 self.add(p)
             for p in definition_warnings(self.defs):
                 self.add(p)
-            for loc in self.trace.location_ids.tolist():
-                self.check_location(loc)
+            locations = self.trace.location_ids.tolist()
+            buffer = None  # one set of columns reused for every location: memory of the largest one
+            if hasattr(self.trace, "decode_into") and locations:
+                buffer = self.trace.new_column_buffer(max(self.trace.n_events(loc) for loc in locations))
+            for loc in locations:
+                self.check_location(loc, buffer)
+            del buffer
             self.check_messages()
             self.check_collectives()
             self.check_teams()
@@ -148,8 +178,12 @@ class _Validator:
         return self.problems
 
     # ------------------------------------------------------------------ per location
-    def check_location(self, loc: int) -> None:
-        ev = self.trace.events(loc)
+    def check_location(self, loc: int, buffer=None) -> None:
+        if buffer is None:
+            ev = self.trace.events(loc)
+        else:
+            self.trace.check_location(loc)
+            ev = Events(loc, **self.trace.decode_into(loc, buffer))
         if len(ev) == 0:
             return
         back = np.flatnonzero(ev.ticks[1:] < ev.ticks[:-1]) + 1
@@ -188,13 +222,9 @@ class _Validator:
         forks: list[tuple[int, int]] = []  # (team, idx) forked here and not joined
         requests: dict[int, tuple[str, int]] = {}  # live request id -> (kind, idx)
         held: dict[int, tuple[int, int, float]] = {}  # lock -> (order, idx, time)
-        sub = ev if index is None else ev[index]
-        positions = range(len(ev)) if index is None else index.tolist()
-        cols = zip(
-            positions, sub.type.tolist(), sub.a.tolist(), sub.b.tolist(), sub.c.tolist(), sub.d.tolist(),
-            sub.e.tolist(), sub.time.tolist(),
-        )
-        for i, typ, a, b, c, dd, e, t in cols:
+        forked_here: set[int] = set()  # teams forked on this location
+        barriers: Counter = Counter()  # team -> OMP_COLLEXITs on this location
+        for i, typ, a, b, c, dd, e, t in _event_tuples(ev, index):
             if typ not in _KNOWN_TYPES:
                 self.add(f"unknown event type {typ}", loc, i, t)
                 continue
@@ -207,7 +237,7 @@ class _Validator:
                         self.add(f"ENTER of parallel region {r.name!r} without a team id", loc, i, t)
                     else:
                         teams.append(c)
-                        self.team_members[(process, c)].append((loc, dd, i, t))
+                        self.team_members.add(process, c, loc, dd, i, t)
                 if nesting:
                     stack.append((a, i))
             elif typ in (EventType.EXIT, EventType.MPI_COLLEXIT, EventType.OMP_COLLEXIT):
@@ -215,7 +245,7 @@ class _Validator:
                 if typ == EventType.MPI_COLLEXIT:
                     self.collexit(loc, i, t, process, a, b, c)
                 elif typ == EventType.OMP_COLLEXIT:
-                    self.team_barriers[(process, b)][loc] += 1
+                    barriers[b] += 1
                     if b not in teams:
                         self.add(f"OMP_COLLEXIT for team {b}, but the location is not in that team", loc, i, t)
                 if not nesting:  # verified by the kernel: only the team bookkeeping is left
@@ -250,13 +280,13 @@ class _Validator:
                     role = "destination" if typ == EventType.MPI_SEND else "source"
                     self.add(f"{role} rank {a} is not in communicator {comm.name!r}", loc, i, t)
                 if typ == EventType.MPI_SEND:
-                    self.sends[(b, process, a, c)].append((loc, i, t))
+                    self.sends.add(self.message_key(b, process, a, c), loc, i, t)
                     if e:
                         if e in requests:
                             self.add(f"request {e} reused while still live (from event {requests[e][1]})", loc, i, t)
                         requests[e] = ("send", i)
                 else:
-                    self.recvs[(b, a, process, c)].append((loc, i, t))
+                    self.recvs.add(self.message_key(b, a, process, c), loc, i, t)
                     if e:
                         if requests.get(e, ("",))[0] != "recv":
                             self.add(f"receive completes request {e}, which was never posted", loc, i, t)
@@ -281,9 +311,10 @@ class _Validator:
             elif typ == EventType.OMP_FORK:
                 if any(team == a for team, _ in forks):
                     self.add(f"team {a} forked again before it was joined", loc, i, t)
-                if (process, a) in self.team_size:
+                if a in forked_here or self.forked_before(process, a):
                     self.add(f"team id {a} used by an earlier fork of this process", loc, i, t)
-                self.team_size[(process, a)] = c
+                forked_here.add(a)
+                self.forks.add(process, a, c)
                 forks.append((a, i))
             elif typ == EventType.OMP_JOIN:
                 if not forks or forks[-1][0] != a:
@@ -304,7 +335,7 @@ class _Validator:
                 else:
                     if h[0] != dd:
                         self.add(f"release of lock {a} with order {dd}, acquired with order {h[0]}", loc, i, t)
-                    self.acquisitions[(process, a)].append((h[0], loc, h[1], h[2], t))
+                    self.acquisitions.add(process, a, h[0], loc, h[1], h[2], t)
             elif typ in _TASK_THREAD_TYPES:
                 self.tasks.event(loc, process, ev, i, typ, a, c, dd, e, t, len(stack) if nesting else None)
             elif typ in _RMA_TYPES:
@@ -322,8 +353,28 @@ class _Validator:
             self.add(f"{kind} request {req} posted at event {at} is never completed", loc, end, t_end)
         for lock, (order, at, t0) in held.items():
             self.add(f"lock {lock} acquired at event {at} is never released", loc, end, t_end)
-            self.acquisitions[(process, lock)].append((order, loc, at, t0, float("inf")))
+            self.acquisitions.add(process, lock, order, loc, at, t0, float("inf"))
         self.tasks.end_location(loc, end, t_end)
+        for team, n in barriers.items():
+            self.team_barriers.add(team, loc, n)
+        if forked_here:
+            before = self.forked.get(process, np.zeros(0, np.uint32))
+            self.forked[process] = np.union1d(before, np.fromiter(forked_here, np.uint32, len(forked_here)))
+
+    def message_key(self, comm, src, dst, tag) -> int:
+        key = (comm, src, dst, tag)
+        k = self.message_keys.get(key)
+        if k is None:
+            k = self.message_keys[key] = len(self.message_keys)
+        return k
+
+    def forked_before(self, process, team) -> bool:
+        """Whether a location walked before this one forked `team` in `process`."""
+        teams = self.forked.get(process)
+        if teams is None:
+            return False
+        j = int(np.searchsorted(teams, team))
+        return j < len(teams) and int(teams[j]) == team
 
     def collexit(self, loc, i, t, process, region, comm_id, root):
         d = self.defs
@@ -339,100 +390,7 @@ class _Validator:
         r = d.regions.get(region)
         if r is not None and r.role not in _COLLECTIVE_ROLES:
             self.add(f"MPI_COLLEXIT of {r.name!r}, which is no MPI collective", loc, i, t)
-        self.colls[comm_id][process].append((region, root, loc, i, t))
-
-    # ------------------------------------------------------------------ across locations
-    def check_messages(self) -> None:
-        for key in sorted(set(self.sends) | set(self.recvs)):
-            comm, src, dst, tag = key
-            sends, recvs = self.sends.get(key, []), self.recvs.get(key, [])
-            for (sl, si, st), (rl, ri, rt) in zip(sends, recvs):
-                if rt < st:
-                    self.add(
-                        f"clock condition violated: receive from rank {src} (tag {tag}) completes "
-                        f"{st - rt:.9f} s before its send started (location {sl}, event {si} at {st:.9f} s)",
-                        rl, ri, rt,
-                    )
-            for sl, si, st in sends[len(recvs):]:
-                self.add(f"send to rank {dst} (tag {tag}, comm {comm}) has no matching receive", sl, si, st)
-            for rl, ri, rt in recvs[len(sends):]:
-                self.add(f"receive from rank {src} (tag {tag}, comm {comm}) has no matching send", rl, ri, rt)
-
-    def check_collectives(self) -> None:
-        for comm_id, by_rank in sorted(self.colls.items()):
-            comm = self.defs.comms[comm_id]
-            n = max(len(v) for v in by_rank.values())
-            for rank in comm.ranks:
-                mine = by_rank.get(rank, ())
-                have = len(mine)
-                if have < n:
-                    # point at the rank's last completed collective on this comm, if any
-                    loc, i, t = (mine[-1][2], mine[-1][3], mine[-1][4]) if mine else (self.master_of(rank), None, None)
-                    self.add(
-                        f"rank {rank} completes {have} collectives on {comm.name!r}, other members {n}: "
-                        f"instances {have}..{n - 1} are incomplete",
-                        loc, i, t,
-                    )
-            for k in range(n):
-                inst = [(rank, v[k]) for rank, v in sorted(by_rank.items()) if k < len(v)]
-                (r0, (reg0, root0, *_)) = inst[0]
-                for rank, (reg, root, loc, i, t) in inst[1:]:
-                    if reg != reg0:
-                        self.add(
-                            f"collective instance {k} on {comm.name!r} is {self.region_name(reg)} here "
-                            f"but {self.region_name(reg0)} on rank {r0}",
-                            loc, i, t,
-                        )
-                    elif root != root0:
-                        self.add(
-                            f"collective instance {k} on {comm.name!r} has root {root} here but {root0} on rank {r0}",
-                            loc, i, t,
-                        )
-
-    def check_teams(self) -> None:
-        for key, members in sorted(self.team_members.items()):
-            process, team = key
-            size = self.team_size.get(key)
-            if size is None:
-                loc, _, i, t = members[0]
-                self.add(f"parallel region of team {team}, which no thread of process {process} forked", loc, i, t)
-                continue
-            nums = [m[1] for m in members]
-            for loc, num, i, t in members:
-                if num >= size:
-                    self.add(f"thread number {num} in team {team} of size {size}", loc, i, t)
-            if len(set(nums)) != len(nums):
-                loc, _, i, t = members[-1]
-                self.add(f"team {team} of process {process} has repeated thread numbers {sorted(nums)}", loc, i, t)
-            counts = self.team_barriers.get(key, {})
-            per_member = {m[0]: counts.get(m[0], 0) for m in members}
-            if len(set(per_member.values())) > 1:
-                detail = ", ".join(f"location {loc}: {c}" for loc, c in sorted(per_member.items()))
-                fewest = min(per_member, key=lambda loc: (per_member[loc], loc))
-                self.add(
-                    f"members of team {team} of process {process} pass different numbers of barriers ({detail})",
-                    fewest,
-                )
-
-    def check_locks(self) -> None:
-        for (process, lock), acq in sorted(self.acquisitions.items()):
-            acq.sort(key=lambda x: x[0])
-            orders = [a[0] for a in acq]
-            if orders != list(range(1, len(acq) + 1)):
-                order, loc, i, t, _ = acq[0]
-                self.add(
-                    f"acquisition orders of lock {lock} in process {process} are {orders[:10]}"
-                    f"{'...' if len(orders) > 10 else ''}, not 1..{len(acq)}",
-                    loc, i, t,
-                )
-                continue
-            for prev, cur in zip(acq, acq[1:]):
-                if cur[3] < prev[4]:
-                    self.add(
-                        f"lock {lock} acquired (order {cur[0]}) before its previous holder, location {prev[1]}, "
-                        f"released it at {prev[4]:.9f} s",
-                        cur[1], cur[2], cur[3],
-                    )
+        self.colls.add(comm_id, process, region, root, loc, i, t)
 
 
 __all__ = ["Problem", "validate", "ANY"]
