@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-#: events the Python walk takes from the columns at a time (and rows kept in Python before they are packed):
-#: the Python objects of one step, not of a location
-WALK_CHUNK = 1 << 16
+#: events the Python walk takes from the columns at a time: the Python objects of one step, not of a location
+WALK_CHUNK = 1 << 13
+#: rows kept as Python tuples before they are packed into a numpy chunk
+PACK_ROWS = 1 << 12
 
 
 class Rows:
@@ -22,7 +23,7 @@ class Rows:
     The bookkeeping across locations (messages, collectives, team members,
     lock acquisitions) grows with the trace, so it must cost bytes per row,
     not a tuple per row; rows wait in a short Python list and go to a numpy
-    chunk every ``WALK_CHUNK`` rows.
+    chunk every ``PACK_ROWS`` rows.
     """
 
     def __init__(self, **fields):
@@ -33,7 +34,7 @@ class Rows:
 
     def add(self, *row) -> None:
         self._pending.append(row)
-        if len(self._pending) >= WALK_CHUNK:
+        if len(self._pending) >= PACK_ROWS:
             self._flush()
 
     def _flush(self) -> None:
