@@ -133,6 +133,9 @@ class _Validator(AcrossLocations):
         self.acquisitions = Rows(process=np.uint32, lock=np.uint32, order=np.uint64, loc=np.uint32, idx=np.int64,
                                   acq_t=np.float64, rel_t=np.float64)
         self.fast_path_events = FAST_PATH_EVENTS
+        self.held: dict[str, dict[int, list[Problem]]] = {"teams": {}, "locks": {}}  # kind -> process -> problems
+        self.holding: str | None = None
+        self.process_of_problem = None
         self.tasks = TaskChecks(self.defs, self.add)  # tasks and threads (2.1)
         self.rma = RmaChecks(self.defs, self.add)  # MPI one-sided communication (2.3)
         self.region_ids = np.array(sorted(self.defs.regions), dtype=np.int64)
@@ -141,9 +144,40 @@ class _Validator(AcrossLocations):
         )
 
     def add(self, msg, loc=None, idx=None, t=None):
-        self.problems.append(Problem(msg, loc, idx, None if t is None else float(t)))
+        problem = Problem(msg, loc, idx, None if t is None else float(t))
+        if self.holding is not None:  # a process-local check run early: its problems wait for their turn
+            kept = self.held[self.holding].setdefault(self.process_of_problem, [])
+            if self.max is None or len(kept) < self.max:
+                kept.append(problem)
+            return
+        self.problems.append(problem)
         if self.max is not None and len(self.problems) >= self.max:
             raise _Enough
+
+    def about(self, process) -> None:
+        """The process whose problems the check words next (for the problems held back)."""
+        self.process_of_problem = process
+
+    def check_processes_done(self) -> None:
+        """The team and lock checks (each within one process) over the processes whose locations are all walked.
+
+        Their rows are then released, so they need memory for these processes only; their problems are
+        held and reported after the messages' and collectives', in process order, as if checked at the end.
+        """
+        self.holding = "teams"
+        self.check_teams()
+        self.holding = "locks"
+        self.check_locks()
+        self.holding = None
+        self.forked.clear()
+
+    def _release_held(self) -> None:
+        for kind in ("teams", "locks"):
+            for process in sorted(self.held[kind]):
+                for problem in self.held[kind].pop(process):
+                    self.problems.append(problem)
+                    if self.max is not None and len(self.problems) >= self.max:
+                        raise _Enough
 
     def master_of(self, rank: int) -> int | None:
         """The location of thread 0 of a process (or its first location), None if it has none."""
@@ -164,13 +198,20 @@ class _Validator(AcrossLocations):
             buffer = None  # one set of columns reused for every location: memory of the largest one
             if hasattr(self.trace, "decode_into") and locations:
                 buffer = self.trace.new_column_buffer(max(self.trace.n_events(loc) for loc in locations))
+            left = Counter(self.defs.locations[loc].process for loc in locations)  # locations still to walk
+            open_processes = set()  # processes with locations walked and locations left
             for loc in locations:
                 self.check_location(loc, buffer)
+                process = self.defs.locations[loc].process
+                left[process] -= 1
+                (open_processes.add if left[process] else open_processes.discard)(process)
+                if not open_processes:
+                    self.check_processes_done()
             del buffer
             self.check_messages()
             self.check_collectives()
-            self.check_teams()
-            self.check_locks()
+            self.check_processes_done()
+            self._release_held()
             self.tasks.finish()
             self.rma.finish()
         except _Enough:

@@ -213,6 +213,7 @@ class AcrossLocations:
             process, team = int(part["process"][0]), int(part["team"][0])
             group = list(zip(*(part[f].tolist() for f in ("loc", "num", "idx", "t"))))
             counts = dict(zip(part["loc"].tolist(), passes[starts[gi] : ends[gi]].tolist()))
+            self.about(process)
             self._words_team(process, team, group, int(size[gi]) if forked[gi] else None, counts)
 
     def _words_team(self, process, team, members, size, per_member) -> None:
@@ -252,6 +253,7 @@ class AcrossLocations:
         group_of_early = np.searchsorted(starts, early, side="right") - 1
         for gi, (process, lock) in enumerate(zip((keys >> np.uint64(32)).tolist(),
                                                  (keys & np.uint64(0xFFFFFFFF)).tolist())):
+            self.about(process)
             if misordered[gi]:
                 part = acq[starts[gi] : ends[gi]]
                 orders = part["order"].tolist()
