@@ -17,6 +17,7 @@ Payloads are dicts of numpy arrays (columns) or small picklable objects.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
@@ -33,34 +34,35 @@ class ShareFailed(RuntimeError):
     """A stage failed on some share; raised where the failure is reported (rank 0, or the only process)."""
 
 
-class Network:
-    """The carrier between stages.  ``n_shares`` shares in all; this process runs ``local`` of them."""
+class Network(ABC):
+    """The carrier between stages (abstract: the three carriers implement it).  ``n_shares`` shares in
+    all; this process runs ``local`` of them."""
 
     n_shares: int
     local: list[int]
 
+    @abstractmethod
     def post(self, share: int, outbox: Outbox) -> None:
         """Queue ``share``'s outbox for the next :meth:`flush`."""
-        raise NotImplementedError
 
+    @abstractmethod
     def flush(self, error: BaseException | None = None) -> None:
         """Deliver every queued outbox (collective over all processes).  ``error``: this process's
         stage failed; every process then raises instead of delivering (one process: that error itself;
         under MPI the first failure's, in share order, on rank 0 and :class:`ShareFailed` elsewhere), so
         no process waits forever."""
-        raise NotImplementedError
 
+    @abstractmethod
     def inbox(self, share: int) -> Inbox:
         """What the last :meth:`flush` delivered to ``share`` (an empty dict before the first)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def keep(self, share: int, state: Any) -> None:
         """Hold ``share``'s state until the next stage (in memory, or on disk for ``--memory``)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def state(self, share: int) -> Any:
         """The state :meth:`keep` held for ``share`` (None before the first stage)."""
-        raise NotImplementedError
 
     def close(self) -> None:
         """Free what the network holds (files of a spill directory)."""
