@@ -168,6 +168,19 @@ static MPI_Win rma_window(double **base)
     return win;
 }
 
+/* the pairs of the active-target properties: even rank me with me + 1; the group of the partner in `peer`, or -1
+   (and no group) for the last rank of an odd size */
+static int rma_partner(int me, int sz, MPI_Group *peer)
+{
+    int partner = me % 2 == 0 ? me + 1 : me - 1;
+    if (partner >= sz) return -1;
+    MPI_Group world;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    MPI_Group_incl(world, 1, &partner, peer);
+    MPI_Group_free(&world);
+    return partner;
+}
+
 /* late fence epoch: rank 0 works `high`, every other rank `low`, then the fence that closes the last epoch and
    opens the next, in which each rank puts into the next rank's window; one more fence closes the last epoch
    (one fence per repetition: the closing fences add no start-up skew of their own) */
@@ -197,11 +210,9 @@ void rma_late_post(double low, double high, int r)
     double *base, v[COUNT] = {0};
     rank_size(&me, &sz);
     MPI_Win win = rma_window(&base);
-    MPI_Group world, peer;
-    MPI_Comm_group(MPI_COMM_WORLD, &world);
-    int partner = me % 2 == 0 ? me + 1 : me - 1;
-    int active = partner < sz;
-    if (active) MPI_Group_incl(world, 1, &partner, &peer);
+    MPI_Group peer;
+    int partner = rma_partner(me, sz, &peer);
+    int active = partner >= 0;
     for (int i = 0; i < r; i++) {
         if (active && me % 2 == 0) {
             do_work(high);
@@ -218,7 +229,6 @@ void rma_late_post(double low, double high, int r)
         MPI_Barrier(MPI_COMM_WORLD);
     }
     if (active) MPI_Group_free(&peer);
-    MPI_Group_free(&world);
     MPI_Win_free(&win);
     END_PROPERTY;
 }
@@ -234,11 +244,9 @@ void rma_late_complete(double low, double high, int r)
     double *base, v[COUNT] = {0};
     rank_size(&me, &sz);
     MPI_Win win = rma_window(&base);
-    MPI_Group world, peer;
-    MPI_Comm_group(MPI_COMM_WORLD, &world);
-    int partner = me % 2 == 0 ? me + 1 : me - 1;
-    int active = partner < sz;
-    if (active) MPI_Group_incl(world, 1, &partner, &peer);
+    MPI_Group peer;
+    int partner = rma_partner(me, sz, &peer);
+    int active = partner >= 0;
     for (int i = 0; i < r; i++) {
         if (active && me % 2 == 0) {
             MPI_Win_post(peer, 0, win);
@@ -256,7 +264,6 @@ void rma_late_complete(double low, double high, int r)
         MPI_Barrier(MPI_COMM_WORLD);
     }
     if (active) MPI_Group_free(&peer);
-    MPI_Group_free(&world);
     MPI_Win_free(&win);
     END_PROPERTY;
 }
