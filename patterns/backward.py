@@ -40,7 +40,6 @@ from tracefmt.layout import Role
 from .array_ops import (csr, dense_ids, group_max, group_min, local_ranks, location_offsets, lookup, operation_in,
                         order_touches, pairs_in, point_order)
 from .instances import cached, late_sender_instances, mpi_operations
-from .tables import Table
 
 #: the replay tables the backward replay reads (every pattern using it requires them all)
 REQUIRES = ("messages", "collectives", "omp_teams", "omp_team_members", "omp_barriers", "time_segments",

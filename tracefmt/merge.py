@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .definitions import (Clock, Comm, Definitions, Location, Lock, Machine, Metric, Node, Offset, Process, Region,
+from .definitions import (Clock, Comm, Definitions, Location, Lock, Machine, Metric, Node, Offset, Process,
                           Window)
 from .errors import TraceFormatError
 from .layout import EVENT_DTYPE, EXIT_TYPES, NO_ID, RMA_GROUP_SYNCS, EventType

@@ -33,7 +33,7 @@ import numpy as np
 from tracefmt import nesting
 from tracefmt.columns import event_columns
 from tracefmt.errors import TraceFormatError
-from tracefmt.layout import LockKind, MetricDtype, MetricMode
+from tracefmt.layout import MetricDtype, MetricMode
 from tracefmt.reader import Events
 
 from .calltree import SYNTHETIC_ROOT_NAME, CallTreeBuilder
