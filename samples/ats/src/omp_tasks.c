@@ -43,18 +43,44 @@ void imbalanced_task_tree(distr_func_t df, distr_t *dd, int r)
     END_PROPERTY;
 }
 
+/* Spin until *counter reaches `gen` or `limit` seconds have passed. */
+static void await_generation(volatile int *counter, int gen, double limit)
+{
+    double end = omp_get_wtime() + limit;
+    int seen = 0;
+    while (seen < gen && omp_get_wtime() < end) {
+#pragma omp atomic read
+        seen = *counter;
+    }
+}
+
 void taskwait_on_long_child(double work, int r, int balanced)
 {
     PROPERTY("taskwait_on_long_child");
     /* the creator works a quarter of its child's time, then waits for the child; the twin's creator
-       works as long as the child and leaves the waiting to the single's barrier, where the child's
-       thread is busy anyway (no taskwait) */
-#pragma omp parallel
+       works as long as the child and leaves the waiting to the barrier, where the child's thread is
+       busy anyway (no taskwait).
+       Who runs the child is fixed by design, not by timing:
+       - the other threads enter the barrier only once the child exists: libomp wakes a thread that
+         sleeps in a barrier (OMP_WAIT_POLICY=passive) for the first task of a barrier phase only,
+         so a thread asleep before the child was created never took it from the second repetition
+         on, and the creator ran the child itself (no taskwait, or the twin waiting in the barrier);
+       - the creator starts working once another thread has started the child (bounded by a
+         second, so a team of one still ends). */
+    volatile int created = 0, started = 0;
+#pragma omp parallel shared(created, started)
     for (int k = 0; k < r; k++) {
-#pragma omp single
+#pragma omp single nowait
         {
-#pragma omp task firstprivate(work)
-            do_work(work);
+#pragma omp task firstprivate(work, k) shared(started)
+            {
+#pragma omp atomic write
+                started = k + 1;
+                do_work(work);
+            }
+#pragma omp atomic write
+            created = k + 1;
+            await_generation(&started, k + 1, 1.0);
             if (balanced) {
                 do_work(work);
             } else {
@@ -62,6 +88,8 @@ void taskwait_on_long_child(double work, int r, int balanced)
 #pragma omp taskwait
             }
         }
+        await_generation(&created, k + 1, 1.0);
+#pragma omp barrier
     }
     END_PROPERTY;
 }
