@@ -72,7 +72,8 @@ COLL_SUMMARY, COLL_CANDIDATES, COLL_WINNERS, RMA = "coll_summary", "coll_candida
 
 #: the tables in the order the serial replay builds them (``engine.assemble``), so ``ctx.tables`` iterates alike
 _TABLE_ORDER = ("messages", "collectives", "omp_teams", "omp_team_members", "omp_barriers", "locks", "omp_tasks",
-                "omp_task_dependences", "omp_task_fragments", "threads", "mpi_file_ops", "mpi_rma_ops")
+                "omp_task_dependences", "omp_task_fragments", "threads", "mpi_file_ops", "mpi_rma_ops",
+                "time_segments", "sync_points")
 _OMP = ("omp_teams", "omp_team_members", "omp_barriers")
 #: send columns only copied into the messages table (not matched on): sent in the table's narrower types
 _SEND_OUTPUT = ("send_flags", "send_region", "send_cnode", "sendc_region", "sendc_cnode")
@@ -101,11 +102,14 @@ class _Setup:
     def __init__(self, trace, shares, want, fallback_tables):
         self.trace = trace
         self.shares = [list(map(int, s)) for s in shares]
-        # None: every table; the timeline tables are never built per share (nor the tables they link)
-        self.want = check_tables((set(ALL_TABLES) if want is None else set(want)) - TIMELINE_TABLES)
+        # None: every table but the timeline ones; those only when named (with the tables their cut points
+        # link to), each share cutting the time lines of its own locations
+        self.want = check_tables(set(ALL_TABLES) - TIMELINE_TABLES if want is None else set(want))
+        self.timeline = bool(self.want & TIMELINE_TABLES)
         self.fallback_tables = set(fallback_tables or ())
         self.fallback_kinds = {k for t in self.fallback_tables for k in FRAGMENT_KINDS[t]}
-        self.kinds = {k for t in self.want for k in FRAGMENT_KINDS[t]}
+        self.kinds = {k for t in self.want - TIMELINE_TABLES for k in FRAGMENT_KINDS[t]}
+        self.timeline_kinds = {k for t in self.want & TIMELINE_TABLES for k in FRAGMENT_KINDS[t]}
         self.names, self.paradigm, self.role = region_arrays(trace.defs)
         _, self.n_loc, self.loc_proc, self.loc_thread = location_meta(trace)
         self.walk_index = {l: i for i, l in enumerate(l for g in walk_order(trace) for l in g)}
@@ -184,8 +188,8 @@ def _walk(setup: _Setup, s: int, progress, salvage: bool):
     fallback fragments."""
     K = len(setup.shares)
     sh = walk_share(setup.trace, setup.shares[s], setup.role, setup.names, progress,
-                    timeline=bool(setup.fallback_tables & TIMELINE_TABLES), salvage=salvage,
-                    keep=setup.kinds | setup.fallback_kinds)
+                    timeline=setup.timeline or bool(setup.fallback_tables & TIMELINE_TABLES), salvage=salvage,
+                    keep=setup.kinds | setup.fallback_kinds | setup.timeline_kinds)
     if sh.error is not None:
         raise sh.error
     n = sh.tree.n_nodes
@@ -199,6 +203,9 @@ def _walk(setup: _Setup, s: int, progress, salvage: bool):
     frags = {k: _joined([sh.done[l][1] for l in locs], k) for k in setup.kinds}
     state = {"locs": locs, "summaries": [sh.done[l][0] for l in locs],
              "loc_problems": [(setup.walk_index[l], p) for l in locs for p in sh.done[l][2]]}
+    if setup.timeline:  # per location, as analyzer.replay.timeline.build_timeline takes them
+        state["timeline"] = {k: [sh.done[l][1].pop(k) for l in locs if k in sh.done[l][1]]
+                             for k in setup.timeline_kinds}
     del sh
     if "messages" in setup.want:  # every send goes to the share of its destination process
         S = frags.pop("sends")
@@ -352,6 +359,10 @@ def _context(setup: _Setup, s: int, state: dict, inbox: dict):
         problems["messages"] = state["counts"]["messages"]
     if "omp" in state["counts"]:
         problems["omp"] = state["counts"]["omp"]
+    if setup.timeline:  # the own locations' time lines, linked to the share's rows (global location ids yet)
+        from analyzer.replay.timeline import build_timeline
+
+        tables.update(build_timeline(state.pop("timeline"), tables, state["final"], state["ctree"].parent))
     owned = np.asarray(sorted(setup.shares[s]), np.int64)
     if getattr(setup, "compact", False):
         glob = compact_locations(tables, owned)

@@ -204,7 +204,7 @@ def build_timeline(frags: dict[str, list], tables: dict[str, Table], new_id: np.
         rc = _concat(frags.get("recv_cuts", []))
         m_rows = np.arange(len(M), dtype=np.int64)
         send_loc, recv_loc = np.asarray(M["send_loc"], np.int64), np.asarray(M["recv_loc"], np.int64)
-        if sc:
+        if sc and len(sc["loc"]):  # a share's own locations may have sent nothing of its table's rows
             s_sel = _join(sc["loc"], sc["event"], send_loc, M["send_pos"])
             ok = s_sel >= 0
             send_cut = np.where(ok, sc["send_cut"][np.maximum(s_sel, 0)], -1)
@@ -212,7 +212,7 @@ def build_timeline(frags: dict[str, list], tables: dict[str, Table], new_id: np.
             KJ.fill_rows(row, kind, cut_off, K.SEND, send_loc, send_cut, m_rows)
             nb = sendc_cut != send_cut  # the completions of non-blocking sends
             KJ.fill_rows(row, kind, cut_off, K.SEND_COMPLETE, send_loc[nb], sendc_cut[nb], m_rows[nb])
-        if rc:
+        if rc and len(rc["loc"]):
             r_sel = _join(rc["loc"], rc["seq"], recv_loc, M["recv_seq"])
             ok = r_sel >= 0
             recv_cut = np.where(ok, rc["recv_cut"][np.maximum(r_sel, 0)], -1)

@@ -296,3 +296,48 @@ def test_a_compact_share_context_holds_its_own_locations_and_their_partners():
                     assert ((v >= -1) & (v < len(glob))).all(), (name, k)
         if partners:  # messages cross shares: some share names a location it does not own
             assert any(r.context.n_locations > len(shares[s]) for s, r in done.items())
+
+
+#: per cut-point kind (patterns.tables.CUT_KINDS) the table its ``row`` links to and the columns that name the
+#: linked row alike in the serial table and a share's
+_LINKS = {1: ("messages", ("send_loc", "recv_loc", "recv_seq")), 2: ("messages", ("send_loc", "recv_loc", "recv_seq")),
+          3: ("messages", ("send_loc", "recv_loc", "recv_seq")), 4: ("messages", ("send_loc", "recv_loc", "recv_seq")),
+          5: ("collectives", ("instance", "loc")), 8: ("omp_team_members", ("loc", "enter")),
+          9: ("omp_barriers", ("loc", "enter", "exit")), 10: ("omp_teams", ("master_loc", "join_time"))}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("compact", [False, True])
+def test_timeline_tables_per_share(seed, compact):
+    """Asked for, the timeline tables are built per share: the serial rows of its own locations, each cut
+    point linked to the share's row of the same message, collective member, team member, barrier or team."""
+    want = {"time_segments", "sync_points"}
+    trace = random_builder(seed, N_PROCESSES, 2, 30).build()
+    ser = replay(trace, tables=want)
+    SP, SS = ser.tables["sync_points"], ser.tables["time_segments"]
+    linked = set()
+    for K in KS:
+        shares = partition(trace, K)
+        got = run_stages(MemoryNetwork(K), share_stages(trace, shares, want, compact=compact))
+        for s in range(K):
+            ctx = got[s].context
+            glob = ctx.global_location if compact else np.arange(ctx.n_locations)
+            P, S = ctx.tables["sync_points"], ctx.tables["time_segments"]
+            own, own_s = np.isin(SP["loc"], shares[s]), np.isin(SS["loc"], shares[s])
+            np.testing.assert_array_equal(glob[P["loc"]], SP["loc"][own])
+            np.testing.assert_array_equal(glob[S["loc"]], SS["loc"][own_s])
+            for k in ("cut", "kind", "time", "cnode", "enter"):
+                np.testing.assert_array_equal(P[k], SP[k][own], err_msg=k)
+            for k in ("cut", "cnode", "time"):
+                np.testing.assert_array_equal(S[k], SS[k][own_s], err_msg=k)
+            for kind, (name, keys) in _LINKS.items():
+                sel = P["kind"] == kind
+                mine, theirs = P["row"][sel], SP["row"][own][sel]
+                assert ((mine < 0) == (theirs < 0)).all(), (name, K, s)
+                for key in keys:
+                    a = np.asarray(ctx.tables[name][key])[mine[mine >= 0]]
+                    np.testing.assert_array_equal(glob[a] if key.endswith("loc") else a,
+                                                  np.asarray(ser.tables[name][key])[theirs[theirs >= 0]], err_msg=key)
+                if (mine >= 0).any():
+                    linked.add(kind)
+    assert linked >= {1, 3, 5, 8, 9, 10}  # the comparisons had links of every common kind
