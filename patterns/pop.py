@@ -26,6 +26,8 @@ efficiencies") compares them with the published definitions.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from tracefmt.layout import Role
@@ -35,7 +37,8 @@ from .backward import REQUIRES as _BACKWARD_TABLES
 from .backward import time_span
 from .instances import cached
 
-__all__ = ["pop_profile", "efficiencies", "PATTERNS"]
+__all__ = ["pop_profile", "efficiencies", "useful_time", "location_spans", "IdealInputs", "ideal_inputs",
+           "ideal_elapsed", "profile_arrays", "PATTERNS"]
 
 REQUIRES = _BACKWARD_TABLES
 #: call paths whose time the ideal replay replaces by the waiting it computes: MPI communication and
@@ -65,32 +68,63 @@ def pop_profile(ctx) -> dict:
     return cached(ctx, "patterns.pop", lambda: _profile(ctx))
 
 
-def _useful(ctx) -> np.ndarray:
-    r = ctx.results
-    u = r["execution"].sum(axis=0).copy()
+def useful_time(results) -> np.ndarray:
+    """Useful time u per location (execution - mpi - omp_time, at least 0) from the ``[C, L]`` results."""
+    u = results["execution"].sum(axis=0).copy()
     for name in ("mpi", "omp_time"):
-        if name in r:
-            u -= r[name].sum(axis=0)
+        if name in results:
+            u -= results[name].sum(axis=0)
     return np.maximum(u, 0.0)
 
 
-def ideal_elapsed(ctx) -> tuple[float, float]:
-    """(elapsed time T, elapsed time on an ideal network), both from the earliest event of the run."""
+def location_spans(trace, locs) -> tuple[np.ndarray, np.ndarray]:
+    """(first, last) event time of each location of ``locs`` (trace ids), NaN for one without events."""
+    first, last = np.full(len(locs), np.nan), np.full(len(locs), np.nan)
+    for i, l in enumerate(locs):
+        span = time_span(trace, int(l))
+        if span is not None:
+            first[i], last[i] = span
+    return first, last
+
+
+class IdealInputs(NamedTuple):
+    """The arrays :func:`patterns.kernels.ideal.ideal_replay` walks (see there), built from a context's
+    tables; ``c_instance``: the ``instance`` of each dense collective instance id."""
+
+    cut_off: np.ndarray
+    kind: np.ndarray
+    row: np.ndarray
+    comp: np.ndarray
+    comp_last: np.ndarray
+    c_inst: np.ndarray
+    c_type: np.ndarray
+    c_root: np.ndarray
+    c_off: np.ndarray
+    c_loc: np.ndarray
+    c_rows: np.ndarray
+    c_instance: np.ndarray
+    b_inst: np.ndarray
+    b_off: np.ndarray
+    b_loc: np.ndarray
+    m_team: np.ndarray
+    m_master: np.ndarray
+    t_off: np.ndarray
+    t_loc: np.ndarray
+    n_messages: int
+
+
+def ideal_inputs(ctx, members=None) -> IdealInputs:
+    """The ideal replay's arrays of ``ctx`` (every location of its ``sync_points``).  ``members``: a mask of the
+    collectives rows that are members in this walk (None: every row; a share passes its own rows: the
+    others are another share's); only complete instances of two or more members count."""
     from .array_ops import dense_ids, location_offsets
     from .kernels.backward_build import interval_sums
-    from .kernels.ideal import COLL_ALL, COLL_N2ONE, COLL_ONE2N, ideal_replay
+    from .kernels.ideal import COLL_ALL, COLL_N2ONE, COLL_ONE2N
 
     L = ctx.n_locations
     P, S = ctx.table("sync_points"), ctx.table("time_segments")
     C, B = ctx.table("collectives"), ctx.table("omp_barriers")
-    members, M = ctx.table("omp_team_members"), ctx.table("messages")
-    first, last = np.full(L, np.nan), np.full(L, np.nan)
-    for l in range(L):
-        span = time_span(ctx.trace, l)
-        if span is not None:
-            first[l], last[l] = span
-    t0 = np.nanmin(first) if np.isfinite(first).any() else 0.0
-    elapsed = (np.nanmax(last) - t0) if np.isfinite(last).any() else 0.0
+    members_t, M = ctx.table("omp_team_members"), ctx.table("messages")
     # computation per interval: not MPI communication, not an OpenMP barrier (the replay makes those waits
     # itself); MPI_Init, MPI_Finalize and the like keep their time
     comp_cnode = ~np.isin(ctx.region_role[ctx.calltree.region], _SYNCHRONISING)  # per call path, then per row
@@ -110,10 +144,14 @@ def ideal_elapsed(ctx) -> tuple[float, float]:
     c_inst = np.full(len(C), -1, np.int64)
     c_type = np.zeros(0, np.int64)
     c_off, c_loc, c_rows = np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    c_instance = np.zeros(0, np.int64)
     if len(C):
         ok = (C["n_members"] >= 2) & (C["complete"] if "complete" in C else True)
+        if members is not None:
+            ok = ok & members
         rows = np.flatnonzero(ok)
-        dense = dense_ids(np.asarray(C["instance"], np.int64)[rows])
+        inst = np.asarray(C["instance"], np.int64)[rows]
+        dense = dense_ids(inst)
         c_inst[rows] = dense
         o = rows[np.argsort(dense, kind="stable")]
         c_rows, c_loc = o.astype(np.int64), np.asarray(C["loc"], np.int64)[o]
@@ -125,6 +163,8 @@ def ideal_elapsed(ctx) -> tuple[float, float]:
         rtype[role == int(Role.MPI_COLL_ALL2ONE)] = COLL_N2ONE
         c_type = np.full(ni, COLL_ALL, np.int64)
         c_type[dense] = rtype
+        c_instance = np.zeros(ni, np.int64)
+        c_instance[dense] = inst
     c_root = (np.asarray(C["rank"]) == np.asarray(C["root"])) if len(C) else np.zeros(0, bool)
     b_inst = np.full(len(B), -1, np.int64)
     b_off, b_loc = np.zeros(1, np.int64), np.zeros(0, np.int64)
@@ -137,27 +177,48 @@ def ideal_elapsed(ctx) -> tuple[float, float]:
         b_loc = np.asarray(B["loc"], np.int64)[o]
         b_off = np.concatenate([[0], np.cumsum(np.bincount(dense, minlength=int(dense.max()) + 1 if len(dense) else 0))])
     teams = ctx.table("omp_teams")
-    m_team = np.asarray(members["team"], np.int64) if len(members) else np.zeros(0, np.int64)
-    m_master = (np.asarray(members["loc"]) == np.asarray(teams["master_loc"])[m_team]) if len(members) else \
+    m_team = np.asarray(members_t["team"], np.int64) if len(members_t) else np.zeros(0, np.int64)
+    m_master = (np.asarray(members_t["loc"]) == np.asarray(teams["master_loc"])[m_team]) if len(members_t) else \
         np.zeros(0, bool)
     nt = len(teams)
     t_order = np.argsort(m_team, kind="stable")
-    t_loc = np.asarray(members["loc"], np.int64)[t_order] if len(members) else np.zeros(0, np.int64)
+    t_loc = np.asarray(members_t["loc"], np.int64)[t_order] if len(members_t) else np.zeros(0, np.int64)
     t_off = np.concatenate([[0], np.cumsum(np.bincount(m_team, minlength=nt))]).astype(np.int64)
+    return IdealInputs(cut_off, np.asarray(P["kind"]), np.asarray(P["row"]), comp, comp_last, c_inst, c_type,
+                       c_root.astype(np.bool_), np.asarray(c_off, np.int64), c_loc, c_rows, c_instance, b_inst,
+                       np.asarray(b_off, np.int64), b_loc, m_team, m_master.astype(np.bool_), t_off, t_loc, len(M))
+
+
+def ideal_elapsed(ctx) -> tuple[float, float]:
+    """(elapsed time T, elapsed time on an ideal network), both from the earliest event of the run."""
+    from .kernels.ideal import ideal_replay
+
+    L = ctx.n_locations
+    first, last = location_spans(ctx.trace, range(L))
+    t0 = np.nanmin(first) if np.isfinite(first).any() else 0.0
+    elapsed = (np.nanmax(last) - t0) if np.isfinite(last).any() else 0.0
+    x = ideal_inputs(ctx)
     start = np.where(np.isfinite(first), first, t0)
-    final = ideal_replay(cut_off, np.asarray(P["kind"]), np.asarray(P["row"]), comp, comp_last,
-                         start.astype(np.float64), c_inst, c_type, c_root.astype(np.bool_), np.asarray(c_off, np.int64),
-                         c_loc, c_rows, b_inst, np.asarray(b_off, np.int64), b_loc, m_team, m_master.astype(np.bool_),
-                         t_off, t_loc, len(M))
+    final = ideal_replay(x.cut_off, x.kind, x.row, x.comp, x.comp_last, start.astype(np.float64), x.c_inst,
+                         x.c_type, x.c_root, x.c_off, x.c_loc, x.c_rows, x.b_inst, x.b_off, x.b_loc, x.m_team,
+                         x.m_master, x.t_off, x.t_loc, x.n_messages)
     return float(elapsed), float(np.max(final) - t0) if L else 0.0
 
 
 def _profile(ctx) -> dict:
-    C, L = ctx.n_cnodes, ctx.n_locations
-    u = _useful(ctx)
+    L = ctx.n_locations
+    u = useful_time(ctx.results)
     T, T_ideal = ideal_elapsed(ctx)
     u = np.minimum(u, T)
     top = float(u.max()) if L else 0.0
+    return profile_arrays(ctx.n_cnodes, u, T, T_ideal, top)
+
+
+def profile_arrays(C: int, u: np.ndarray, T: float, T_ideal: float, top: float) -> dict:
+    """The ``pop_*`` metrics as dense [C, len(u)] arrays (their values at the root call path) from the useful
+    times ``u`` (at most ``T``), the elapsed time ``T``, the ideal one and the largest useful time ``top``;
+    ``"_elapsed"``/``"_ideal"``: T and T_ideal."""
+    L = len(u)
     ti = min(max(T_ideal, top), T)
     per_loc = {"pop_resources": np.full(L, T), "pop_useful": u, "pop_inefficiency": T - u,
                "pop_load_imbalance": top - u, "pop_communication": np.full(L, T - top),
