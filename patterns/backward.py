@@ -16,7 +16,7 @@ Delay.*.pattern; Böhme et al., ICPP 2010).  Everything they need is derived her
   ========================  ============================  =========================================
   Late Sender receive        the Late Sender wait           the sender (whose SEND is a point too)
   Late Receiver completion   recv posting - send ENTER      the receiver (whose posting is a point)
-  MPI collective member      min(T, own exit) - own enter   its communicator (see :func:`_collectives`)
+  MPI collective member      min(T, own exit) - own enter   its communicator (see :func:`collective_points`)
   MPI_Init / MPI_Finalize    0 / the Wait at Finalize      every rank
   OpenMP fork (ENTER par)    0                              the team
   OpenMP barrier (EXIT)      latest enter - own enter       the team
@@ -35,31 +35,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tracefmt.layout import Role
-
-from .array_ops import (csr, dense_ids, group_max, group_min, local_ranks, location_offsets, lookup, operation_in,
-                        order_touches, pairs_in, point_order)
-from .instances import cached, late_sender_instances, mpi_operations
+from .array_ops import csr, location_offsets, lookup, order_touches, point_order
+from .instances import cached
 
 #: the replay tables the backward replay reads (every pattern using it requires them all)
 REQUIRES = ("messages", "collectives", "omp_teams", "omp_team_members", "omp_barriers", "time_segments",
             "sync_points")
 
-# cut-point kinds of sync_points (patterns.tables.CUT_KINDS)
-_SEND, _SENDC, _RECV, _RECVP, _COLL, _INIT, _FINI, _FORK, _OBAR, _JOIN = range(1, 11)
-
-#: wait-state kinds: the delay metrics of each (short-term and long-term), in this order
-KINDS = ("latesender", "latereceiver", "barrier", "n2n", "12n", "n21", "ompbarrier", "ompidle")
-LS, LR, BARRIER, N2N, ONE2N, N2ONE, OMPBARRIER, OMPIDLE = range(8)
-
-# synchronised ranks of a point (sr_kind): none (OpenMP), every rank, one rank (sr_arg), every member
-# of collective instance sr_arg, the members of instance sr_arg that are points themselves
-SR_NONE, SR_ALL, SR_ONE, SR_GROUP, SR_GROUP_SP = range(5)
-
-# touches: what the backward replay does at a point
-T_WAITER, T_CAUSER, T_MEMBER, T_IDLE = range(4)
-# handlings
-H_P2P, H_COLL, H_OMPBAR, H_IDLE = range(4)
+from .backward_points import (CUT_JOIN, H_COLL, H_IDLE, H_OMPBAR, H_P2P, OMPBARRIER, OMPIDLE, T_CAUSER, T_IDLE,
+                              T_MEMBER, T_WAITER, collective_points, init_finalize_points, openmp_points, p2p_parts,
+                              pack_points)
 
 
 class BackwardInputs(NamedTuple):
@@ -125,248 +110,6 @@ def backward_inputs(ctx) -> BackwardInputs:
 
 
 
-def _pos(x):
-    return np.where(np.isfinite(x) & (x > 0), x, 0.0)
-
-
-#: the points' columns: packed into ``sp_i`` (int), ``sp_f`` (float) and the role columns (int64, read only while
-#: building), with the value of a column a part does not give
-_INT_COLS = ("loc", "cut", "cnode", "mpi", "sr_kind", "sr_arg")
-_FLOAT_COLS = ("wait", "total", "compl", "time")
-_ROLE_COLS = ("role", "ref", "ref2")
-_DEFAULT = {"wait": 0.0, "total": 0.0, "compl": 0.0, "time": np.nan, "mpi": 0, "sr_kind": 0, "sr_arg": -1, "role": -1,
-            "ref": -1, "ref2": -1}
-
-
-def _points(**cols) -> dict:
-    """One part of the points: its columns (an array per point, or one value for all), ``n`` rows."""
-    out = {k: (v if np.ndim(v) == 0 else np.asarray(v)) for k, v in cols.items()}
-    out["n"] = len(out["loc"])
-    return out
-
-
-def _p2p(ctx, M, cuts, loc_rank):
-    """Late Sender and Late Receiver points (Scalasca 2.6: MpiPattern, SynchpointHandler bws/fws); ``cuts``:
-    :func:`patterns.kernels.backward_build.point_cuts`."""
-    send_cut, sendc_cut, recv_cut, recvp_cut, _ = cuts
-    parts = []
-    ls = late_sender_instances(ctx)
-    m = np.asarray(ls["message"], np.int64)
-    m = m[(recv_cut[m] > 0) & (send_cut[m] > 0)]
-    wait = np.minimum(M["send_enter"][m], M["recv_exit"][m]) - M["recv_enter"][m]
-    parts.append(_points(loc=M["recv_loc"][m], cut=recv_cut[m], wait=wait, cnode=M["recv_cnode"][m],
-                         total=M["recv_exit"][m] - M["recv_enter"][m], time=M["recv_enter"][m],
-                         compl=_pos(M["recv_exit"][m] - M["send_exit"][m]), mpi=1,
-                         sr_kind=SR_ONE, sr_arg=M["send_rank"][m], role=0,
-                         ref=np.arange(len(m))))
-    parts.append(_points(loc=M["send_loc"][m], cut=send_cut[m], cnode=M["send_cnode"][m],
-                         total=M["send_exit"][m] - M["send_enter"][m], time=M["send_enter"][m],
-                         compl=_pos(M["send_exit"][m] - M["recv_exit"][m]), mpi=1,
-                         sr_kind=SR_ONE, sr_arg=M["recv_rank"][m], role=1,
-                         ref=np.arange(len(m))))
-    n_ls = len(m)
-    # Late Receiver: blocking standard/synchronous sends and single waits; of a Waitall/Waitsome the
-    # largest (unless the call also waited for a late sender); strictly overlapping calls
-    ops = mpi_operations(ctx)
-    idle = np.where(M["sendc_exit"] <= M["recvp_enter"], 0.0, M["recvp_enter"] - M["sendc_enter"])
-    single = operation_in(ops, M["sendc_region"], ("send", "ssend", "wait", "waitany"))
-    multi = operation_in(ops, M["sendc_region"], ("waitall", "waitsome"))
-    ok = (sendc_cut > 0) & (recvp_cut > 0)
-    lr = np.flatnonzero(single & ok & (idle > 0))
-    mrows = np.flatnonzero(multi & ok & (idle > 0))  # a call whose largest idle is none is dropped below anyway
-    if len(mrows):
-        lsm = np.asarray(ls["message"], np.int64)
-        ls_call = pairs_in(M["send_loc"][mrows], M["sendc_enter"][mrows], M["recv_loc"][lsm], M["recv_enter"][lsm])
-        mrows = mrows[~ls_call]
-        # per completing call the largest idle (ties: the last send, as the backward replay meets it first)
-        o = mrows[np.lexsort((-M["send_pos"][mrows], -idle[mrows], M["sendc_enter"][mrows], M["send_loc"][mrows]))]
-        first = np.ones(len(o), bool)
-        first[1:] = (M["send_loc"][o][1:] != M["send_loc"][o][:-1]) | (M["sendc_enter"][o][1:] != M["sendc_enter"][o][:-1])
-        top = o[first]
-        lr = np.concatenate([lr, top[idle[top] > 0]])
-    compl = np.where(M["sendc_exit"][lr] > M["recvp_exit"][lr], 0.0, M["sendc_exit"][lr] - M["recvp_exit"][lr])
-    parts.append(_points(loc=M["send_loc"][lr], cut=sendc_cut[lr], wait=idle[lr], cnode=M["sendc_cnode"][lr],
-                         total=M["sendc_exit"][lr] - M["sendc_enter"][lr], compl=compl, time=M["sendc_enter"][lr],
-                         mpi=1, sr_kind=SR_ONE, sr_arg=M["recv_rank"][lr],
-                         role=2, ref=n_ls + np.arange(len(lr))))
-    parts.append(_points(loc=M["recv_loc"][lr], cut=recvp_cut[lr], cnode=M["recvp_cnode"][lr],
-                         total=M["recvp_exit"][lr] - M["recvp_enter"][lr], time=M["recvp_enter"][lr],
-                         compl=_pos(M["recvp_exit"][lr] - M["sendc_exit"][lr]), mpi=1,
-                         sr_kind=SR_ONE, sr_arg=M["send_rank"][lr], role=3,
-                         ref=n_ls + np.arange(len(lr))))
-    return parts, n_ls + len(lr), np.concatenate([np.full(n_ls, LS), np.full(len(lr), LR)])
-
-
-
-
-def _collectives(ctx, C, cuts):
-    """MPI collective points (Scalasca 2.6: MpiCommunicationHandler, SynchpointHandler)."""
-    if len(C) == 0:
-        return [], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), {}
-    cut = cuts[4]
-    role = ctx.region_role[np.maximum(np.asarray(C["region"], np.int64), 0)]
-    ops = mpi_operations(ctx)
-    typ = np.full(len(C), -1)
-    typ[role == int(Role.MPI_COLL_BARRIER)] = BARRIER
-    typ[(role == int(Role.MPI_COLL_ALL2ALL)) & ~operation_in(ops, C["region"], ("alltoallv", "alltoallw"))] = N2N
-    typ[role == int(Role.MPI_COLL_ONE2ALL)] = ONE2N
-    typ[role == int(Role.MPI_COLL_ALL2ONE)] = N2ONE
-    ok = (typ >= 0) & (C["n_members"] >= 2) & (cut > 0) & (C["region"] >= 0)
-    if "complete" in C:
-        ok &= C["complete"]
-    inst = dense_ids(C["instance"])
-    bad = np.zeros(inst.max() + 1 if len(inst) else 0, bool)
-    np.logical_or.at(bad, inst, ~ok)
-    rows = np.flatnonzero(~bad[inst])
-    if len(rows) == 0:
-        return [], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), {}
-    inst = dense_ids(inst[rows])
-    ni = int(inst.max()) + 1
-    comms = ctx.trace.defs.comms if ctx.trace is not None else {}
-    rank = np.asarray(C["rank"], np.int64)[rows]
-    local = local_ranks(comms, np.asarray(C["comm"], np.int64)[rows], rank)
-    my, end = C["enter"][rows], C["exit"][rows]
-    sent, recvd = C["sent"][rows], C["recvd"][rows]
-    t = typ[rows]
-    itype = np.full(ni, -1)
-    itype[inst] = t
-    is_root = rank == np.asarray(C["root"], np.int64)[rows]
-    root_time = np.full(ni, np.nan)
-    root_time[inst[is_root]] = my[is_root]
-    root_sent = np.zeros(ni)
-    root_sent[inst[is_root]] = sent[is_root]
-    root_recvd = np.zeros(ni)
-    root_recvd[inst[is_root]] = recvd[is_root]
-    root_local = np.full(ni, -1)
-    root_local[inst[is_root]] = local[is_root]
-    lat0, lat0_who = group_max(inst, my, local, ni)
-    ee0 = group_min(inst, end, ni)
-    sp = np.zeros(len(rows), bool)
-    T = np.full(ni, np.nan)  # the time members wait for
-    target = np.full(ni, -1)  # local rank of the member that causes the waits
-    ee = np.full(ni, np.inf)
-    # barriers: every member; the latest arrival causes the waits
-    b = itype == BARRIER
-    T[b], target[b], ee[b] = lat0[b], lat0_who[b], ee0[b]
-    sp |= b[inst]
-    # n-to-n: all members overlap -> all; else receivers entered before the latest sender, and that sender
-    lat_s, lat_s_who = group_max(inst, np.where(sent > 0, my, -np.inf), local, ni)
-    n = itype == N2N
-    over = n & (ee0 > lat0)
-    T[over], target[over], ee[over] = lat0[over], lat0_who[over], ee0[over]
-    part = n & ~over
-    T[part], target[part] = lat_s[part], lat_s_who[part]
-    active = (sent > 0) | (recvd > 0)
-    n_sp = ((recvd > 0) & (my < lat_s[inst])) | ((sent > 0) & (local == lat_s_who[inst]))
-    sp |= over[inst] & active
-    sp |= part[inst] & n_sp & active
-    ee_part = group_min(inst, np.where(part[inst] & n_sp, end, np.inf), ni)
-    ee[part] = ee_part[part]
-    # one-to-n: receivers entered before the root, and the root when somebody waited for it
-    o = (itype == ONE2N) & (root_sent > 0)
-    waits = o[inst] & (recvd > 0) & (my < root_time[inst])
-    ee_o = group_min(inst, np.where(waits, end, np.inf), ni)
-    T[o], target[o], ee[o] = root_time[o], root_local[o], ee_o[o]
-    sp |= waits | (o[inst] & is_root & np.isfinite(ee_o[inst]))
-    # n-to-one: the root and the latest sender, when the root entered first
-    r = (itype == N2ONE) & (root_recvd > 0)
-    pair = r & (root_time < lat_s)
-    T[r], target[r] = lat_s[r], lat_s_who[r]
-    sp |= pair[inst] & (is_root | (local == lat_s_who[inst]))
-    ee_r = group_min(inst, np.where(pair[inst] & (is_root | (local == lat_s_who[inst])), end, np.inf), ni)
-    ee[r] = ee_r[r]
-    Ti = np.minimum(T[inst], end)
-    wait = np.where(sp, np.maximum(0.0, Ti - my), 0.0)
-    compl = np.where(sp, np.maximum(0.0, end - np.maximum(ee[inst], Ti)), 0.0)
-    # synchronised ranks
-    srk = np.full(len(rows), SR_GROUP)
-    srk[n[inst]] = SR_GROUP_SP
-    one = (o[inst] & ~is_root) | (r[inst])
-    srk[one] = SR_ONE
-    srk[o[inst] & is_root] = SR_GROUP_SP
-    root_rank = np.full(ni, -1)
-    root_rank[inst[is_root]] = rank[is_root]
-    who_rank = np.full(ni, -1)
-    is_target = local == target[inst]
-    who_rank[inst[is_target]] = rank[is_target]
-    sra = inst.copy()
-    sra[o[inst] & ~is_root] = root_rank[inst][o[inst] & ~is_root]
-    rr = r[inst] & is_root
-    sra[rr] = who_rank[inst][rr]
-    rl = r[inst] & ~is_root
-    sra[rl] = root_rank[inst][rl]
-    pts = _points(loc=C["loc"][rows][sp], cut=cut[rows][sp], wait=wait[sp], total=(end - my)[sp], compl=compl[sp],
-                  cnode=C["cnode"][rows][sp], time=my[sp], mpi=1, sr_kind=srk[sp],
-                  sr_arg=sra[sp], role=4, ref=inst[sp], ref2=is_target[sp].astype(np.int64))
-    member_rank = rank
-    return [pts], inst, member_rank, sp, {"type": itype, "rows": rows, "comm": np.asarray(C["comm"])[rows]}
-
-
-def _init_finalize(ctx, P):
-    """MPI_Init (wait 0) and MPI_Finalize (wait until the last rank entered) points on every rank."""
-    parts = []
-    for kind, fin in ((_INIT, False), (_FINI, True)):
-        s = np.flatnonzero(P["kind"] == kind)
-        if len(s) == 0:
-            continue
-        my, end = P["enter"][s], P["time"][s]
-        rank = ctx.location_process[P["loc"][s]].astype(np.int64)
-        latest = my.max()
-        ti = np.minimum(latest, end)
-        wait = np.maximum(0.0, ti - my) if fin else np.zeros(len(s))
-        compl = np.maximum(0.0, end - np.maximum(end.min(), ti))
-        order = np.lexsort((rank, -my))  # MAXLOC: the latest, lowest rank on ties
-        first = np.zeros(len(s), np.int64)
-        first[order[0]] = 1
-        parts.append(_points(loc=P["loc"][s], cut=P["cut"][s], wait=wait, total=end - my, compl=compl,
-                             cnode=P["cnode"][s], time=my, mpi=1, sr_kind=SR_ALL,
-                             role=5 if fin else 6, ref2=first))
-    return parts
-
-
-def _openmp(ctx, P):
-    """Fork points (ENTER of the parallel region) and barrier points (EXIT) of every team member."""
-    from .kernels.backward_build import barrier_points
-
-    parts = []
-    members, teams, B = ctx.table("omp_team_members"), ctx.table("omp_teams"), ctx.table("omp_barriers")
-    s = np.flatnonzero((P["kind"] == _FORK) & (P["row"] >= 0))
-    if len(s) and len(teams):
-        mr = P["row"][s]
-        team = np.asarray(members["team"], np.int64)[mr]
-        enter = members["enter"][mr]
-        first = group_min(team, enter, len(teams))
-        parts.append(_points(loc=P["loc"][s], cut=P["cut"][s], cnode=P["cnode"][s], time=enter,
-                             total=_pos(enter - teams["fork_time"][team]), compl=_pos(enter - first[team]),
-                             role=7, ref=team,
-                             ref2=(members["loc"][mr] == teams["master_loc"][team]).astype(np.int64)))
-    ok, s, dense, enter, wait, total, first = barrier_points(
-        np.asarray(P["kind"]), np.asarray(P["row"]), np.asarray(P["loc"]),
-        np.asarray(B["instance"], np.int64), np.asarray(B["enter"], np.float64), np.asarray(B["exit"], np.float64),
-        np.asarray(ctx.location_thread), _OBAR)
-    if ok and len(s):
-        parts.append(_points(loc=P["loc"][s], cut=P["cut"][s], cnode=P["cnode"][s], time=enter, wait=wait,
-                             total=total, role=8, ref=dense, ref2=first))
-        return parts
-    s = np.flatnonzero((P["kind"] == _OBAR) & (P["row"] >= 0))
-    if len(s):  # instance ids the kernel cannot mark
-        br = P["row"][s]
-        inst = np.asarray(B["instance"], np.int64)[br]
-        dense = dense_ids(inst)
-        enter = B["enter"][br]
-        latest = np.full(int(dense.max()) + 1, -np.inf)
-        np.maximum.at(latest, dense, enter)
-        wait = latest[dense] - enter
-        # the latest arrival causes the waits (the lowest thread among equal arrivals)
-        thread = ctx.location_thread[P["loc"][s]].astype(np.int64)
-        who = np.full(len(latest), np.iinfo(np.int64).max)
-        np.minimum.at(who, dense, np.where(enter == latest[dense], thread, np.iinfo(np.int64).max))
-        parts.append(_points(loc=P["loc"][s], cut=P["cut"][s], cnode=P["cnode"][s], time=enter,
-                             wait=np.where(wait > 0, wait, 0.0), total=B["exit"][br] - enter, role=8,
-                             ref=dense, ref2=(thread == who[dense]).astype(np.int64)))
-    return parts
-
-
 def _build(ctx) -> BackwardInputs:
     from .kernels.backward_build import barrier_groups, max_by_loc, point_cuts  # numba: only when analyzing
 
@@ -376,16 +119,16 @@ def _build(ctx) -> BackwardInputs:
     n_ranks = int(loc_rank.max()) + 1 if L else 0
     cuts = point_cuts(np.asarray(P["kind"]), np.asarray(P["row"]), np.asarray(P["cut"]), len(M),
                       len(C))
-    p2p, n_pairs, pair_type = _p2p(ctx, M, cuts, loc_rank) if len(M) else ([], 0, np.zeros(0, np.int64))
-    coll, c_inst, c_rank, c_sp, c_info = _collectives(ctx, C, cuts)
-    parts = p2p + coll + _init_finalize(ctx, P) + _openmp(ctx, P)
+    p2p, n_pairs, pair_type = p2p_parts(ctx, M, cuts) if len(M) else ([], 0, np.zeros(0, np.int64))
+    coll, c_inst, c_rank, c_sp, c_info = collective_points(ctx, C, cuts[4])
+    parts = p2p + coll + init_finalize_points(ctx, P) + openmp_points(ctx, P)
     # the points in (location, cut) order, written straight from the parts into the packed arrays the kernels
     # read (one scatter per column instead of a concatenation, a gather and a copy: fresh memory is slow here)
     sizes = [p["n"] for p in parts]
     o = point_order(P, *(np.concatenate([np.asarray(p[k]) for p in parts]) for k in ("loc", "cut")), sizes, L) \
         if parts else np.zeros(0, np.int64)
     n_sp = len(o)
-    sp_i, sp_f, rr = _pack(parts, sizes, o, len(S))
+    sp_i, sp_f, rr = pack_points(parts, sizes, o, len(S))
     del parts, p2p, coll
     role, ref, ref2 = rr
     sp_loc, sp_cut = sp_i[:, 0], sp_i[:, 1]
@@ -481,7 +224,7 @@ def _build(ctx) -> BackwardInputs:
     if len(P):
         if not max_by_loc(np.asarray(P["loc"]), np.asarray(P["cut"]), n_cuts):
             np.maximum.at(n_cuts, np.asarray(P["loc"], np.int64), np.asarray(P["cut"], np.int64))
-    js = np.flatnonzero(P["kind"] == _JOIN)
+    js = np.flatnonzero(P["kind"] == CUT_JOIN)
     jo = js[np.lexsort((P["cut"][js], P["loc"][js]))]
     # the kernels read the columns packed (patterns.kernels.backward: fewer arrays per call); the named columns
     # are views of the packed arrays
@@ -510,38 +253,6 @@ def _build(ctx) -> BackwardInputs:
     )
 
 
-def _pack(parts: list[dict], sizes: list[int], o: np.ndarray, n_seg: int):
-    """The parts' points in the order ``o`` (indices into the parts' rows one part after the other; rows not in
-    ``o`` are dropped): ``sp_i`` (the integer columns and room for the segment column), ``sp_f`` (the float
-    columns), the role columns (int64, one row each)."""
-    n_sp = len(o)
-    dest = np.full(sum(sizes), -1, np.int64)
-    dest[o] = np.arange(n_sp, dtype=np.int64)
-    # int32 where every value fits (fresh memory is faulted in at a cost, and the kernels read its rows over and over)
-    lim = np.iinfo(np.int32)
-    vals = [p.get(k, _DEFAULT.get(k)) for p in parts if p["n"] for k in ("loc", "cut", "cnode", "sr_kind", "sr_arg")]
-    small = n_seg <= lim.max and all(lim.min <= np.min(v) and np.max(v) <= lim.max for v in vals)
-    sp_i = np.empty((n_sp, 7), np.int32 if small else np.int64)
-    sp_f = np.empty((n_sp, 4), np.float64)
-    rr = np.empty((3, n_sp), np.int64)  # read column by column
-    where = []  # per part: its rows' positions, and which rows are kept (None: all; a cut met twice keeps the first)
-    for d in np.split(dest, np.cumsum(sizes)[:-1]) if sizes else []:
-        keep = None if n_sp == len(dest) else d >= 0
-        where.append((d if keep is None else d[keep], keep))
-    for out, names in ((sp_i, _INT_COLS), (sp_f, _FLOAT_COLS), (rr.T, _ROLE_COLS)):
-        for c, k in enumerate(names):
-            # a column most points take the default of: one fill, then only the parts that give it
-            fill = k in _DEFAULT and 2 * sum(n for p, n in zip(parts, sizes) if k not in p) > n_sp
-            if fill:
-                out[:, c] = _DEFAULT[k]
-            for p, (d, keep) in zip(parts, where):
-                if fill and k not in p:
-                    continue
-                v = p.get(k, _DEFAULT.get(k))
-                out[:, c][d] = v if keep is None or np.ndim(v) == 0 else v[keep]
-    return sp_i, sp_f, rr
-
-
 def _last_master(ctx) -> int:
     """The thread-0 location whose last event is the latest (where a path without MPI_Finalize starts)."""
     best, where = -np.inf, 0
@@ -549,13 +260,17 @@ def _last_master(ctx) -> int:
     for l in range(ctx.n_locations):
         if ctx.location_thread[l] != 0:
             continue
-        t = float(np.max(ctx.incl_time[:, l], initial=0.0))
-        span = time_span(ctx.trace, l) if l in have else None
-        if span is not None:
-            t = span[1]
+        t = last_event_time(ctx, l, l if l in have else None)
         if t > best:
             best, where = t, l
     return where
+
+
+def last_event_time(ctx, loc: int, trace_loc: int | None) -> float:
+    """The time of the last event of location ``loc`` of ``ctx``: ``trace_loc`` in the trace (a share's
+    context numbers its locations locally; None: not in the trace), else from its call-path times."""
+    span = time_span(ctx.trace, trace_loc) if trace_loc is not None else None
+    return span[1] if span is not None else float(np.max(ctx.incl_time[:, loc], initial=0.0))
 
 
 def time_span(trace, loc: int) -> tuple[float, float] | None:

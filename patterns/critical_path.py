@@ -34,7 +34,7 @@ from .api import Pattern
 from .backward import REQUIRES, backward_inputs, time_profile
 from .instances import cached
 
-__all__ = ["critical_path_profile", "CriticalPath", "PerformanceImpact", "PerformanceImpactCriticalPath",
+__all__ = ["critical_path_profile", "impact_metrics", "own_time", "CriticalPath", "PerformanceImpact", "PerformanceImpactCriticalPath",
            "CriticalPathActivities", "CriticalImbalanceImpact", "IntraPartitionImbalance",
            "InterPartitionImbalance", "NonCriticalPathActivities", "PATTERNS"]
 
@@ -67,9 +67,24 @@ def _profile(ctx) -> dict[str, np.ndarray]:
     C, L = ctx.n_cnodes, ctx.n_locations
     lcp = np.zeros((C, L))
     critical_path(inp, lcp)
-    gcp = lcp.sum(axis=1)
+    return impact_metrics(lcp, own_time(ctx, inp))
+
+
+def own_time(ctx, inp, n_points: int | None = None) -> np.ndarray:
+    """Each location's time per call path without its wait states ([C, L]: the time maps minus the waits at
+    its first ``n_points`` points, all by default; a share's own points come first)."""
+    C, L = ctx.n_cnodes, ctx.n_locations
+    if n_points is not None and n_points < inp.sp_i.shape[0]:
+        inp = inp._replace(sp_i=inp.sp_i[:n_points], sp_f=inp.sp_f[:n_points], sp_wait=inp.sp_wait[:n_points],
+                           sp_cnode=inp.sp_cnode[:n_points], sp_loc=inp.sp_loc[:n_points])
     tm = time_profile(ctx)
-    t = tm - np.minimum(tm, _waits(inp, C, L))
+    return tm - np.minimum(tm, _waits(inp, C, L))
+
+
+def impact_metrics(lcp: np.ndarray, t: np.ndarray) -> dict[str, np.ndarray]:
+    """The critical path's metrics from its profile ``lcp`` and the time without wait states ``t`` (both
+    [C, L] over every location: the imbalance terms are sums over locations)."""
+    gcp = lcp.sum(axis=1)
     on = gcp > 0
     activities = np.where(on[:, None], np.minimum(gcp[:, None], t), 0.0)
     non_critical = np.maximum(t - gcp[:, None], 0.0)

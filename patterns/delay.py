@@ -22,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from .api import Pattern
-from .backward import KINDS, REQUIRES, backward_inputs
+from .backward import REQUIRES, backward_inputs
+from .backward_points import KINDS
 from .instances import cached
 
 __all__ = ["delay_profile", "PATTERNS"]

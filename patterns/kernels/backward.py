@@ -30,6 +30,8 @@ N_KINDS = 8  # patterns.backward.KINDS
 OMPBARRIER, OMPIDLE = 6, 7
 SR_NONE, SR_ALL, SR_ONE, SR_GROUP, SR_GROUP_SP = range(5)
 T_WAITER, T_CAUSER, T_MEMBER, T_IDLE = range(4)
+#: a touch of the replay by shares: the costs stored on an own point go to the share handling its wait state
+T_SEND = 4
 H_P2P, H_COLL, H_OMPBAR, H_IDLE = range(4)
 # columns of sp_i / sp_f and h (patterns.backward.POINT_INT, POINT_FLOAT, HANDLING)
 P_LOC, P_CUT, P_CNODE, P_MPI, P_SRK, P_SRA, P_SEG = range(7)
@@ -291,6 +293,41 @@ def previous_omp(off, sp_i, loc, j):
     return -1
 
 
+@numba.njit(cache=True, nogil=True)
+def interval_maps(seg_off, sp_off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, grp_off, grp, points, ranks, n_cnodes):
+    """Per ``points[k]``: its pruned time map since its last MPI point that synchronised with ``ranks[k]``
+    (:func:`local_map`, what a wait state's handling compares the causer's map with), as CSR rows
+    ``(offsets, call paths, seconds)``: what a share sends with a ghost point (``analyzer.distributed``)."""
+    off = offsets(seg_off, sp_off)
+    mv, mk = new_maps(2, n_cnodes)
+    C = n_cnodes
+    n = points.shape[0]
+    out_off = np.zeros(n + 1, np.int64)
+    cap = 16 + 4 * n
+    out_c = np.empty(cap, np.int64)
+    out_v = np.empty(cap)
+    k = 0
+    for x in range(n):
+        j = points[x]
+        local_map(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, mv, mk, j,
+                  previous_mpi(off, sp_i, grp_off, grp, j, ranks[x]), 0, 1)
+        m = mk[0, 2 * C]
+        if k + m > cap:
+            cap = 2 * (k + m)
+            c2 = np.empty(cap, np.int64)
+            v2 = np.empty(cap)
+            c2[:k] = out_c[:k]
+            v2[:k] = out_v[:k]
+            out_c, out_v = c2, v2
+        for q in range(m):
+            c = mk[0, q]
+            out_c[k] = c
+            out_v[k] = mv[0, c]
+            k += 1
+        out_off[x + 1] = k
+    return out_off, out_c[:k].copy(), out_v[:k].copy()
+
+
 # ----------------------------------------------------------------------------
 # critical path
 # ----------------------------------------------------------------------------
@@ -311,24 +348,33 @@ def critical_path(inp, sev):
     """Add the critical path's time per (call path, location) to ``sev`` ([C, L]); returns its length."""
     if inp.n_locations == 0:
         return 0.0
+    loc = inp.cp_start_loc
+    if inp.cp_start_sp >= 0:
+        walk_path(inp, sev, loc, inp.sp_i[inp.cp_start_sp, P_CUT], inp.cp_start_sp - 1)
+    else:
+        walk_path(inp, sev, loc, inp.n_cuts[loc] + 1, inp.sp_off[loc + 1] - 1)
+    return sev.sum()
+
+
+@numba.njit(cache=True, nogil=True)
+def walk_path(inp, sev, loc, end, i):
+    """Walk the critical path backwards on ``loc`` from point ``i`` (the interval up to cut ``end`` on it),
+    charging ``sev``; returns -1 where the path ends, else the remote link ``k`` it leaves by
+    (``cp_next = -2 - k``: a point of another share, see ``analyzer.distributed.share_backward``)."""
     mv, mk = new_maps(1, inp.n_cnodes)
     off = offsets(inp.seg_off, inp.sp_off)
     seg_cut, seg_cnode, seg_time, sp_i, sp_f = inp.seg_cut, inp.seg_cnode, inp.seg_time, inp.sp_i, inp.sp_f
     cp_next, cp_stop = inp.cp_next, inp.cp_stop
-    loc = inp.cp_start_loc
-    if inp.cp_start_sp >= 0:
-        end = sp_i[inp.cp_start_sp, P_CUT]
-        i = inp.cp_start_sp - 1
-    else:
-        end = inp.n_cuts[loc] + 1
-        i = off[SP, loc + 1] - 1
     for _ in range(sp_i.shape[0] + 2):
         moved = False
         while i >= off[SP, loc]:
             if cp_stop[i]:
                 _charge(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, sev, loc, sp_i[i, P_CUT], end, i, mv, mk)
-                return sev.sum()
+                return -1
             nx = cp_next[i]
+            if nx <= -2:
+                _charge(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, sev, loc, sp_i[i, P_CUT], end, i, mv, mk)
+                return -2 - nx
             if nx >= 0 and nx != i:
                 _charge(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, sev, loc, sp_i[i, P_CUT], end, i, mv, mk)
                 loc = sp_i[nx, P_LOC]
@@ -340,4 +386,4 @@ def critical_path(inp, sev):
         if not moved:
             _charge(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, sev, loc, 0, end, -1, mv, mk)
             break
-    return sev.sum()
+    return -1

@@ -22,6 +22,14 @@ Results come as one dense array ``[metric, call path, location]``: metric k < 8 
 cost of kind k (``patterns.backward.KINDS``), 8 + k the long-term one.  The helpers take only the
 arrays they use (see ``patterns.kernels.backward``: every array argument costs reference-count
 updates per call).  Slow reference: ``tests/patterns/backward_reference.py``.
+
+The replay by shares (``analyzer.distributed``) runs the same loop in rounds (:func:`delay_round`): ghost points
+carry another share's waiters and members (their maps sent once, their costs as the replay passes them), and
+touches of kind ``T_SEND`` hand an own point's costs to the share handling its wait state.
+
+Size: the handlings and the loop that dispatches them are one kernel: the loop calls each handling written
+out with the few arrays it reads (an inlined helper taking more arrays costs reference counting per call,
+most of the replay's time once), so splitting them would only move that coupling across a module boundary.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ import numba
 import numpy as np
 
 from .backward import (H_COLL, H_OMPBAR, H_P2P, HA, HB, HK, HN, HT, N_KINDS, OMPBARRIER, OMPIDLE, P_CNODE, P_COMPL,
-                       P_CUT, P_LOC, P_MPI, P_SEG, P_TIME, P_TOTAL, P_WAIT, SEG, SP, T_CAUSER, T_IDLE, T_MEMBER,
+                       P_CUT, P_LOC, P_MPI, P_SEG, P_TIME, P_TOTAL, P_WAIT, SEG, SP, T_CAUSER, T_IDLE, T_MEMBER, T_SEND,
                        T_WAITER, after, clear, cut_of, diff, local_map, new_maps, offsets, previous_mpi, previous_omp,
                        runtimes, synchronises, waits)
 
@@ -47,6 +55,24 @@ def _emit(res, metric, loc, mv, mk, m, scale):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _ghost_map(gm, g, mv, mk, m):
+    """Map ``m`` := the interval map another share sent with ghost point ``g`` (``gm``: offsets, call paths,
+    seconds; see ``analyzer.distributed.share_backward``)."""
+    gm_off, gm_c, gm_v = gm
+    clear(mv, mk, m)
+    C = mv.shape[1]
+    n = 0
+    for q in range(gm_off[g], gm_off[g + 1]):
+        c = gm_c[q]
+        if mk[m, C + c] == 0:
+            mk[m, C + c] = 1
+            mk[m, n] = c
+            n += 1
+        mv[m, c] = gm_v[q]
+    mk[m, 2 * C] = n
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _add_costs(off, sp_f, cost, loc, prev, cur, kind, scale):
     """Scalasca's DelayCostMap::addCosts with one scale: the wait states between prev and cur get wait x scale."""
     if not scale > 0:
@@ -59,7 +85,8 @@ def _add_costs(off, sp_f, cost, loc, prev, cur, kind, scale):
 
 
 @numba.njit(cache=True, nogil=True)
-def _p2p(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off, grp, snap, cost, mv, mk, res):
+def _p2p(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off, grp, snap, cost, mv, mk, res, n_own,
+         gm):
     w, c, typ = H[h, HA], H[h, HB], H[h, HT]
     rwait = sp_f[w, P_WAIT]
     if not rwait > 0:
@@ -68,8 +95,11 @@ def _p2p(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off,
     loc_m, rem_m, d, scr = 0, 1, 2, 3
     prev = previous_mpi(off, sp_i, grp_off, grp, c, loc_rank[lw])
     _, wsum = local_map(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, mv, mk, c, prev, loc_m, scr)
-    local_map(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, mv, mk, w,
-              previous_mpi(off, sp_i, grp_off, grp, w, loc_rank[lc]), rem_m, scr)
+    if w >= n_own:  # the waiter is another share's: the map it sent
+        _ghost_map(gm, w - n_own, mv, mk, rem_m)
+    else:
+        local_map(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, mv, mk, w,
+                  previous_mpi(off, sp_i, grp_off, grp, w, loc_rank[lc]), rem_m, scr)
     dsum = diff(mv, mk, loc_m, rem_m, d)
     den = dsum + wsum
     scale_w = min(rwait / den, 1.0) if den > 0 else 0.0
@@ -86,7 +116,7 @@ def _p2p(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off,
 
 @numba.njit(cache=True, nogil=True)
 def _coll(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off, grp, cost, mv, mk, res, rem,
-          spmap):
+          spmap, n_own, gm):
     """An MPI collective instance (Scalasca's CalculateCollectiveDelay and CalculateScales)."""
     r, g, typ = H[h, HA], H[h, HB], H[h, HT]
     lr = sp_i[r, P_LOC]
@@ -123,10 +153,10 @@ def _coll(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off
         j -= 1
     for q in range(glo, ghi):
         rem[grp[q, 0]] = 0
-    gm, lm, sm, scr = 0, 1, 2, 3
-    _, propw = local_map(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, mv, mk, r, prev, gm, scr)
+    tm, lm, sm, scr = 0, 1, 2, 3
+    _, propw = local_map(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, mv, mk, r, prev, tm, scr)
     C = mv.shape[1]
-    m = mk[gm, 2 * C]
+    m = mk[tm, 2 * C]
     delay = np.zeros((N_KINDS + 1, m))
     base = np.zeros(N_KINDS + 1)
     recent = np.zeros((ghi - glo, N_KINDS + 1))  # scales of the members with a more recent synchronisation
@@ -135,7 +165,7 @@ def _coll(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off
         p = grp[q, 1]
         if p < 0:
             continue
-        times = gm
+        times = tm
         pw = propw
         if spmap[q - glo] >= 0:
             _, pw = local_map(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, mv, mk, r, spmap[q - glo], sm, scr)
@@ -143,13 +173,16 @@ def _coll(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off
         dsum = 0.0
         if p == r:
             for x in range(m):
-                d[x] = max(mv[times, mk[gm, x]], 0.0)
+                d[x] = max(mv[times, mk[tm, x]], 0.0)
                 dsum += d[x]
         else:
-            local_map(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, mv, mk, p,
-                      previous_mpi(off, sp_i, grp_off, grp, p, rank_r), lm, scr)
+            if p >= n_own:  # another share's member: the map it sent
+                _ghost_map(gm, p - n_own, mv, mk, lm)
+            else:
+                local_map(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, mv, mk, p,
+                          previous_mpi(off, sp_i, grp_off, grp, p, rank_r), lm, scr)
             for x in range(m):
-                k = mk[gm, x]
+                k = mk[tm, x]
                 d[x] = max(mv[times, k] - mv[lm, k], 0.0)
                 dsum += d[x]
         for key in range(N_KINDS + 1):
@@ -169,7 +202,7 @@ def _coll(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off
         if tot > 0:
             metric = typ if key == WAIT else N_KINDS + key
             for x in range(m):
-                res[metric, mk[gm, x], lr] += delay[key, x]
+                res[metric, mk[tm, x], lr] += delay[key, x]
     # sum scales: mPrevSp -> base; each more recent point -> base + the scales of the points before it
     lo = prev + 1 if prev >= 0 else off[SP, lr]
     for key in range(N_KINDS + 1):
@@ -381,15 +414,15 @@ def _idle(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, join_off, join_cu
 
 
 @numba.njit(cache=True, nogil=True)
-def _run(inp, h, off, snap, cost, mv, mk, res, rem, spmap, delay, sums):
-    """Handle wait state ``h`` (the rare forced handlings; the hot loop of :func:`delay_costs` dispatches itself)."""
+def _run(inp, h, off, snap, cost, mv, mk, res, rem, spmap, delay, sums, n_own, gm):
+    """Handle wait state ``h`` (the rare forced handlings; the hot loop of :func:`_replay` dispatches itself)."""
     k = inp.h[h, HK]
     if k == H_P2P:
         _p2p(h, inp.h, off, inp.seg_cut, inp.seg_cnode, inp.seg_time, inp.sp_i, inp.sp_f, inp.loc_rank, inp.grp_off,
-             inp.grp, snap, cost, mv, mk, res)
+             inp.grp, snap, cost, mv, mk, res, n_own, gm)
     elif k == H_COLL:
         _coll(h, inp.h, off, inp.seg_cut, inp.seg_cnode, inp.seg_time, inp.sp_i, inp.sp_f, inp.loc_rank, inp.grp_off,
-              inp.grp, cost, mv, mk, res, rem, spmap)
+              inp.grp, cost, mv, mk, res, rem, spmap, n_own, gm)
     elif k == H_OMPBAR:
         _ompbar(h, inp.h, inp.hm_off, inp.hm_sp, off, inp.seg_cut, inp.seg_cnode, inp.seg_time, inp.sp_i, inp.sp_f,
                 cost, mv, mk, res, delay, sums)
@@ -398,34 +431,80 @@ def _run(inp, h, off, snap, cost, mv, mk, res, rem, spmap, delay, sums):
               inp.n_cuts, cost, mv, mk, res)
 
 
+class DelayState:
+    """What the delay replay keeps between its rounds (one per share; the serial replay has one round).
+
+    ``cost`` ``[point, kind]``: the costs stored on each point (own points, then ghosts); ``snap`` ``[handling,
+    kind]``: a point-to-point waiter's costs when the replay passed it; per handling whether it can run
+    (``ready``), ran (``done``), how many members arrived; per touch whether it was counted; per handling the
+    location waiting for it; per location its next touch; the results ``res`` ``[metric, cnode, location]``.
+    The two cost arrays are zeroed by NumPy: its large arrays are fresh zero pages, faulted in as they are
+    written (numba's ``np.zeros`` writes every page first, 4 KiB at a time: 92 MB and 16 MB at 10^7 events)."""
+
+    def __init__(self, inp):
+        n_h, L = inp.h.shape[0], inp.n_locations
+        self.cost = np.zeros((inp.sp_i.shape[0], N_KINDS))
+        self.snap = np.zeros((n_h, N_KINDS))
+        self.res = np.zeros((2 * N_KINDS, inp.n_cnodes, L))
+        self.flags = np.zeros((3, n_h), np.bool_)  # ready, done, (unused)
+        self.arrived = np.zeros(n_h, np.int64)
+        self.counted = np.zeros(inp.tc_kind.shape[0], np.bool_)
+        self.waiting = np.full(n_h, -1, np.int64)
+        self.ptr = inp.tc_off[:L].copy()
+        self.forced = 0
+
+    def arrays(self):
+        return self.cost, self.snap, self.res, self.flags, self.arrived, self.counted, self.waiting, self.ptr
+
+
+_NO_GHOSTS = (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0))
+
+
 def delay_costs(inp):
     """All delay costs as a dense array ``[metric, cnode, loc]`` (metric: kind, or N_KINDS + kind for the
     long-term costs), and the number of handlings that had to be forced because the touches never became
-    ready (an inconsistent trace).
+    ready (an inconsistent trace)."""
+    st = DelayState(inp)
+    n_sp = inp.sp_i.shape[0]
+    no = np.zeros(0, np.int64)
+    while True:
+        left, _, blocked, _ = _replay(inp, *st.arrays(), n_sp, _NO_GHOSTS, no, no, np.zeros((0, N_KINDS)), -1, no)
+        if left == 0:
+            break
+        # the queue ran dry with touches left: every location is blocked (an inconsistent trace); force the first
+        # blocked touch with the costs as they are now
+        _replay(inp, *st.arrays(), n_sp, _NO_GHOSTS, no, no, np.zeros((0, N_KINDS)), blocked, no)
+        st.forced += 1
+    return st.res, st.forced
 
-    The costs stored per point and per handling (92 MB and 16 MB at 10^7 events) are zeroed by NumPy: its
-    large arrays are fresh zero pages, faulted in as they are written, in transparent huge pages where the
-    system has them; numba's ``np.zeros`` writes every page of them first, 4 KiB at a time."""
-    return _delay_costs(inp, np.zeros((inp.sp_i.shape[0], N_KINDS)), np.zeros((inp.h.shape[0], N_KINDS)))
+
+def delay_round(inp, st: DelayState, n_own: int, gm, ghost_h, in_ghost, in_cost, stuck: int):
+    """One round of the replay by shares (``analyzer.distributed``): the costs other shares sent for ghost points
+    ``in_ghost`` (rows of ``in_cost``) are taken, the locations run until each is done or waits for another
+    share, and, if ``stuck`` is a location of this share (the shares wait for each other in a cycle), its blocked
+    touch is forced first.  Returns (touches left, touches passed, the lowest location waiting or -1, the
+    emits passed: indices into the share's emit table)."""
+    emitted = np.empty(inp.tc_kind.shape[0] + 1, np.int64)
+    left, moved, blocked, n_em = _replay(inp, *st.arrays(), n_own, gm, ghost_h, np.asarray(in_ghost, np.int64),
+                                         np.asarray(in_cost, np.float64).reshape(-1, N_KINDS), stuck, emitted)
+    if stuck >= 0:
+        st.forced += 1
+    return left, moved, blocked, emitted[:n_em]
 
 
 @numba.njit(cache=True, nogil=True)
-def _delay_costs(inp, cost, snap):
-    """:func:`delay_costs` with its zeroed cost arrays (``[point, kind]`` and ``[handling, kind]``)."""
+def _replay(inp, cost, snap, res, flags, arrived, counted, waiting, ptr, n_own, gm, ghost_h, in_ghost, in_cost, force,
+            emitted):
+    """Take the incoming costs; if ``force`` >= 0, force location ``force``'s blocked touch and stop; else run
+    every location as far as it goes.  Returns (touches left, touches passed, the lowest blocked location or -1,
+    the number of emits written to ``emitted``)."""
     L = inp.n_locations
     C = inp.n_cnodes
     H, tc_off, tc_kind, tc_h, hm_off, hm_sp = inp.h, inp.tc_off, inp.tc_kind, inp.tc_h, inp.hm_off, inp.hm_sp
     seg_cut, seg_cnode, seg_time, sp_i, sp_f = inp.seg_cut, inp.seg_cnode, inp.seg_time, inp.sp_i, inp.sp_f
     loc_rank, grp_off, grp, join_off, join_cut, n_cuts = (inp.loc_rank, inp.grp_off, inp.grp, inp.join_off,
                                                           inp.join_cut, inp.n_cuts)
-    n_h = H.shape[0]
-    res = np.zeros((2 * N_KINDS, C, L))
-    ready = np.zeros(n_h, np.bool_)
-    done = np.zeros(n_h, np.bool_)
-    arrived = np.zeros(n_h, np.int64)
-    counted = np.zeros(tc_kind.shape[0], np.bool_)
-    waiting = np.full(n_h, -1, np.int64)
-    ptr = tc_off[:L].copy()
+    ready, done = flags[0], flags[1]
     mv, mk = new_maps(4, C)
     off = offsets(inp.seg_off, inp.sp_off)
     rem = np.zeros(inp.n_ranks + 1, np.int8)
@@ -435,86 +514,104 @@ def _delay_costs(inp, cost, snap):
     spmap = np.empty(max_grp, np.int64)
     delay = np.zeros((N_KINDS + 1, C))
     sums = np.zeros(N_KINDS + 1)
-    queue = np.empty(L + n_h + 16, np.int64)
+    for x in range(in_ghost.shape[0]):  # costs of ghost points: a waiter's snapshot, or a member arrived
+        gp = in_ghost[x]
+        h = ghost_h[gp - n_own]
+        for k in range(N_KINDS):
+            cost[gp, k] = in_cost[x, k]
+        if H[h, HK] == H_P2P:
+            for k in range(N_KINDS):
+                snap[h, k] = in_cost[x, k]
+            ready[h] = True
+        else:
+            arrived[h] += 1
+    if force >= 0:
+        t = ptr[force]
+        h = tc_h[t]
+        if tc_kind[t] == T_CAUSER and not ready[h]:
+            for k in range(N_KINDS):
+                snap[h, k] = cost[H[h, HA], k]
+            ready[h] = True
+        elif tc_kind[t] == T_MEMBER and not done[h]:
+            _run(inp, h, off, snap, cost, mv, mk, res, rem, spmap, delay, sums, n_own, gm)
+            done[h] = True
+    queue = np.empty(L + 16, np.int64)
     inq = np.zeros(L, np.bool_)
-    forced = 0
-    remaining = tc_off[L] - tc_off[0]
-    while remaining > 0:
-        qn = 0
-        for l in range(L):
-            if ptr[l] < tc_off[l + 1]:
-                queue[qn] = l
-                qn += 1
-                inq[l] = True
-        while qn > 0:
-            qn -= 1
-            l = queue[qn]
-            inq[l] = False
-            while ptr[l] < tc_off[l + 1]:
-                t = ptr[l]
-                h = tc_h[t]
-                kind = tc_kind[t]
-                run = -1
-                if kind == T_WAITER:
-                    for k in range(N_KINDS):
-                        snap[h, k] = cost[H[h, HA], k]
-                    ready[h] = True
-                    if waiting[h] >= 0 and not inq[waiting[h]]:
-                        queue[qn] = waiting[h]
-                        qn += 1
-                        inq[waiting[h]] = True
-                elif kind == T_CAUSER:
-                    if not ready[h]:
-                        waiting[h] = l
+    moved = 0
+    n_em = 0
+    qn = 0
+    for l in range(L):
+        if ptr[l] < tc_off[l + 1]:
+            queue[qn] = l
+            qn += 1
+            inq[l] = True
+    while qn > 0:
+        qn -= 1
+        l = queue[qn]
+        inq[l] = False
+        while ptr[l] < tc_off[l + 1]:
+            t = ptr[l]
+            h = tc_h[t]
+            kind = tc_kind[t]
+            run = -1
+            if kind == T_WAITER:
+                for k in range(N_KINDS):
+                    snap[h, k] = cost[H[h, HA], k]
+                ready[h] = True
+                if waiting[h] >= 0 and not inq[waiting[h]]:
+                    queue[qn] = waiting[h]
+                    qn += 1
+                    inq[waiting[h]] = True
+            elif kind == T_CAUSER:
+                if not ready[h]:
+                    waiting[h] = l
+                    break
+                run = h
+            elif kind == T_IDLE:
+                run = h
+            elif kind == T_SEND:  # the costs on this point are final: they go to the share handling its wait state
+                emitted[n_em] = h
+                n_em += 1
+            else:
+                if not counted[t]:
+                    counted[t] = True
+                    arrived[h] += 1
+                if not done[h]:
+                    if arrived[h] < H[h, HN]:
                         break
                     run = h
-                elif kind == T_IDLE:
-                    run = h
+                    done[h] = True
+                    for q in range(hm_off[h], hm_off[h + 1]):
+                        p = hm_sp[q]
+                        if p >= n_own:
+                            continue
+                        ml = sp_i[p, P_LOC]
+                        if ml != l and not inq[ml]:
+                            queue[qn] = ml
+                            qn += 1
+                            inq[ml] = True
+            if run >= 0:  # _run, written out: the hot loop passes no more arrays than a handling reads
+                hk = H[run, HK]
+                if hk == H_OMPBAR:
+                    _ompbar(run, H, hm_off, hm_sp, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, cost, mv, mk,
+                            res, delay, sums)
+                elif hk == H_COLL:
+                    _coll(run, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off, grp, cost,
+                          mv, mk, res, rem, spmap, n_own, gm)
+                elif hk == H_P2P:
+                    _p2p(run, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off, grp, snap,
+                         cost, mv, mk, res, n_own, gm)
                 else:
-                    if not counted[t]:
-                        counted[t] = True
-                        arrived[h] += 1
-                    if not done[h]:
-                        if arrived[h] < H[h, HN]:
-                            break
-                        run = h
-                        done[h] = True
-                        for q in range(hm_off[h], hm_off[h + 1]):
-                            ml = sp_i[hm_sp[q], P_LOC]
-                            if ml != l and not inq[ml]:
-                                queue[qn] = ml
-                                qn += 1
-                                inq[ml] = True
-                if run >= 0:  # _run, written out: the hot loop passes no more arrays than a handling reads
-                    hk = H[run, HK]
-                    if hk == H_OMPBAR:
-                        _ompbar(run, H, hm_off, hm_sp, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, cost, mv, mk,
-                                res, delay, sums)
-                    elif hk == H_COLL:
-                        _coll(run, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off, grp, cost,
-                              mv, mk, res, rem, spmap)
-                    elif hk == H_P2P:
-                        _p2p(run, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off, grp, snap,
-                             cost, mv, mk, res)
-                    else:
-                        _idle(run, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, join_off, join_cut, n_cuts,
-                              cost, mv, mk, res)
-                ptr[l] += 1
-                remaining -= 1
-        if remaining > 0:
-            # the queue ran dry with touches left: every location is blocked (an inconsistent trace);
-            # force the first blocked touch with the costs as they are now
-            for l in range(L):
-                if ptr[l] < tc_off[l + 1]:
-                    t = ptr[l]
-                    h = tc_h[t]
-                    if tc_kind[t] == T_CAUSER and not ready[h]:
-                        for k in range(N_KINDS):
-                            snap[h, k] = cost[H[h, HA], k]
-                        ready[h] = True
-                    elif tc_kind[t] == T_MEMBER and not done[h]:
-                        _run(inp, h, off, snap, cost, mv, mk, res, rem, spmap, delay, sums)
-                        done[h] = True
-                    forced += 1
-                    break
-    return res, forced
+                    _idle(run, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, join_off, join_cut, n_cuts,
+                          cost, mv, mk, res)
+            ptr[l] += 1
+            moved += 1
+    left = 0
+    blocked = -1
+    for l in range(L):
+        n = tc_off[l + 1] - ptr[l]
+        if n > 0:
+            left += n
+            if blocked < 0:
+                blocked = l
+    return left, moved, blocked, n_em

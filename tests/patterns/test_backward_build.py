@@ -198,10 +198,10 @@ def test_kernels_refuse_indices_outside_their_tables():
 
 @pytest.mark.parametrize("seed,big", [(0, False), (1, False), (2, True), (3, False)])
 def test_pack_is_concatenate_then_gather(seed, big):
-    """The points written from the parts straight into the packed arrays (patterns.backward._pack) equal the
+    """The points written from the parts straight into the packed arrays (patterns.backward.pack_points) equal the
     columns concatenated, gathered by the order (some rows dropped: a cut met twice) and packed; a value past
     int32 makes the integer columns int64."""
-    from patterns.backward import _DEFAULT, _FLOAT_COLS, _INT_COLS, _ROLE_COLS, _pack, _points
+    from patterns.backward_points import _DEFAULT, _FLOAT_COLS, _INT_COLS, _ROLE_COLS, pack_points, points_part
 
     rng = np.random.default_rng(seed)
     parts = []
@@ -213,13 +213,13 @@ def test_pack_is_concatenate_then_gather(seed, big):
                 "cnode": rng.integers(0, 7, n).astype(np.int32)}
         if rng.random() < 0.5:  # the others take the default
             cols["total"] = rng.random(n)
-        parts.append(_points(**cols))
+        parts.append(points_part(**cols))
     if big:
         parts[0]["sr_arg"] = parts[0]["sr_arg"] + (1 << 40)
     sizes = [p["n"] for p in parts]
     N = sum(sizes)
     o = rng.permutation(N)[: max(N - int(rng.integers(0, 4)), 0)] if seed else rng.permutation(N)
-    sp_i, sp_f, rr = _pack(parts, sizes, o, 100)
+    sp_i, sp_f, rr = pack_points(parts, sizes, o, 100)
 
     def column(k):
         return np.concatenate([np.broadcast_to(p.get(k, _DEFAULT[k]) if k in _DEFAULT else p[k], (p["n"],))

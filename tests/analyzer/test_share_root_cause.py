@@ -1,0 +1,74 @@
+"""The root-cause analysis by shares (analyzer/distributed/share_backward.py, share_root_cause.py) against the
+serial one: every share's delay costs and critical-path metrics in its own locations' columns, bit for bit,
+for K = 1 (one share), K < processes, and K > processes (empty shares), over MemoryNetwork."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from random_hybrid_traces import random_builder
+
+from analyzer.distributed.network import MemoryNetwork, run_stages
+from analyzer.distributed.share_backward import share_backward_inputs
+from analyzer.distributed.share_replay import share_stages
+from analyzer.distributed.share_root_cause import share_critical_path, share_delay
+from analyzer.replay import replay
+from analyzer.replay.engine import partition
+from patterns.backward import REQUIRES, backward_inputs
+from patterns.critical_path import critical_path_profile
+from patterns.kernels.delay import delay_costs
+
+N_PROCESSES = 5
+KS = (1, 2, 3, 7)
+
+
+def _by_shares(trace, K):
+    shares = partition(trace, K)
+    net = MemoryNetwork(K)
+    got = run_stages(net, share_stages(trace, shares, set(REQUIRES), compact=True))
+    ctxs = {s: got[s].context for s in range(K)}
+    sbs = share_backward_inputs(net, ctxs, shares)
+    return ctxs, sbs, share_delay(net, sbs), share_critical_path(net, ctxs, sbs)
+
+
+def _check(trace):
+    ser = replay(trace, tables=set(REQUIRES))
+    want_res, want_forced = delay_costs(backward_inputs(ser))
+    want_cp = critical_path_profile(ser)
+    assert want_res.sum() > 0 and want_cp["critical_path"].sum() > 0  # the comparisons have something to compare
+    crossed = {"ghosts": 0, "links": 0}
+    for K in KS:
+        ctxs, sbs, delay, cp = _by_shares(trace, K)
+        for s in range(K):
+            own = np.asarray(ctxs[s].owned, np.int64)
+            glob = sbs[s].global_location[own]
+            res, forced = delay[s]
+            np.testing.assert_array_equal(res[:, :, own], want_res[:, :, glob], err_msg=f"delay K={K} share {s}")
+            for name, a in cp[s].items():
+                np.testing.assert_array_equal(a[:, own], want_cp[name][:, glob], err_msg=f"{name} K={K} share {s}")
+            if K > 1:
+                crossed["ghosts"] += len(sbs[s].ghost_h)
+                crossed["links"] += len(sbs[s].rl_share)
+        assert sum(delay[s][1] for s in range(K)) == want_forced
+    assert crossed["ghosts"] and crossed["links"]  # wait states and the path crossed shares
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_delay_and_critical_path_by_shares_are_the_serial_ones(seed):
+    _check(random_builder(seed, N_PROCESSES, 2, 30).build())
+
+
+def test_with_tasks_and_more_threads():
+    _check(random_builder(11, N_PROCESSES, 3, 30, tasks=True).build())
+
+
+def test_ghosts_and_emits_pair_up():
+    """Every ghost point a share holds was emitted by exactly one other share, at the position it names."""
+    trace = random_builder(2, N_PROCESSES, 2, 30).build()
+    _, sbs, _, _ = _by_shares(trace, 3)
+    for s, sb in sbs.items():
+        for src in range(3):
+            got = np.sort(sb.ghost_pos[sb.ghost_src == src])
+            sent = np.sort(sbs[src].em_slot[sbs[src].em_dest == s])
+            np.testing.assert_array_equal(got, sent)
+        assert (sb.ghost_h >= 0).all()  # each ghost belongs to a handling of its share
