@@ -22,7 +22,7 @@ from patterns.api import Pattern, PatternError, check_subset_rule, compute_resul
 from .cube import Cube, LocationInfo, MetricInfo, RegionInfo, region_strings
 from .cube.stored_rows import RowValues
 from .cube.dimensions import ABSENT_LOCATION_ATTR
-from .distributed import MISMATCHES
+from .distributed import MISMATCHES, ROOT_CAUSE_PROBLEMS
 
 __all__ = ["analyze", "compute_patterns", "build_cube", "collective_mismatches", "counter_cube_metrics",
            "efficiency_attrs", "metric_status", "required_tables", "select_patterns", "without_patterns",
@@ -398,6 +398,7 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
         ctx = replay(trace, tables=tables, jobs=jobs, progress=progress, salvage=salvage)
     ctx.problems.extend(definition_warnings(trace.defs, ids=False))  # dense_view words the ids itself
     ctx.problems.extend(collective_mismatches(ctx))
+    ctx.problems.extend(ctx.derived.pop(ROOT_CAUSE_PROBLEMS, []))  # the root-cause analysis by shares counted them
     done = set(ctx.results)  # computed per share (analyzer.distributed): the rest runs here, over the whole
     compute_patterns(ctx, [p for p in pats if p.name not in done], check=not done)
     if done:

@@ -10,3 +10,6 @@ docs/architecture.md ("Shares") and docs/performance.md.
 #: ``ctx.derived`` key under which an analysis by shares leaves ``analyzer.analyze.collective_mismatches``' lines
 #: (share 0 holds no collectives rows; the instances' owner shares counted the mismatched ones)
 MISMATCHES = "analyzer.collective_mismatches"
+#: ``ctx.derived`` key under which an analysis by shares leaves the problem lines of the root-cause analysis it ran
+#: per share (``share_root_cause``), for share 0 to report where the serial analysis does
+ROOT_CAUSE_PROBLEMS = "analyzer.root_cause_problems"

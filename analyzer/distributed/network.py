@@ -40,6 +40,9 @@ class Network(ABC):
 
     n_shares: int
     local: list[int]
+    #: whether a share's state stays in this process's memory between stages (not so under ``--memory``): the
+    #: exchanges of the root-cause analysis by shares keep every local share's context across many rounds
+    keeps_states: bool = True
 
     @abstractmethod
     def post(self, share: int, outbox: Outbox) -> None:

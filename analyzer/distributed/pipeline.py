@@ -28,11 +28,12 @@ import numpy as np
 from analyzer.replay.engine import assemble, check_tables, location_meta, partition
 from patterns.tables import Table
 
-from . import MISMATCHES
+from . import MISMATCHES, ROOT_CAUSE_PROBLEMS
 from .network import Network, run_stages
 from .share_collectives import mismatch_problems
 from .share_patterns import compute_owned, gather_rows, nonzero_rows, split_by_scope
 from .share_replay import FALLBACK, merge_problems, share_stages
+from .share_root_cause import is_root_cause, root_cause_by_shares, root_cause_problems
 
 __all__ = ["analyze_by_shares", "plan"]
 
@@ -48,12 +49,16 @@ class Plan:
     later: list  # "row" and "global" patterns, computed on share 0 after the reduction
     share_tables: set[str]  # tables every share builds (for its location patterns)
     fallback_tables: set[str]  # tables share 0 builds from gathered fragments (for the global patterns)
+    scopes: dict | None = None  # scopes that replace the patterns' own (split_by_scope)
 
 
-def plan(pats, keep_tables: bool = False) -> Plan:
+def plan(pats, keep_tables: bool = False, root_cause: bool = False) -> Plan:
     """Split ``pats`` by scope.  ``keep_tables``: share 0 also needs every table the patterns read (the
-    ``--timeline`` writer reads them), so they are all gathered there."""
-    local, row, glob = split_by_scope(pats)
+    ``--timeline`` writer reads them), so they are all gathered there.  ``root_cause``: the root-cause patterns
+    (``share_root_cause.MODULES``) are computed per share, like "location" patterns, after the exchanges of
+    ``share_root_cause.root_cause_by_shares``."""
+    scopes = {p.name: "location" for p in pats if is_root_cause(p)} if root_cause else None
+    local, row, glob = split_by_scope(pats, scopes)
     share_tables = {t for p in local for t in p.requires}
     fallback = {t for p in glob for t in p.requires}
     if keep_tables:
@@ -62,13 +67,16 @@ def plan(pats, keep_tables: bool = False) -> Plan:
         fallback = check_tables(fallback)
         # the problems of a share-0 table build are the serial ones only when it builds every table: it does
         fallback |= check_tables(share_tables) if share_tables else set()
-    return Plan(local, row + glob, check_tables(share_tables) if share_tables else set(), fallback)
+    return Plan(local, row + glob, check_tables(share_tables) if share_tables else set(), fallback, scopes)
 
 
 def analyze_by_shares(trace, pats, net: Network, salvage: bool = False, progress=None, keep_tables: bool = False):
     """The context of the whole trace with the results of every share-computable pattern, on the process
     running share 0 (None on the others)."""
-    p = plan(pats, keep_tables)
+    # the root-cause analysis per share keeps every local share's context across its exchanges: not where the
+    # states are spilled (--memory), nor where share 0 gets every table anyway (--timeline)
+    by_shares = net.keeps_states and not keep_tables and any(is_root_cause(q) for q in pats)
+    p = plan(pats, keep_tables, root_cause=by_shares)
     shares = partition(trace, net.n_shares)
     _, n_locations, location_process, location_thread = location_meta(trace)  # of the whole trace
     stages = share_stages(trace, shares, p.share_tables, salvage=salvage, progress=progress,
@@ -90,7 +98,7 @@ def analyze_by_shares(trace, pats, net: Network, salvage: bool = False, progress
     def results_stage(s, state, inbox):
         ctx = state.context
         owned = np.asarray(ctx.owned, np.int64)  # columns of this context
-        blocks = nonzero_rows(compute_owned(ctx, p.local))
+        blocks = nonzero_rows(compute_owned(ctx, p.local, p.scopes))
         glob = owned if ctx.global_location is None else ctx.global_location[owned]
         part = {"owned": glob, "blocks": blocks, "visits": ctx.visits[:, owned], "excl": ctx.excl_time[:, owned],
                 "incl": ctx.incl_time[:, owned], "counters": {n: a[:, owned] for n, a in ctx.counters.items()},
@@ -108,7 +116,16 @@ def analyze_by_shares(trace, pats, net: Network, salvage: bool = False, progress
         state, mine = results_stage(s, result, {})
         return state, {**outbox, **mine}
 
-    run_stages(net, [stages[0]] + [take_fallback(st) for st in stages[1:-1]] + [take_fallback(last_stage)])
+    if by_shares:
+        states = run_stages(net, [stages[0]] + [take_fallback(st) for st in stages[1:]])
+        ctxs = {s: states[s].context for s in net.local}
+        for s, part in root_cause_by_shares(net, ctxs, shares, pats).items():
+            states[s].problems["root_cause"] = part
+        del ctxs
+        # the exchanges kept their own states: each share's context is the one the replay left
+        run_stages(net, [lambda s, state, inbox: results_stage(s, states[s], inbox)])
+    else:
+        run_stages(net, [stages[0]] + [take_fallback(st) for st in stages[1:-1]] + [take_fallback(last_stage)])
     if 0 not in net.local:
         return None
     parts = [x for x in net.inbox(0).get(RESULT, []) if x is not None]
@@ -157,6 +174,7 @@ def _reduce(trace, parts, p: Plan, fallback, bare):
         ctx.counters = {n: _scatter([{"owned": q["owned"], n: q["counters"][n]} for q in parts], n, C, L, np.float64)
                         for n in parts[0]["counters"]}
         ctx.problems = merge_problems([part["problems"] for part in parts], trace)
+        ctx.derived[ROOT_CAUSE_PROBLEMS] = root_cause_problems([part["problems"].get("root_cause") for part in parts])
         ctx.tables = {n: RowsOnShares(n, [part["table_rows"].get(n, 0) for part in parts])
                       for n in p.share_tables}
         if "collectives" in p.share_tables:  # the instances' owners counted the mismatched ones

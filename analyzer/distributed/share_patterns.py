@@ -22,7 +22,7 @@ __all__ = ["GROUPS", "split_by_scope", "compute_owned", "scatter_owned", "nonzer
 GROUPS = ("location", "row", "global")
 
 
-def split_by_scope(pats) -> tuple[list, list, list]:
+def split_by_scope(pats, scopes: dict | None = None) -> tuple[list, list, list]:
     """``(location, row, global)``: the patterns of each group, each list in the order of ``pats``.
 
     A pattern's group is its ``scope`` (``"global"`` if it has none), moved to a later group when one of
@@ -33,7 +33,7 @@ def split_by_scope(pats) -> tuple[list, list, list]:
     pats = list(pats)
     rank = {}
     for p in pats:
-        scope = getattr(p, "scope", "global")
+        scope = (scopes or {}).get(p.name, getattr(p, "scope", "global"))
         rank[p.name] = GROUPS.index(scope) if scope in GROUPS else len(GROUPS) - 1
     changed = True
     while changed:  # to a fixed point, whatever the order of ``pats``
@@ -56,16 +56,17 @@ def _owned(ctx) -> np.ndarray:
     return np.arange(ctx.n_locations, dtype=np.int64) if owned is None else np.asarray(owned, np.int64)
 
 
-def compute_owned(ctx, pats) -> dict[str, np.ndarray]:
+def compute_owned(ctx, pats, scopes: dict | None = None) -> dict[str, np.ndarray]:
     """Compute the ``"location"`` group of ``pats`` (:func:`split_by_scope`) on a share's context, as
     ``analyzer.analyze.compute_patterns`` does (``patterns.api.compute_results``: same checks and
     errors; the subset rule is checked later over the full results), and return each result's owned
     columns: name -> float64 ``[C, len(ctx.owned)]``, in computation order.
 
     A result stays in ``ctx.results`` only while a later pattern of the group reads it (``depends``,
-    ``optional_depends``): a share holds one ``[C, L]`` array per pattern at most that long.
+    ``optional_depends``): a share holds one ``[C, L]`` array per pattern at most that long.  ``scopes``: as
+    for :func:`split_by_scope`.
     """
-    loc = split_by_scope(pats)[0]
+    loc = split_by_scope(pats, scopes)[0]
     owned = _owned(ctx)
     last_read = {}
     for i, p in enumerate(loc):

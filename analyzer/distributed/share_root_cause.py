@@ -136,3 +136,57 @@ def share_critical_path(net, ctxs: dict, sbs: dict) -> dict:
             prof[name] = a
         out[s] = prof
     return out
+
+
+#: the pattern modules of the root-cause analysis, which the analysis by shares computes with the exchanges
+#: of this module (and ``share_pop``) instead of gathering their tables to share 0
+MODULES = ("patterns.delay", "patterns.critical_path", "patterns.pop")
+
+
+def is_root_cause(pattern) -> bool:
+    return type(pattern).__module__ in MODULES
+
+
+def root_cause_by_shares(net, ctxs: dict, shares: list, pats) -> dict:
+    """Compute the selected root-cause patterns' profiles on every local share, into each context's
+    ``derived`` where the patterns read them (``patterns.delay.delay_profile`` and the like), so the share's
+    pattern step computes them as "location" patterns.  ``pats``: every selected pattern (POP needs the
+    execution, MPI and OpenMP times first: computed here, their results stay).  Returns per share its part of
+    the problems (the handlings forced on an inconsistent trace)."""
+    from patterns.api import compute_results
+    from patterns.backward_points import KINDS
+
+    mods = {type(p).__module__ for p in pats if is_root_cause(p)}
+    forced = {s: 0 for s in ctxs}
+    if mods & {"patterns.delay", "patterns.critical_path"}:
+        from .share_backward import share_backward_inputs
+
+        sbs = share_backward_inputs(net, ctxs, shares)
+        if "patterns.delay" in mods:
+            for s, (res, n) in share_delay(net, sbs).items():
+                prof = {}
+                for k, kind in enumerate(KINDS):
+                    prof[f"delay_{kind}"] = res[k]
+                    prof[f"delay_{kind}_longterm"] = res[len(KINDS) + k]
+                ctxs[s].derived["patterns.delay"] = prof
+                forced[s] = int(n)
+        if "patterns.critical_path" in mods:
+            for s, prof in share_critical_path(net, ctxs, sbs).items():
+                ctxs[s].derived["patterns.critical_path"] = prof
+        del sbs
+    if "patterns.pop" in mods:
+        from .share_pop import share_pop_profiles
+
+        first = [p for p in pats if p.name in ("execution", "mpi", "omp_time")]
+        for ctx in ctxs.values():
+            compute_results(ctx, [p for p in first if p.name not in ctx.results])
+        for s, prof in share_pop_profiles(net, ctxs).items():
+            ctxs[s].derived["patterns.pop"] = prof
+    return {s: {"delay_forced": n} for s, n in forced.items()}
+
+
+def root_cause_problems(parts: list) -> list[str]:
+    """The serial analysis's problem lines of the root-cause analysis from every share's part."""
+    n = sum(int(p.get("delay_forced", 0)) for p in parts if p)
+    return [f"delay analysis: {n} wait state(s) met out of order (inconsistent trace); their costs are approximate"] \
+        if n else []

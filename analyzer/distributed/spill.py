@@ -80,6 +80,8 @@ class SpillNetwork(Network):
     ``spilled_bytes``: bytes written, ``read_bytes``: bytes read, ``spill_seconds``: wall time spent
     serialising, writing and reading."""
 
+    keeps_states = False
+
     def __init__(self, directory, n_shares: int):
         self.n_shares = int(n_shares)
         self.local = list(range(self.n_shares))
