@@ -89,6 +89,7 @@ class ShareBackward:
     rl_loc: np.ndarray  # global location
     rl_cut: np.ndarray
     cp_starts_here: bool = False
+    n_points_run: int = 0  # points of every share (the serial critical-path walk's bound)
     problems: list = field(default_factory=list)
 
 
@@ -359,7 +360,8 @@ class _Work:
         mpi = self.sp_i[:, 3].astype(bool) if n_sp else np.zeros(0, bool)
         n_mpi_ranks = len(np.unique(np.asarray(ctx.location_process)[sp_loc[mpi]]))
         out[_CP_TOTALS] = {EVERY: (int((self.role == 5).sum()), n_mpi_ranks,
-                                   (int(self.glob[sp_loc[fin[0]]]), int(self.sp_i[fin[0], 1])) if len(fin) else None)}
+                                   (int(self.glob[sp_loc[fin[0]]]), int(self.sp_i[fin[0], 1])) if len(fin) else None,
+                                   n_sp)}
         return None, out
 
     def _own_rows(self, part: dict) -> dict:
@@ -487,6 +489,7 @@ class _Work:
         totals = [t for t in inbox.get(_CP_TOTALS, []) if t is not None]
         self.cp_totals = (sum(t[0] for t in totals), sum(t[1] for t in totals),
                           next((t[2] for t in totals if t[2] is not None), None))
+        self.n_points_run = sum(t[3] for t in totals)  # the run's points, as the serial analysis counts them
         return None, {_GHOSTS: out}
 
     # ------------------------------------------------------------------ 5

@@ -189,4 +189,4 @@ def assemble(w, ghosts: list) -> ShareBackward:
         gm_value=_cat([p["map_value"] for _, p in got], np.float64), ghost_h=ghost_h, ghost_src=ghost_src,
         ghost_pos=ghost_pos, em_point=em, em_dest=w.em_dest, em_slot=w.em_slot,
         rl_share=_cat(links[0], np.int64), rl_loc=_cat(links[1], np.int64), rl_cut=_cat(links[2], np.int64),
-        cp_starts_here=starts)
+        cp_starts_here=starts, n_points_run=w.n_points_run)

@@ -51,7 +51,10 @@ def share_delay(net, sbs: dict) -> dict:
             ids[sb.ghost_pos[sel]] = sb.n_own + sel
             by[int(src)] = ids
         ghost_of[s] = by
-    owners = {s: _g2l(sb) for s, sb in sbs.items()}
+    # per share the local id of each location it has touches of (its own) by global id: a location blocked in a
+    # cycle of waits is forced by its owner only
+    owners = {s: {int(sb.global_location[l]): int(l) for l in np.flatnonzero(np.diff(sb.inp.tc_off) > 0)}
+              for s, sb in sbs.items()}
 
     def step(s, state, inbox, stuck):
         sb, st = sbs[s], states[s]
@@ -91,21 +94,22 @@ def share_critical_path(net, ctxs: dict, sbs: dict) -> dict:
         walks = []
         if state is None and sb.cp_starts_here:
             loc = inp.cp_start_loc
+            budget = sb.n_points_run + 2  # the serial walk's bound: a cycle of links (an inconsistent trace) ends
             if inp.cp_start_sp >= 0:
-                walks.append((loc, int(inp.sp_i[inp.cp_start_sp, 1]), inp.cp_start_sp - 1))
+                walks.append((loc, int(inp.sp_i[inp.cp_start_sp, 1]), inp.cp_start_sp - 1, budget))
             else:
-                walks.append((loc, int(inp.n_cuts[loc]) + 1, int(inp.sp_off[loc + 1]) - 1))
+                walks.append((loc, int(inp.n_cuts[loc]) + 1, int(inp.sp_off[loc + 1]) - 1, budget))
         for p in inbox.get(_TOKEN, []):
             if p is not None:
                 loc = owners[s][p[0]]
                 lo, hi = int(inp.sp_off[loc]), int(inp.sp_off[loc + 1])
                 at = lo + int(np.searchsorted(inp.sp_i[lo:hi, 1], p[1]))
-                walks.append((loc, p[1], at - 1))
+                walks.append((loc, p[1], at - 1, p[2]))
         out = [None] * net.n_shares
-        for loc, end, i in walks:
-            k = walk_path(inp, lcp[s], loc, end, i)
-            if k >= 0:
-                out[int(sb.rl_share[k])] = (int(sb.rl_loc[k]), int(sb.rl_cut[k]))
+        for loc, end, i, budget in walks:
+            k, budget = walk_path(inp, lcp[s], loc, end, i, budget)
+            if k >= 0 and budget > 0:
+                out[int(sb.rl_share[k])] = (int(sb.rl_loc[k]), int(sb.rl_cut[k]), int(budget))
         sent = any(x is not None for x in out)
         return True, {_TOKEN: out}, Status(1 if sent else 0, bool(walks), NOT_STUCK)
 

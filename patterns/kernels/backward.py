@@ -349,32 +349,35 @@ def critical_path(inp, sev):
     if inp.n_locations == 0:
         return 0.0
     loc = inp.cp_start_loc
+    budget = inp.sp_i.shape[0] + 2  # an inconsistent trace's links may form a cycle: bounded
     if inp.cp_start_sp >= 0:
-        walk_path(inp, sev, loc, inp.sp_i[inp.cp_start_sp, P_CUT], inp.cp_start_sp - 1)
+        walk_path(inp, sev, loc, inp.sp_i[inp.cp_start_sp, P_CUT], inp.cp_start_sp - 1, budget)
     else:
-        walk_path(inp, sev, loc, inp.n_cuts[loc] + 1, inp.sp_off[loc + 1] - 1)
+        walk_path(inp, sev, loc, inp.n_cuts[loc] + 1, inp.sp_off[loc + 1] - 1, budget)
     return sev.sum()
 
 
 @numba.njit(cache=True, nogil=True)
-def walk_path(inp, sev, loc, end, i):
+def walk_path(inp, sev, loc, end, i, budget):
     """Walk the critical path backwards on ``loc`` from point ``i`` (the interval up to cut ``end`` on it),
-    charging ``sev``; returns -1 where the path ends, else the remote link ``k`` it leaves by
-    (``cp_next = -2 - k``: a point of another share, see ``analyzer.distributed.share_backward``)."""
+    charging ``sev``, for at most ``budget`` steps (a step: to the next location, or the path's end).  Returns
+    ``(link, budget left)``: ``link`` -1 where the path ends (or the budget does), else the remote link it
+    leaves by (``cp_next = -2 - link``: a point of another share, see ``analyzer.distributed.share_backward``)."""
     mv, mk = new_maps(1, inp.n_cnodes)
     off = offsets(inp.seg_off, inp.sp_off)
     seg_cut, seg_cnode, seg_time, sp_i, sp_f = inp.seg_cut, inp.seg_cnode, inp.seg_time, inp.sp_i, inp.sp_f
     cp_next, cp_stop = inp.cp_next, inp.cp_stop
-    for _ in range(sp_i.shape[0] + 2):
+    while budget > 0:
+        budget -= 1
         moved = False
         while i >= off[SP, loc]:
             if cp_stop[i]:
                 _charge(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, sev, loc, sp_i[i, P_CUT], end, i, mv, mk)
-                return -1
+                return -1, budget
             nx = cp_next[i]
             if nx <= -2:
                 _charge(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, sev, loc, sp_i[i, P_CUT], end, i, mv, mk)
-                return -2 - nx
+                return -2 - nx, budget
             if nx >= 0 and nx != i:
                 _charge(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, sev, loc, sp_i[i, P_CUT], end, i, mv, mk)
                 loc = sp_i[nx, P_LOC]
@@ -386,4 +389,4 @@ def walk_path(inp, sev, loc, end, i):
         if not moved:
             _charge(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, sev, loc, 0, end, -1, mv, mk)
             break
-    return -1
+    return -1, budget
