@@ -5,16 +5,18 @@
 1. every rank turns each payload it sends to another rank into a pickled header and the raw bytes of
    its numpy arrays (``payload.split``: columns are not copied through pickle), once per
    payload (a payload for every share is split once and its buffers sent to each rank);
-2. one ``alltoall`` of small python lists tells each rank what comes from each other rank: the kinds in
-   the source's order and, per payload, the lengths of its header and buffers;
+2. one ``alltoall`` of small python lists tells each rank every rank's failure and what comes from each
+   other rank: the kinds in the source's order and, per payload, the lengths of its header and buffers,
+   or, where all a rank sends another is at most :data:`INLINE` bytes, the payloads themselves (the
+   rounds of the root-cause analysis send a few numbers each: one collective per round);
 3. every rank receives each buffer into memory of its own (so a column keeps no other column alive) by
    point-to-point messages of at most :data:`CHUNK` bytes, all posted at once and completed together:
    no message or call passes the 2 GiB a C ``int`` can count, and the number of messages per pair is
    the pair's bytes / CHUNK plus one per non-empty buffer.
 
 A rank's payload for itself is handed over as it is (as :class:`~analyzer.distributed.network.MemoryNetwork`
-does).  Failures: before any payload moves (and again once the receive buffers are allocated) one
-``allgather`` tells every rank which ranks failed; then every rank raises instead of exchanging, rank 0 the
+does).  Failures: before any payload moves the all-to-all (and, where buffers travel apart, an ``allgather``
+once the receive buffers are allocated) tells every rank which ranks failed; then every rank raises instead of exchanging, rank 0 the
 first failing rank's error (a trace error with its file and location, see
 ``payload.portable_error``) and the others :class:`ShareFailed`.  Headers are unpickled
 in :meth:`~MpiNetwork.inbox`, inside the stage's error handling of
@@ -36,6 +38,8 @@ __all__ = ["CHUNK", "TRAFFIC", "MpiNetwork"]
 
 #: largest single message (bytes): well under the 2 GiB a C int can count (tests patch it to a few bytes)
 CHUNK = 1 << 30
+#: what a rank sends one other rank in a flush travels inside the all-to-all up to this many bytes
+INLINE = 1 << 16
 _TAG = 0x4E57  # "NW"; on a communicator of its own, so no other message of the program can match
 #: what this process's networks exchanged, summed over them (benchmarks/rank_peak.py reads it): bytes and
 #: point-to-point messages sent and received, flushes, and the wall seconds spent in them (waiting included)
@@ -144,28 +148,51 @@ class MpiNetwork(Network):
                 plan = self._plan(outbox)
             except Exception as exc:  # e.g. a payload that cannot be pickled: reported like a stage's failure
                 error = exc
-        self._check(error)
-        metas, segments, own = plan
-        incoming = self.comm.alltoall(metas)
+        # one all-to-all tells every rank every rank's failure, what comes from each rank, and whether any rank
+        # sends buffers apart; what is small travels in it (the rounds of the root-cause analysis exchange a few
+        # numbers per round: one collective each, not three and point-to-point messages)
+        k = self.n_shares
+        failure = None if error is None else portable_error(error)
+        inline = [False] * k
+        if plan is not None:
+            metas, segments, own = plan
+            for d in range(k):
+                if d != self.rank and sum(len(memoryview(g).cast("B")) for g in segments[d]) <= INLINE:
+                    inline[d] = True
+                    metas[d] = self._inline(metas[d], segments[d])
+                    segments[d] = []
+        apart = plan is not None and any(segments[d] for d in range(k) if d != self.rank)
+        incoming = self.comm.alltoall([(failure, apart, None if plan is None or d == self.rank else plan[0][d])
+                                       for d in range(k)])
+        errors = [x[0] for x in incoming]
+        if any(e is not None for e in errors):
+            self._raise(errors, error)
         received: dict[int, list] = {}
         receives: list = []  # (source, piece) in the order the source sends them
         try:
-            for src, meta in enumerate(incoming):
+            for src, (_, _, meta) in enumerate(incoming):
                 if src == self.rank:
                     continue
                 entries = received[src] = []
                 for kind, info in meta:
                     if info is None:
                         entries.append((kind, None))
-                        continue
-                    header_len, lengths = info
-                    got = _Received(bytearray(header_len), [np.empty(n, dtype=np.uint8) for n in lengths])
-                    entries.append((kind, got))
-                    for seg in [got.header, *got.buffers]:
-                        receives.extend((src, piece) for piece in _pieces(seg, chunk))
+                    elif isinstance(info[0], bytes):  # it came along: header and buffers
+                        entries.append((kind, _Received(bytearray(info[0]),
+                                                        [np.frombuffer(b, np.uint8).copy() for b in info[1]])))
+                        self.received_bytes += len(info[0]) + sum(len(b) for b in info[1])
+                    else:
+                        header_len, lengths = info
+                        got = _Received(bytearray(header_len), [np.empty(n, dtype=np.uint8) for n in lengths])
+                        entries.append((kind, got))
+                        for seg in [got.header, *got.buffers]:
+                            receives.extend((src, piece) for piece in _pieces(seg, chunk))
         except Exception as exc:  # out of memory for what arrives: no rank may start sending
             error = exc
-        self._check(error)
+        if any(x[1] for x in incoming):  # buffers travel apart: every rank first says it could take what comes
+            self._check(error)
+        elif error is not None:
+            raise error
         requests = [self.comm.Irecv([piece, MPI.BYTE], source=src, tag=_TAG) for src, piece in receives]
         for dest, segs in enumerate(segments):
             for seg in segs:
@@ -174,7 +201,8 @@ class MpiNetwork(Network):
                     self.messages += 1
                     self.sent_bytes += len(piece)
                     self.largest_message = max(self.largest_message, len(piece))
-        MPI.Request.Waitall(requests)
+        if requests:
+            MPI.Request.Waitall(requests)
         self.received_bytes += sum(len(piece) for _, piece in receives)
         del requests, receives, segments, plan
         inbox: Inbox = {}
@@ -182,6 +210,29 @@ class MpiNetwork(Network):
             for kind, p in (own if src == self.rank else received[src]):
                 inbox.setdefault(kind, [None] * self.n_shares)[src] = p
         self._inbox = inbox
+
+    def _inline(self, meta: list, segs: list) -> list:
+        """``meta`` with each payload's header and buffers as bytes (they travel in the all-to-all)."""
+        out, at = [], 0
+        for kind, info in meta:
+            if info is None:
+                out.append((kind, None))
+                continue
+            header = bytes(memoryview(segs[at]).cast("B"))
+            bufs = [bytes(memoryview(segs[at + 1 + j]).cast("B")) for j in range(len(info[1]))]
+            at += 1 + len(info[1])
+            self.sent_bytes += len(header) + sum(len(b) for b in bufs)
+            out.append((kind, (header, bufs)))
+        return out
+
+    def _raise(self, errors: list, error: BaseException | None) -> None:
+        """Every rank raises: rank 0 the first failing rank's error, the others ShareFailed."""
+        first = next(r for r, e in enumerate(errors) if e is not None)
+        if self.rank != 0:
+            raise ShareFailed(f"analysis rank {first} failed") from error
+        if first == 0 and error is not None:
+            raise error
+        raise_portable(errors[first], first)
 
     def inbox(self, share: int) -> Inbox:
         if share != self.rank:

@@ -270,6 +270,7 @@ from mpi4py import MPI
 import analyzer.distributed.mpi_network as M
 import test_share_networks as T
 M.CHUNK = 64  # every buffer over 64 bytes crosses in several messages
+M.INLINE = int(sys.argv[2])  # 0: nothing travels inside the all-to-all
 out = {}
 total = [0, 0, 0]
 try:
@@ -296,17 +297,21 @@ with open(f"{sys.argv[1]}/rank{MPI.COMM_WORLD.rank}.json", "w") as f:  # the ran
 @pytest.mark.runtime
 @pytest.mark.parametrize("mpi,k", [("openmpi", 1), ("openmpi", 2), ("openmpi", 3), ("openmpi", 4), ("mpich", 2),
                                    ("mpich", 4)])
-def test_mpi_delivers_as_memory(tmp_path, mpi, k):
-    r = _launch(mpi, k, PIPELINES, tmp_path, str(tmp_path))
+@pytest.mark.parametrize("inline", [0, 1 << 16])
+def test_mpi_delivers_as_memory(tmp_path, mpi, k, inline):
+    """Payloads in pieces of at most 64 bytes, or (inline) the small ones inside the all-to-all."""
+    r = _launch(mpi, k, PIPELINES, tmp_path, str(tmp_path), str(inline))
     assert r.returncode == 0, r.stderr
     ranks = [json.loads((tmp_path / f"rank{i}.json").read_text()) for i in range(k)]
     for seed in SEEDS:
         want = run_pipeline(MemoryNetwork(k), seed)
         assert [d["seen"][str(seed)] for d in ranks] == [want[s] for s in range(k)], seed
     assert sum(d["total"][0] for d in ranks) == sum(d["total"][1] for d in ranks)  # bytes sent = received
-    if k > 1:  # the last pipeline's bytes went in pieces of at most 64 bytes
+    if k > 1 and not inline:  # the last pipeline's bytes went in pieces of at most 64 bytes
         assert all(d["messages"] * 64 >= d["bytes"] for d in ranks)
         assert sum(d["messages"] for d in ranks) > 0
+    if k > 1 and inline:  # small payloads: no message apart
+        assert sum(d["total"][2] for d in ranks) < sum(d["total"][0] for d in ranks) // 64
 
 
 FAILURES = """
