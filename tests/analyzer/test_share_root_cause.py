@@ -105,3 +105,26 @@ def test_a_cycle_of_waits_is_forced_as_serially():
         own = np.asarray(ctxs[s].owned, np.int64)
         np.testing.assert_array_equal(delay[s][0][:, :, own], want_res[:, :, sbs[s].global_location[own]])
     assert sum(delay[s][1] for s in range(2)) == want_forced
+
+
+def test_the_pipeline_computes_them_per_share_without_gathering_tables():
+    """analyze_by_shares over MemoryNetwork: every root-cause metric as the serial analysis gives it, computed on
+    the shares (none left to share 0), and no table gathered to share 0."""
+    from analyzer.analyze import compute_patterns, required_tables, select_patterns
+    from analyzer.distributed.pipeline import RowsOnShares, analyze_by_shares
+    from analyzer.distributed.share_root_cause import is_root_cause
+
+    trace = random_builder(3, N_PROCESSES, 2, 30).build()
+    pats = select_patterns(None, plugins=False)
+    ser = replay(trace, tables=required_tables(pats))
+    compute_patterns(ser, pats)
+    names = [p.name for p in pats if is_root_cause(p)]
+    assert len(names) > 30
+    for K in (2, 3):
+        ctx = analyze_by_shares(trace, pats, MemoryNetwork(K))
+        assert ctx.tables and all(isinstance(t, RowsOnShares) for t in ctx.tables.values())  # nothing gathered
+        for name in names:
+            rows, data = ctx.stored_results[name]
+            got = np.zeros_like(ser.results[name])
+            got[rows] = data
+            np.testing.assert_array_equal(got, ser.results[name], err_msg=f"{name} K={K}")
