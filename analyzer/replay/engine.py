@@ -194,10 +194,11 @@ def walk_share(trace, locs, region_role, names, progress=None, timeline: bool = 
         by_proc.setdefault(int(loc_proc[l]), []).append(int(l))
     counters = counter_metrics(trace.defs)
     events = _EventSource(trace, locs, salvage)
+    store = _timeline_store(trace, locs) if timeline else None
     try:
         for proc, plocs in by_proc.items():
             _walk_process(events, proc, plocs, region_role, names, path, share, progress, counters,
-                          _timeline_walker(trace, names) if timeline else None, keep)
+                          _timeline_walker(trace, names, store) if timeline else None, keep)
     except ReplayError as exc:
         share.error = exc
     return share
@@ -250,13 +251,22 @@ class _EventSource:
         return ev
 
 
-def _timeline_walker(trace, names):
-    """``f(loc, cols, res, n_nodes, role)`` giving one location's timeline fragments."""
+def _timeline_store(trace, locs):
+    """The columns the timeline fragments of the share ``locs`` are written to."""
+    from . import timeline
+
+    sizes = [int(trace.n_events(l)) for l in locs]
+    return timeline.Store(sum(sizes), len(sizes), max(sizes, default=0))
+
+
+def _timeline_walker(trace, names, store):
+    """``f(loc, cols, res, n_nodes, role)`` giving one location's timeline fragments (one process's; ``store``:
+    the share's columns)."""
     from . import timeline
 
     flags = timeline.region_flags(names)
     _, _, _, loc_thread = location_meta(trace)
-    scratch = timeline.Scratch()
+    scratch = timeline.Scratch(store)
     return lambda loc, cols, res, n_nodes, role: timeline.location_fragments(
         loc, cols, res.calls, role, flags, loc_thread[loc] > 0, n_nodes, scratch)
 

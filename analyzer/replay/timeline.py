@@ -35,40 +35,16 @@ def region_flags(names) -> np.ndarray:
 
 
 class Scratch:
-    """What the kernel borrows across the locations of one share: zeroed per-node arrays (grown with the call
-    tree), the reserves its entries are written to, the forks of the masters walked so far (team id -> fork
-    time; processes are walked one after the other and a master before its workers, so the latest fork of a
-    team id is the one of this process), and the chunks the fragments' columns are kept in."""
+    """What the kernel borrows across the locations of one process: zeroed per-node arrays (grown with the call
+    tree), the forks of the masters walked so far (team id -> fork time; a master is walked before its workers,
+    so the latest fork of a team id is the one of this process), and the share's :class:`Store` (default: one
+    of its own)."""
 
-    #: bytes per chunk of kept columns (the largest; the first is FIRST_CHUNK and each next twice the last, so
-    #: a small trace allocates little); a column of a quarter of CHUNK or more is an array of its own
-    CHUNK = 32 << 20
-    FIRST_CHUNK = 256 << 10
-
-    def __init__(self):
+    def __init__(self, store: Store | None = None):
         self.acc = np.zeros(0, np.float64)
         self.seen = np.zeros(0, np.int8)
         self._arrays = (np.zeros(0, np.int64), np.zeros(0, np.float64))
-        self._entries = None
-        self._chunk, self._pos = np.zeros(0, np.uint8), 0
-
-    def keep(self, a: np.ndarray) -> np.ndarray:
-        """A copy of ``a`` for the fragments, carved out of a large chunk: a location's columns are a few MB
-        each, below the size NumPy gives huge pages, and fresh small arrays are faulted in 4 KiB at a time
-        (a chunk lives as long as a column carved out of it)."""
-        a = np.ascontiguousarray(a)
-        if a.nbytes >= self.CHUNK // 4:
-            return a.copy()
-        pos = (self._pos + 63) & ~63
-        if pos + a.nbytes > len(self._chunk):
-            size = min(self.CHUNK, max(2 * len(self._chunk), self.FIRST_CHUNK))
-            while size < a.nbytes:  # a.nbytes < CHUNK / 4: never past CHUNK
-                size *= 2
-            self._chunk, pos = np.empty(size, np.uint8), 0
-        out = self._chunk[pos:pos + a.nbytes].view(a.dtype)
-        out[...] = a
-        self._pos = pos + a.nbytes
-        return out
+        self.store = Store() if store is None else store
 
     def arrays(self, n_nodes: int):
         if self.acc.shape[0] < n_nodes:
@@ -79,14 +55,6 @@ class Scratch:
     def forks(self):
         return self._arrays
 
-    def entries(self, n: int, cut_dt):
-        """The kernel's entry reserves for ``n`` entries, reused from location to location (only the entries
-        written are copied out: pages faulted in once serve every location)."""
-        if self._entries is None or len(self._entries[0]) < n or self._entries[0].dtype != cut_dt:
-            n += n // 4  # room for a somewhat larger location
-            self._entries = (np.empty(n, cut_dt), np.empty(n, np.int32), np.empty(n, np.float64))
-        return self._entries
-
     def add_forks(self, teams: np.ndarray, times: np.ndarray) -> None:
         """Team ids ascending with the time of their latest fork (a later fork of an id replaces the earlier)."""
         if len(teams):
@@ -94,6 +62,50 @@ class Scratch:
             when = np.concatenate([np.asarray(times, np.float64)[::-1], self._arrays[1]])
             keys, first = np.unique(keys, return_index=True)  # the first of the reversed: the latest
             self._arrays = (keys, when[first])
+
+
+class Store:
+    """The columns a share's cut points and entries are written to (:class:`Columns`), location after location.
+
+    ``n_events`` and ``n_locations``: of the share's locations, ``largest``: the events of its largest one (0:
+    unknown: every location gets columns of its own).  The first columns have room for every location's bound
+    (rows never written are never faulted in), so the kernel writes a share's rows into one array per column
+    and ``build_timeline`` takes them as they are: per-location arrays joined afterwards were that memory twice,
+    each faulted in afresh."""
+
+    def __init__(self, n_events: int = 0, n_locations: int = 0, largest: int = 0):
+        self._left = (n_events + n_locations, 3 * n_events + 16 * n_locations)  # room the walk may still need
+        self._cut_dt = _index_dtype(largest + 1)
+        self.columns = None
+
+    def room(self, n_events: int) -> Columns:
+        """Columns with room for a location of ``n_events`` events (a new set when the last one is full)."""
+        need = (n_events + 1, 3 * n_events + 16)
+        dt = np.promote_types(self._cut_dt, _index_dtype(n_events + 1))
+        c = self.columns
+        if c is None or c.cuts[2].shape[0] - c.c < need[0] or c.entries[0].shape[0] - c.e < need[1] or \
+                c.cuts[1].dtype != dt:
+            try:
+                c = Columns(max(need[0], self._left[0]), max(need[1], self._left[1]), dt)
+            except MemoryError:  # no room reserved for the rest (a strict overcommit policy): this location's
+                c = Columns(*need, dt)
+            self.columns = c
+        self._left = (max(self._left[0] - need[0], 0), max(self._left[1] - need[1], 0))
+        return c
+
+
+class Columns:
+    """The columns of a share's cut points (location, cut, kind, event, time, call node, call ENTER) and entries
+    (location, interval, node, seconds), filled location by location: ``c`` and ``e`` rows used.  The fragments
+    are views of them."""
+
+    def __init__(self, n_cuts: int, n_entries: int, cut_dt):
+        self.cuts = (np.empty(n_cuts, np.int32), np.empty(n_cuts, cut_dt), np.empty(n_cuts, np.int8),
+                     np.empty(n_cuts, np.int64), np.empty(n_cuts, np.float64), np.empty(n_cuts, np.int32),
+                     np.empty(n_cuts, np.float64))
+        self.entries = (np.empty(n_entries, np.int32), np.empty(n_entries, cut_dt), np.empty(n_entries, np.int32),
+                        np.empty(n_entries, np.float64))
+        self.c = self.e = 0
 
 
 def _index_dtype(largest: int):
@@ -104,32 +116,30 @@ def _index_dtype(largest: int):
 
 def location_fragments(loc: int, cols, calls, region_role, flags, is_worker: bool, n_nodes: int,
                        scratch: Scratch) -> dict:
-    """The timeline fragments of one location (builder call-tree ids in ``cnode``)."""
+    """The timeline fragments of one location (builder call-tree ids in ``cnode``): views of the share's
+    columns (:meth:`Store.room`)."""
     acc, seen = scratch.arrays(n_nodes)
     fork_team, fork_time = scratch.forks()
     n_events = len(cols.type)
-    cut_dt = _index_dtype(n_events + 1)  # a location's intervals: at most its events + 1
-    (kind, event, when, node, enter, e_int, e_node, e_time, send_cuts, recv_cuts, in_order, f_team,
-     f_time) = K.cut_timeline(
+    out = scratch.store.room(n_events)
+    c0, e0 = out.c, out.e
+    n, k, send_cuts, recv_cuts, in_order, f_team, f_time = K.cut_timeline(
         cols.type, cols.time, cols.a, cols.c, cols.d, cols.e, calls.node, calls.enter, region_role, flags,
-        bool(is_worker), fork_team, fork_time, acc, seen, *scratch.entries(3 * n_events + 16, cut_dt))
+        bool(is_worker), fork_team, fork_time, acc, seen, loc, out.cuts, c0, out.entries, e0)
     scratch.add_forks(f_team, f_time)
+    out.c, out.e = c0 + n, e0 + k
+    c_loc, c_cut, kind, event, when, node, enter = (x[c0:c0 + n] for x in out.cuts)
+    e_loc, e_int, e_node, e_time = (x[e0:e0 + k] for x in out.entries)
     if not in_order:
         o = np.argsort(e_int, kind="stable")
-        e_int, e_node, e_time = e_int[o], e_node[o], e_time[o]
-    # the entries are views of the reserves (the next location overwrites them); the cut arrays are the
-    # kernel's, sized by a count: both kept in the share's chunks
-    kind, event, when, node, enter, e_int, e_node, e_time = (
-        scratch.keep(x) for x in (kind, event, when, node, enter, e_int, e_node, e_time))
-    n = len(kind)
-    at = np.int32(loc)  # the location columns are read-only views of one value: no memory until joined
+        e_int[:], e_node[:], e_time[:] = e_int[o], e_node[o], e_time[o]
     return {
-        "cuts": {"loc": np.broadcast_to(at, n), "cut": np.arange(1, n + 1, dtype=cut_dt), "kind": kind,
-                 "event": event, "time": when, "cnode": node, "enter": enter},
-        "segments": {"loc": np.broadcast_to(at, len(e_int)), "cut": e_int, "cnode": e_node, "time": e_time},
-        "send_cuts": {"loc": np.broadcast_to(at, len(send_cuts)), "event": send_cuts[:, 0],
+        "cuts": {"loc": c_loc, "cut": c_cut, "kind": kind, "event": event, "time": when, "cnode": node,
+                 "enter": enter},
+        "segments": {"loc": e_loc, "cut": e_int, "cnode": e_node, "time": e_time},
+        "send_cuts": {"loc": np.broadcast_to(np.int32(loc), len(send_cuts)), "event": send_cuts[:, 0],
                       "send_cut": send_cuts[:, 1], "sendc_cut": send_cuts[:, 2]},
-        "recv_cuts": {"loc": np.broadcast_to(at, len(recv_cuts)),
+        "recv_cuts": {"loc": np.broadcast_to(np.int32(loc), len(recv_cuts)),
                       "seq": np.arange(len(recv_cuts), dtype=np.int64),
                       "recv_cut": recv_cuts[:, 0], "recvp_cut": recv_cuts[:, 1]},
     }
@@ -160,7 +170,34 @@ def _concat(frags: list[dict], dtypes: dict | None = None) -> dict:
     if not frags:
         return {}
     dtypes = dtypes or {}
-    return {k: np.concatenate([f[k] for f in frags], dtype=dtypes.get(k)) for k in frags[0]}
+    return {k: _joined([f[k] for f in frags], dtypes.get(k)) for k in frags[0]}
+
+
+def _joined(pieces: list[np.ndarray], dtype=None) -> np.ndarray:
+    """``np.concatenate(pieces, dtype=dtype)``; where the pieces lie one after the other in one array (the
+    fragments of a share's locations walked in location order: views of its :class:`Columns`), a view of it
+    instead of a copy (not to be written to: the fragments may be another share's too)."""
+    full = [p for p in pieces if len(p)]
+    base = full[0].base if full else None
+    if isinstance(base, np.ndarray) and base.ndim == 1 and base.flags.c_contiguous and \
+            all(p.base is base and p.dtype == base.dtype and p.flags.c_contiguous for p in full):
+        at = full[0].ctypes.data
+        for p in full:
+            if p.ctypes.data != at:
+                break
+            at += p.nbytes
+        else:
+            start = (full[0].ctypes.data - base.ctypes.data) // base.itemsize
+            out = base[start:start + (at - full[0].ctypes.data) // base.itemsize]
+            return out if dtype is None else out.astype(dtype, copy=False)
+    return np.concatenate(pieces, dtype=dtype)
+
+
+def _remapped(node: np.ndarray, new_id: np.ndarray) -> np.ndarray:
+    """Builder call-tree nodes as final call-path ids, int32: in place where ``node`` is a joined copy, else in a
+    new array (a view of the fragments' columns: :func:`_joined`)."""
+    out = np.asarray(node, np.int32)
+    return KJ.remap(out if out.base is None else out.copy(), new_id)
 
 
 def build_timeline(frags: dict[str, list], tables: dict[str, Table], new_id: np.ndarray,
@@ -237,11 +274,11 @@ def build_timeline(frags: dict[str, list], tables: dict[str, Table], new_id: np.
         sel = np.flatnonzero(kind == K.JOIN)
         row[sel] = _join(teams["master_loc"], teams["join_time"], loc[sel], cuts["time"][sel])
     segments = Table({"loc": segs["loc"].astype(np.int32, copy=False), "cut": segs["cut"].astype(cut_dt, copy=False),
-                      "cnode": KJ.remap(segs["cnode"].astype(np.int32, copy=False), new_id),
+                      "cnode": _remapped(segs["cnode"], new_id),
                       "time": segs["time"].astype(np.float64, copy=False)})
     points = Table({"loc": loc.astype(np.int32, copy=False), "cut": cuts["cut"].astype(cut_dt, copy=False),
                     "kind": kind.astype(np.int8, copy=False), "row": row,
                     "time": cuts["time"].astype(np.float64, copy=False),
-                    "cnode": KJ.remap(cuts["cnode"].astype(np.int32, copy=False), new_id),
+                    "cnode": _remapped(cuts["cnode"], new_id),
                     "enter": np.asarray(cuts["enter"], np.float64)})
     return {"time_segments": segments, "sync_points": points}

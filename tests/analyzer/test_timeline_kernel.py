@@ -158,23 +158,58 @@ def test_scratch_forks_keep_the_latest_fork_of_each_team(seed):
         assert keys.tolist() == sorted(ref) and when.tolist() == [ref[k] for k in sorted(ref)]
 
 
-def test_scratch_keeps_copies_in_chunks():
-    """Columns kept for the fragments are equal copies (writing the source later changes nothing), of any
-    dtype and length, carved out of chunks that roll over when full; a large column is its own array."""
-    from analyzer.replay.timeline import Scratch
+def test_fragments_are_views_of_the_share_columns_and_the_tables_take_them_as_they_are():
+    """A share's cut points and entries are written location by location into one set of columns: the fragments
+    are views of them, the tables built from fragments in location order take those columns without a copy, and
+    building them leaves the fragments as they were (call-path ids remapped into a new array).  The same tables
+    from columns of their own per location (no room reserved), and from the pieces in another order."""
+    from analyzer.replay import timeline as TL
+    from analyzer.replay.engine import assemble
 
-    scratch = Scratch()
-    scratch.CHUNK = 4096
-    rng = np.random.default_rng(0)
-    kept = []
-    for n in [0, 1, 7, 100, 300, 2000, 5]:
-        for dt in (np.int8, np.int32, np.int64, np.float64):
-            src = rng.integers(-100, 100, n).astype(dt)
-            out = scratch.keep(src)
-            assert out.dtype == dt and (n == 0 or out.ctypes.data % out.itemsize == 0)
-            kept.append((src.copy(), out))
-            src[:] = 0
-    for want, got in kept:
-        assert np.array_equal(want, got)
-    big = scratch.keep(np.arange(2000, dtype=np.int64))  # 16 KB: a quarter of a chunk or more
-    assert big.base is None and big.tolist() == list(range(2000))
+    trace = random_trace(2, n_ranks=3, n_threads=2, steps=20)
+    names, _, role = region_arrays(trace.defs)
+    locs = [l for g in walk_order(trace) for l in g]
+    assert locs == sorted(locs)
+    want = {"time_segments", "sync_points"}
+
+    def tables(scratch_args):
+        orig = TL.Store
+        TL.Store = lambda *a: orig(*scratch_args) if scratch_args is not None else orig(*a)
+        try:
+            share = walk_share(trace, locs, role, names, timeline=True)
+        finally:
+            TL.Store = orig
+        frags = {l: share.done[l][1] for l in locs}
+        before = {l: {k: {c: np.array(v) for c, v in frags[l][k].items()} for k in ("cuts", "segments")} for l in locs}
+        ctx = assemble(trace, [share], want)
+        for l in locs:  # the fragments are unchanged
+            for k in ("cuts", "segments"):
+                for c, v in before[l][k].items():
+                    assert np.array_equal(frags[l][k][c], v), (l, k, c)
+        return ctx.tables, frags
+
+    got, frags = tables(None)  # the walk's own: room for the whole share
+    cut_frags = [frags[l]["cuts"] for l in locs]
+    base = cut_frags[0]["time"].base
+    assert all(f["time"].base is base for f in cut_frags)
+    assert got["sync_points"]["time"].base is base and got["time_segments"]["time"].base is not None
+    for args in ((), (0, 0, 0)):  # columns per location: joined by copies
+        ref, frags = tables(args)
+        assert frags[locs[0]]["cuts"]["time"].base is not frags[locs[-1]]["cuts"]["time"].base
+        assert ref["sync_points"]["time"].base is None
+        for name in want:
+            for k in got[name].columns():
+                assert got[name][k].dtype == ref[name][k].dtype
+                assert np.array_equal(got[name][k], ref[name][k]), (name, k)
+
+
+def test_joined_is_a_view_only_of_adjacent_pieces():
+    from analyzer.replay.timeline import _joined
+
+    a = np.arange(20, dtype=np.int64)
+    assert _joined([a[0:3], a[3:3], a[3:10]]).base is a
+    assert _joined([a[0:3], a[3:10]], np.int32).dtype == np.int32
+    for pieces in ([a[0:3], a[4:10]], [a[3:10], a[0:3]], [a[0:3], np.arange(3)], [a[0:10:2], a[10:12]]):
+        out = _joined(pieces)
+        assert out.base is None and out.tolist() == np.concatenate(pieces).tolist()
+    assert _joined([np.zeros(0), np.zeros(0)]).tolist() == []

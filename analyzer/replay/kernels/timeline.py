@@ -87,8 +87,9 @@ def _flush(acc, seen, touched, n_touched, interval, e_int, e_node, e_time, k, ke
 
 @numba.njit(cache=True, nogil=True)
 def cut_timeline(etype, time, ea, ec, ed, ee, call_node, call_enter, region_role, region_flags, is_worker, fork_team, fork_time,
-                 acc, seen, e_int, e_node, e_time):
-    """Cut points and per-interval exclusive times of one location (see the module docstring).
+                 acc, seen, loc, cuts, c0, entries, e0):
+    """Cut points and per-interval exclusive times of one location (see the module docstring), written into the
+    share's columns ``cuts`` from row ``c0`` and ``entries`` from row ``e0``.
 
     ``etype``, ``time``, ``ea`` (region of ENTER/EXIT, team of OMP_FORK/JOIN), ``ec``/``ed`` (team and
     thread number of a parallel ENTER), ``ee`` (request id of the MPI events): the location's event
@@ -96,20 +97,21 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, call_enter, region_role
     replay's ``Calls``);
     ``region_role`` (uint8) and ``region_flags`` (uint8, FLAG_*) by region id; ``fork_team`` (sorted)
     and ``fork_time``: the forks of the process's masters walked so far; ``acc`` (float64) and
-    ``seen`` (int8): zeroed scratch arrays at least as long as the call tree, left zeroed; ``e_int``,
-    ``e_node`` (int32) and ``e_time`` (float64): the reserves the entries are written to, each at least
-    ``3 * len(etype) + 16`` long (``e_int`` int32 where the intervals fit: the caller chooses the type of the
-    ``time_segments.cut`` column; the caller keeps them for the next location: fresh memory costs page faults,
-    and copies out the entries, which are returned as views of the reserves).
+    ``seen`` (int8): zeroed scratch arrays at least as long as the call tree, left zeroed; ``loc``: the
+    location's id.  ``cuts``: the columns (location int32, cut number, kind int8, event index int64, time,
+    call node int32, call ENTER time) with room for ``len(etype)`` rows from ``c0``; ``entries``: (location int32,
+    interval, node int32, seconds) with room for ``3 * len(etype) + 16`` rows from ``e0`` (every charge adds at
+    most one entry, a JOIN three); the cut number and interval columns int32 where they fit (the caller
+    chooses the type of the tables' ``cut`` columns).  Written straight into the columns the tables are made
+    of: per-location arrays copied out and joined afterwards were twice that memory, faulted in afresh.
 
-    Returns ``(cut_kind, cut_event, cut_time, cut_node, cut_enter, e_interval, e_node, e_time, send_cuts,
-    recv_cuts, in_order, fork_teams, fork_times)``: per cut point (in order; its number is its index + 1) its
-    kind, event index, time and call (the one entered or left, else the innermost open one) as its node and
-    ENTER time (-1 and NaN outside every call); the entries (interval, node, seconds), in interval order unless
-    ``in_order`` is False (a join shift into an interval closed before its JOIN); per MPI_SEND, in event
-    order, ``[event index, own cut, cut of its completion]`` (a blocking send completes at its own cut,
-    an unfinished one at -1); per MPI_RECV, in event order, ``[own cut, cut of its posting]``; the team and
-    time of every OMP_FORK, in event order (for the workers walked later).
+    Returns ``(n_cuts, n_entries, send_cuts, recv_cuts, in_order, fork_teams, fork_times)``: per cut point (in
+    order; its number is its index + 1) its kind, event index, time and call (the one entered or left, else the
+    innermost open one) as its node and ENTER time (-1 and NaN outside every call); the entries (interval, node,
+    seconds), in interval order unless ``in_order`` is False (a join shift into an interval closed before its
+    JOIN); per MPI_SEND, in event order, ``[event index, own cut, cut of its completion]`` (a blocking send
+    completes at its own cut, an unfinished one at -1); per MPI_RECV, in event order, ``[own cut, cut of its
+    posting]``; the team and time of every OMP_FORK, in event order (for the workers walked later).
     """
     n = etype.shape[0]
     n_send = 0
@@ -141,18 +143,18 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, call_enter, region_role
         elif t != MPI_COLLEXIT and t != MPI_SEND_COMPLETE and t != OMP_JOIN:
             continue
         n_cand += 1
-    cap = n_cand + 1  # sized by a count, not by the events: fresh memory costs page faults
-    cut_kind = np.empty(cap, np.int8)
-    cut_event = np.empty(cap, np.int64)
-    cut_time = np.empty(cap, np.float64)
-    cut_node = np.empty(cap, np.int32)
-    cut_enter = np.empty(cap, np.float64)
-    # every charge adds at most one entry (a JOIN at most three): a bound, reserved up front so that the loop
-    # never grows these (a resize in the loop costs reference counting on every cut); pages never written
-    # are never faulted in
+    c_loc, c_cut, cut_kind, cut_event, cut_time, cut_node, cut_enter = cuts
+    e_loc, e_int, e_node, e_time = entries
     n_entries = 3 * n + 16
-    if e_int.shape[0] < n_entries or e_node.shape[0] < n_entries or e_time.shape[0] < n_entries:
-        raise ValueError("cut_timeline: the entry reserves are too short")
+    room_cuts = min(c_loc.shape[0], c_cut.shape[0], cut_kind.shape[0], cut_event.shape[0], cut_time.shape[0],
+                    cut_node.shape[0], cut_enter.shape[0]) - c0
+    room_entries = min(e_loc.shape[0], e_int.shape[0], e_node.shape[0], e_time.shape[0]) - e0
+    if room_cuts < n_cand or room_entries < n_entries:
+        raise ValueError("cut_timeline: too little room in the columns")
+    # this location's rows (views: the loop below indexes from 0)
+    cut_kind, cut_event, cut_time = cut_kind[c0:], cut_event[c0:], cut_time[c0:]
+    cut_node, cut_enter = cut_node[c0:], cut_enter[c0:]
+    e_int, e_node, e_time = e_int[e0:], e_node[e0:], e_time[e0:]
     send_cuts = np.full((n_send, 3), -1, np.int64)
     recv_cuts = np.full((n_recv, 2), -1, np.int64)
     sreq_keys, sreq_vals, sreq_state = idtable.new_table(n_send)
@@ -334,7 +336,9 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, call_enter, region_role
             recv_cuts[kr, 1] = post if post >= 0 else n_cut
             kr += 1
     k = _flush(acc, seen, touched, nt, n_cut + 1, e_int, e_node, e_time, k, not is_worker)
-    # the cut points as views (their arrays are sized by a count); the entries as views of their reserves
-    return (cut_kind[:n_cut], cut_event[:n_cut], cut_time[:n_cut], cut_node[:n_cut], cut_enter[:n_cut],
-            e_int[:k], e_node[:k], e_time[:k], send_cuts, recv_cuts, in_order,
-            own_team[:n_own], own_time[:n_own])
+    for j in range(n_cut):
+        c_loc[c0 + j] = loc
+        c_cut[c0 + j] = j + 1
+    for j in range(k):
+        e_loc[e0 + j] = loc
+    return n_cut, k, send_cuts, recv_cuts, in_order, own_team[:n_own], own_time[:n_own]
