@@ -1,0 +1,116 @@
+"""Arrays kept on disk and mapped into memory (``np.memmap``): how ``--memory`` holds every share's data at once.
+
+The root-cause analysis by shares (``share_root_cause``) runs its replays in rounds, every share a little
+further each round: under ``--mpi`` each rank holds its share, but under ``--memory`` one process holds all
+of them, which is what the limit forbids.  :class:`MappedStore` moves the large arrays of a share's data into
+files of the spill folder and puts mapped views of them in their place; the replays then read and write
+them as before (numba takes a ``np.memmap`` as an array), the operating system brings in the pages a round
+touches, and :meth:`MappedStore.release` hands a share's pages back after its step (``madvise(DONTNEED)``:
+their contents stay in the files and the page cache; the next touch maps them again), so what stays
+resident is the working set of one share's step, not every share's data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import mmap
+import os
+
+import numpy as np
+
+__all__ = ["MappedStore"]
+
+
+class MappedStore:
+    """Large arrays moved into files under ``directory`` and mapped back.  ``min_bytes``: smaller arrays stay
+    in memory (each mapped array is a file and a mapping)."""
+
+    def __init__(self, directory: str, min_bytes: int = 1 << 16):
+        self.directory = directory
+        self.min_bytes = int(min_bytes)
+        self.mapped_bytes = 0  # written to the files
+        self._n = 0
+        os.makedirs(directory, exist_ok=True)
+
+    def array(self, a: np.ndarray) -> np.ndarray:
+        """``a`` as a mapped array (a copy in a new file), or ``a`` itself if small or already mapped."""
+        if isinstance(a, np.memmap) or a.nbytes < self.min_bytes or a.dtype.hasobject:
+            return a
+        a = np.ascontiguousarray(a)
+        path = os.path.join(self.directory, f"array{self._n}.bin")
+        self._n += 1
+        a.tofile(path)
+        self.mapped_bytes += a.nbytes
+        return np.memmap(path, dtype=a.dtype, mode="r+", shape=a.shape)
+
+    def empty(self, shape, dtype=np.float64, fill=None) -> np.ndarray:
+        """A new mapped array (zeros, or ``fill``), for data a replay writes as it goes."""
+        a = np.zeros(shape, dtype)
+        if fill is not None:
+            a[...] = fill
+        return self.array(a) if a.nbytes >= self.min_bytes else a
+
+    def map(self, obj, skip=("trace",)):
+        """``obj`` with every large array in it mapped: dicts, lists and objects changed in place, tuples
+        (named ones too) and dataclasses without a ``__dict__`` rebuilt; returns the object to use.  Keys and
+        attributes named in ``skip`` are left as they are (a context's trace reader)."""
+        return self._map(obj, set(), frozenset(skip))
+
+    def _map(self, obj, seen: set, skip):
+        if isinstance(obj, np.ndarray):
+            return self.array(obj)
+        if id(obj) in seen or obj is None or isinstance(obj, (str, bytes, int, float, bool, np.generic)):
+            return obj
+        seen.add(id(obj))
+        if isinstance(obj, dict):
+            for k in list(obj):
+                if k not in skip:
+                    obj[k] = self._map(obj[k], seen, skip)
+            return obj
+        if isinstance(obj, list):
+            obj[:] = [self._map(x, seen, skip) for x in obj]
+            return obj
+        if isinstance(obj, tuple):
+            items = [self._map(x, seen, skip) for x in obj]
+            return obj._make(items) if hasattr(obj, "_fields") else type(obj)(items)
+        if hasattr(obj, "__dict__") and not isinstance(obj, type):
+            for k, v in list(vars(obj).items()):
+                if k not in skip:
+                    setattr(obj, k, self._map(v, seen, skip))
+            return obj
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            return dataclasses.replace(obj, **{f.name: self._map(getattr(obj, f.name), seen, skip)
+                                               for f in dataclasses.fields(obj) if f.name not in skip})
+        return obj
+
+    @staticmethod
+    def release(obj, skip=("trace",)) -> int:
+        """Drop the resident pages of every mapped array reachable from ``obj`` (they are read again from the
+        page cache or the file when next touched); returns how many mappings were released."""
+        done: set = set()
+        MappedStore._release(obj, done, set(), frozenset(skip))
+        return len(done)
+
+    @staticmethod
+    def _release(obj, done: set, seen: set, skip) -> None:
+        if isinstance(obj, np.memmap):
+            m = getattr(obj, "_mmap", None)
+            if m is not None and id(m) not in done:
+                done.add(id(m))
+                m.madvise(mmap.MADV_DONTNEED)
+            return
+        if isinstance(obj, np.ndarray) or id(obj) in seen or obj is None:
+            return
+        seen.add(id(obj))
+        if isinstance(obj, dict):
+            items = [v for k, v in obj.items() if k not in skip]
+        elif isinstance(obj, (list, tuple)):
+            items = obj
+        elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+            items = [v for k, v in vars(obj).items() if k not in skip]
+        elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            items = [getattr(obj, f.name) for f in dataclasses.fields(obj) if f.name not in skip]
+        else:
+            return
+        for x in items:
+            MappedStore._release(x, done, seen, skip)
