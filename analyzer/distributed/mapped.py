@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import mmap
 import os
+import weakref
 
 import numpy as np
 
@@ -30,18 +31,38 @@ class MappedStore:
         self.min_bytes = int(min_bytes)
         self.mapped_bytes = 0  # written to the files
         self._n = 0
+        self._roots: dict[int, tuple] = {}  # id of a mapped array -> (weak reference to it, its mapped copy)
         os.makedirs(directory, exist_ok=True)
 
     def array(self, a: np.ndarray) -> np.ndarray:
-        """``a`` as a mapped array (a copy in a new file), or ``a`` itself if small or already mapped."""
-        if isinstance(a, np.memmap) or a.nbytes < self.min_bytes or a.dtype.hasobject:
+        """``a`` as a mapped array (a copy in a new file), or ``a`` itself if small or already mapped.  A view of
+        another array becomes the same view of that array's mapped copy (columns of a packed array stay
+        columns of it: written through one, read through the other)."""
+        if isinstance(a, np.memmap) or _mapped_base(a) is not None or a.dtype.hasobject:
             return a
-        a = np.ascontiguousarray(a)
+        got = self._roots.get(id(a))
+        if got is not None and got[0]() is a:
+            return got[1]
+        root = a
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        if root is not a and root.flags.c_contiguous:
+            mapped = self.array(root)
+            if not isinstance(mapped, np.memmap):
+                return a
+            offset = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+            return np.ndarray(a.shape, a.dtype, buffer=mapped, offset=offset, strides=a.strides)
+        if a.nbytes < self.min_bytes:
+            return a
+        c = np.ascontiguousarray(a)
         path = os.path.join(self.directory, f"array{self._n}.bin")
         self._n += 1
-        a.tofile(path)
-        self.mapped_bytes += a.nbytes
-        return np.memmap(path, dtype=a.dtype, mode="r+", shape=a.shape)
+        c.tofile(path)
+        self.mapped_bytes += c.nbytes
+        mapped = np.memmap(path, dtype=c.dtype, mode="r+", shape=c.shape)
+        # a later view of it maps onto this copy; weakly held: the original goes once nothing else holds it
+        self._roots[id(a)] = (weakref.ref(a), mapped)
+        return mapped
 
     def empty(self, shape, dtype=np.float64, fill=None) -> np.ndarray:
         """A new mapped array (zeros, or ``fill``), for data a replay writes as it goes."""
@@ -93,13 +114,14 @@ class MappedStore:
 
     @staticmethod
     def _release(obj, done: set, seen: set, skip) -> None:
-        if isinstance(obj, np.memmap):
-            m = getattr(obj, "_mmap", None)
+        if isinstance(obj, np.ndarray):
+            base = obj if isinstance(obj, np.memmap) else _mapped_base(obj)
+            m = getattr(base, "_mmap", None)
             if m is not None and id(m) not in done:
                 done.add(id(m))
                 m.madvise(mmap.MADV_DONTNEED)
             return
-        if isinstance(obj, np.ndarray) or id(obj) in seen or obj is None:
+        if id(obj) in seen or obj is None:
             return
         seen.add(id(obj))
         if isinstance(obj, dict):
@@ -114,3 +136,13 @@ class MappedStore:
             return
         for x in items:
             MappedStore._release(x, done, seen, skip)
+
+
+def _mapped_base(a: np.ndarray):
+    """The mapped array ``a`` is a view of, or None."""
+    b = a.base
+    while b is not None:
+        if isinstance(b, np.memmap):
+            return b
+        b = getattr(b, "base", None)
+    return None

@@ -47,3 +47,29 @@ def test_a_new_mapped_array(tmp_path):
     store = MappedStore(str(tmp_path), min_bytes=16)
     a = store.empty((1000, 8), fill=-1.0)
     assert isinstance(a, np.memmap) and a.shape == (1000, 8) and (a == -1.0).all()
+
+
+def test_views_stay_views_of_the_mapped_copy(tmp_path):
+    """Columns of a packed array, mapped, are columns of its one mapped copy: a write through the packed array
+    is seen through the column, and nothing is copied twice."""
+    store = MappedStore(str(tmp_path), min_bytes=1 << 10)
+    packed = np.zeros((10_000, 4))
+    obj = {"col": packed[:, 2], "packed": packed, "tail": packed[5000:]}
+    obj = store.map(obj)
+    assert store.mapped_bytes == packed.nbytes
+    obj["packed"][7, 2] = 3.5
+    assert obj["col"][7] == 3.5 and obj["tail"][0, 0] == 0.0
+    obj["tail"][0, 1] = 1.25
+    assert obj["packed"][5000, 1] == 1.25
+    assert store.release(obj) == 1
+    assert obj["col"][7] == 3.5
+
+
+def test_the_original_goes_once_mapped(tmp_path):
+    import weakref
+
+    store = MappedStore(str(tmp_path), min_bytes=16)
+    obj = {"a": np.arange(1000.0)}
+    gone = weakref.ref(obj["a"])
+    store.map(obj)
+    assert gone() is None
