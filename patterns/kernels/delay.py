@@ -19,17 +19,19 @@ reached.  Each computation:
   (threads - 1), its wait states in there carrying the same scale as long-term costs.
 
 Results come as one dense array ``[metric, call path, location]``: metric k < 8 is the short-term
-cost of kind k (``patterns.backward.KINDS``), 8 + k the long-term one.  The helpers take only the
-arrays they use (see ``patterns.kernels.backward``: every array argument costs reference-count
-updates per call).  Slow reference: ``tests/patterns/backward_reference.py``.
+cost of kind k (``patterns.backward.KINDS``), 8 + k the long-term one.  The handlings take only the
+arrays they use and run without numba's runtime (``_nrt=False``: they allocate nothing, their scratch
+comes from the caller): with it, every array argument costs two atomic reference-count updates per
+call and per inlined helper, a third of the replay's time at 10^7 events.  Slow reference:
+``tests/patterns/backward_reference.py``.
 
 The replay by shares (``analyzer.distributed``) runs the same loop in rounds (:func:`delay_round`): ghost points
 carry another share's waiters and members (their maps sent once, their costs as the replay passes them), and
 touches of kind ``T_SEND`` hand an own point's costs to the share handling its wait state.
 
-Size: the handlings and the loop that dispatches them are one kernel: the loop calls each handling written
-out with the few arrays it reads (an inlined helper taking more arrays costs reference counting per call,
-most of the replay's time once), so splitting them would only move that coupling across a module boundary.
+Size: the handlings and the loop that dispatches them are one kernel: the loop calls each handling with the
+few arrays it reads (passing the whole input bundle copies its 45 array structs per call), so splitting them
+would only move that coupling across a module boundary.
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ def _add_costs(off, sp_f, cost, loc, prev, cur, kind, scale):
             cost[j, kind] += scale * sp_f[j, P_WAIT]
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def _p2p(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off, grp, snap, cost, mv, mk, res, n_own,
          gm):
     w, c, typ = H[h, HA], H[h, HB], H[h, HT]
@@ -114,10 +116,11 @@ def _p2p(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off,
         _add_costs(off, sp_f, cost, lc, prev, c, kind, sc_c + (scale_w if kind == typ else 0.0))
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def _coll(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off, grp, cost, mv, mk, res, rem,
-          spmap, n_own, gm):
-    """An MPI collective instance (Scalasca's CalculateCollectiveDelay and CalculateScales)."""
+          spmap, n_own, gm, delay, base, recent, d):
+    """An MPI collective instance (Scalasca's CalculateCollectiveDelay and CalculateScales); ``delay`` [key, call
+    path], ``base`` [key], ``recent`` [member, key] and ``d`` [call path]: scratch."""
     r, g, typ = H[h, HA], H[h, HB], H[h, HT]
     lr = sp_i[r, P_LOC]
     rank_r = loc_rank[lr]
@@ -157,10 +160,12 @@ def _coll(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off
     _, propw = local_map(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, mv, mk, r, prev, tm, scr)
     C = mv.shape[1]
     m = mk[tm, 2 * C]
-    delay = np.zeros((N_KINDS + 1, m))
-    base = np.zeros(N_KINDS + 1)
-    recent = np.zeros((ghi - glo, N_KINDS + 1))  # scales of the members with a more recent synchronisation
-    d = np.empty(m)
+    for key in range(N_KINDS + 1):
+        base[key] = 0.0
+        for x in range(m):
+            delay[key, x] = 0.0
+        for q in range(ghi - glo):  # scales of the members with a more recent synchronisation
+            recent[q, key] = 0.0
     for q in range(glo, ghi):
         p = grp[q, 1]
         if p < 0:
@@ -223,7 +228,7 @@ def _coll(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off
                 cost[j, kind] += scale * sp_f[j, P_WAIT]
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def _ompbar(h, H, hm_off, hm_sp, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, cost, mv, mk, res, delay, sums):
     """An OpenMP barrier instance (Scalasca's CalculateOmpBarrierDelay); ``delay``, ``sums``: scratch."""
     latest = H[h, HA]
@@ -238,100 +243,25 @@ def _ompbar(h, H, hm_off, hm_sp, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, 
         for x in range(m):
             delay[key, x] = 0.0
     for q in range(hm_off[h], hm_off[h + 1]):
-        # previous_omp, local_map (its map only) and diff written out: this loop runs once per barrier member
-        # (most handlings of a hybrid trace), and every array an inlined helper receives costs two atomic
-        # reference-count updates per call, which were most of the time of the whole delay replay
         p = hm_sp[q]
-        pl = sp_i[p, P_LOC]
-        pprev = -1
-        for j in range(p - 1, off[SP, pl] - 1, -1):
-            if not sp_i[j, P_MPI]:
-                pprev = j
-                break
-        for x in range(mk[mm, 2 * C]):  # map mm := the time map of p's interval
-            c = mk[mm, x]
-            mv[mm, c] = 0.0
-            mk[mm, C + c] = 0
-        n = 0
-        if pprev >= 0:
-            lo = sp_i[pprev, P_SEG]
-        else:  # the first segment after cut 0
-            lo, hi = off[SEG, pl], off[SEG, pl + 1]
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if seg_cut[mid] <= 0:
-                    lo = mid + 1
-                else:
-                    hi = mid
-        for r in range(lo, sp_i[p, P_SEG]):
-            c = seg_cnode[r]
-            if mk[mm, C + c] == 0:
-                mk[mm, C + c] = 1
-                mk[mm, n] = c
-                n += 1
-            mv[mm, c] += seg_time[r]
-        mk[mm, 2 * C] = n
-        for x in range(mk[scr, 2 * C]):  # map scr := the waits in it
-            c = mk[scr, x]
-            mv[scr, c] = 0.0
-            mk[scr, C + c] = 0
-        n = 0
-        if pprev >= 0:
-            lo = pprev + 1
-        else:  # the first point after cut 0
-            lo, hi = off[SP, pl], p
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if sp_i[mid, P_CUT] <= 0:
-                    lo = mid + 1
-                else:
-                    hi = mid
-        for j in range(lo, p):
-            w = sp_f[j, P_WAIT]
-            if w > 0:
-                c = sp_i[j, P_CNODE]
-                if mk[scr, C + c] == 0:
-                    mk[scr, C + c] = 1
-                    mk[scr, n] = c
-                    n += 1
-                mv[scr, c] += w
-        mk[scr, 2 * C] = n
-        for x in range(mk[mm, 2 * C]):  # pruned: without the waits, without the previous point's call
-            c = mk[mm, x]
-            d = mv[mm, c] - mv[scr, c]
-            mv[mm, c] = d if d > 0.0 else 0.0
-        if pprev >= 0:
-            cn = sp_i[pprev, P_CNODE]
-            xv = mv[mm, cn]
-            o = sp_f[pprev, P_TOTAL] - sp_f[pprev, P_COMPL]
-            if mk[mm, C + cn] == 0:
-                mk[mm, C + cn] = 1
-                mk[mm, mk[mm, 2 * C]] = cn
-                mk[mm, 2 * C] += 1
-            mv[mm, cn] = max(xv - o, 0.0)
-        for x in range(mk[dm, 2 * C]):  # map dm := lm - mm where positive
-            c = mk[dm, x]
-            mv[dm, c] = 0.0
-            mk[dm, C + c] = 0
-        n = 0
-        dsum = 0.0
-        for x in range(m):
-            c = mk[lm, x]
-            d = mv[lm, c] - mv[mm, c]
-            if d > 0.0:
-                mk[dm, C + c] = 1
-                mk[dm, n] = c
-                n += 1
-                mv[dm, c] = d
-                dsum += d
-        mk[dm, 2 * C] = n
+        if p == latest:  # its interval map is lm itself (the same previous point, segments and waits)
+            dsum = 0.0
+        else:
+            local_map(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, mv, mk, p,
+                      previous_omp(off, sp_i, sp_i[p, P_LOC], p), mm, scr)
+            dsum = diff(mv, mk, lm, mm, dm)
+        den = dsum + propw
+        if not den > 0:
+            continue
         for key in range(N_KINDS + 1):
             if key == OMPBARRIER:
                 continue
             inp_v = sp_f[latest, P_TIME] - sp_f[p, P_TIME] if key == WAIT else cost[p, key]
-            s = inp_v / (dsum + propw) if (dsum + propw) > 0 else 0.0
+            if inp_v == 0.0:  # no scale (the costs stored on a point are mostly none): no division
+                continue
+            s = inp_v / den
             sums[key] += s
-            if s != 0.0:
+            if s != 0.0 and p != latest:  # the latest member delays nobody
                 for x in range(m):
                     delay[key, x] += s * mv[dm, mk[lm, x]]
     for key in range(N_KINDS + 1):
@@ -344,7 +274,7 @@ def _ompbar(h, H, hm_off, hm_sp, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, 
             metric = OMPBARRIER if key == WAIT else N_KINDS + key
             for x in range(m):
                 res[metric, mk[lm, x], ll] += delay[key, x]
-    lo = lprev + 1 if lprev >= 0 else off[SP, ll]  # _add_costs for every key, written out (see above)
+    lo = lprev + 1 if lprev >= 0 else off[SP, ll]  # _add_costs for every key
     for key in range(N_KINDS + 1):
         scale = sums[key]
         if key != OMPBARRIER and scale > 0:
@@ -354,7 +284,7 @@ def _ompbar(h, H, hm_off, hm_sp, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, 
                     cost[j, kind] += scale * sp_f[j, P_WAIT]
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def _idle(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, join_off, join_cut, n_cuts, cost, mv, mk, res):
     """Worker threads idle while the master works alone: between the previous join and a fork (or the end)."""
     f, loc, threads = H[h, HA], H[h, HB], H[h, HN]
@@ -414,7 +344,7 @@ def _idle(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, join_off, join_cu
 
 
 @numba.njit(cache=True, nogil=True)
-def _run(inp, h, off, snap, cost, mv, mk, res, rem, spmap, delay, sums, n_own, gm):
+def _run(inp, h, off, snap, cost, mv, mk, res, rem, spmap, delay, sums, recent, dscr, n_own, gm):
     """Handle wait state ``h`` (the rare forced handlings; the hot loop of :func:`_replay` dispatches itself)."""
     k = inp.h[h, HK]
     if k == H_P2P:
@@ -422,7 +352,7 @@ def _run(inp, h, off, snap, cost, mv, mk, res, rem, spmap, delay, sums, n_own, g
              inp.grp, snap, cost, mv, mk, res, n_own, gm)
     elif k == H_COLL:
         _coll(h, inp.h, off, inp.seg_cut, inp.seg_cnode, inp.seg_time, inp.sp_i, inp.sp_f, inp.loc_rank, inp.grp_off,
-              inp.grp, cost, mv, mk, res, rem, spmap, n_own, gm)
+              inp.grp, cost, mv, mk, res, rem, spmap, n_own, gm, delay, sums, recent, dscr)
     elif k == H_OMPBAR:
         _ompbar(h, inp.h, inp.hm_off, inp.hm_sp, off, inp.seg_cut, inp.seg_cnode, inp.seg_time, inp.sp_i, inp.sp_f,
                 cost, mv, mk, res, delay, sums)
@@ -514,6 +444,8 @@ def _replay(inp, cost, snap, res, flags, arrived, counted, waiting, ptr, n_own, 
     spmap = np.empty(max_grp, np.int64)
     delay = np.zeros((N_KINDS + 1, C))
     sums = np.zeros(N_KINDS + 1)
+    recent = np.zeros((max_grp, N_KINDS + 1))
+    dscr = np.zeros(C)
     for x in range(in_ghost.shape[0]):  # costs of ghost points: a waiter's snapshot, or a member arrived
         gp = in_ghost[x]
         h = ghost_h[gp - n_own]
@@ -533,7 +465,7 @@ def _replay(inp, cost, snap, res, flags, arrived, counted, waiting, ptr, n_own, 
                 snap[h, k] = cost[H[h, HA], k]
             ready[h] = True
         elif tc_kind[t] == T_MEMBER and not done[h]:
-            _run(inp, h, off, snap, cost, mv, mk, res, rem, spmap, delay, sums, n_own, gm)
+            _run(inp, h, off, snap, cost, mv, mk, res, rem, spmap, delay, sums, recent, dscr, n_own, gm)
             done[h] = True
     queue = np.empty(L + 16, np.int64)
     inq = np.zeros(L, np.bool_)
@@ -590,14 +522,14 @@ def _replay(inp, cost, snap, res, flags, arrived, counted, waiting, ptr, n_own, 
                             queue[qn] = ml
                             qn += 1
                             inq[ml] = True
-            if run >= 0:  # _run, written out: the hot loop passes no more arrays than a handling reads
+            if run >= 0:  # _run, written out: passing the input bundle copies its 45 array structs per call
                 hk = H[run, HK]
                 if hk == H_OMPBAR:
                     _ompbar(run, H, hm_off, hm_sp, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, cost, mv, mk,
                             res, delay, sums)
                 elif hk == H_COLL:
                     _coll(run, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off, grp, cost,
-                          mv, mk, res, rem, spmap, n_own, gm)
+                          mv, mk, res, rem, spmap, n_own, gm, delay, sums, recent, dscr)
                 elif hk == H_P2P:
                     _p2p(run, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off, grp, snap,
                          cost, mv, mk, res, n_own, gm)
