@@ -22,7 +22,7 @@ from patterns.api import Pattern, PatternError, check_subset_rule, compute_resul
 from .cube import Cube, LocationInfo, MetricInfo, RegionInfo, region_strings
 from .cube.stored_rows import RowValues
 from .cube.dimensions import ABSENT_LOCATION_ATTR
-from .distributed import MISMATCHES, ROOT_CAUSE_PROBLEMS
+from .distributed import MISMATCHES, ROOT_CAUSE_MODULES, ROOT_CAUSE_PROBLEMS
 
 __all__ = ["analyze", "compute_patterns", "build_cube", "collective_mismatches", "counter_cube_metrics",
            "efficiency_attrs", "metric_status", "required_tables", "select_patterns", "without_patterns",
@@ -287,11 +287,12 @@ def _share_network(trace, pats, comm, memory, spill_dir, notes, strict=True):
     from .distributed.memory import plan_memory
     from .distributed.pipeline import plan
 
-    later = plan(pats).later
+    later = plan(pats, root_cause=True).later  # the root-cause patterns run by shares (share_root_cause)
+    root_cause = any(type(p).__module__ in ROOT_CAUSE_MODULES for p in pats)
     try:
         glob = {p.name: p for p in later if getattr(p, "scope", "global") == "global"}
         # named by the roots of their sub-trees: what --without takes
-        mp = plan_memory(trace, int(memory), [n for n, p in glob.items() if p.parent not in glob])
+        mp = plan_memory(trace, int(memory), [n for n, p in glob.items() if p.parent not in glob], root_cause)
     except ValueError as exc:
         if strict:
             raise

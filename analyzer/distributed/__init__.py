@@ -13,3 +13,6 @@ MISMATCHES = "analyzer.collective_mismatches"
 #: ``ctx.derived`` key under which an analysis by shares leaves the problem lines of the root-cause analysis it ran
 #: per share (``share_root_cause``), for share 0 to report where the serial analysis does
 ROOT_CAUSE_PROBLEMS = "analyzer.root_cause_problems"
+#: the pattern modules of the root-cause analysis, which the analysis by shares computes with exchanges of its own
+#: (``share_root_cause``) instead of gathering their tables to share 0
+ROOT_CAUSE_MODULES = ("patterns.delay", "patterns.critical_path", "patterns.pop")

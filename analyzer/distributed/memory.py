@@ -4,8 +4,9 @@ The analysis of one share holds its processes' table rows and what the patterns 
 peak grows with the share's events; the shares run one after another with their data on disk between
 stages (``spill.SpillNetwork``).  The estimate is per event, with constants measured on the analysis
 benchmark (docs/performance.md, "Bounded memory"): a share may not get smaller than one process, and the
-patterns that need whole tables on share 0 (``pipeline.plan``: delay, critical path, POP, plugins
-without a scope) need them for the whole trace whatever the number of shares.  When those do not fit,
+patterns that need whole tables on share 0 (``pipeline.plan``: plugins without a scope) need them for the
+whole trace whatever the number of shares.  The root-cause analysis (delay, critical path, POP) runs by
+shares too, its data mapped to the spill folder between steps (``mapped.py``): a share costs more then.  When those do not fit,
 the run is refused with one line saying so, never started to fail later.
 """
 
@@ -31,6 +32,11 @@ SHARE_BYTES_PER_EVENT = 75.0
 #: peak bytes per event of the tables the global patterns read, built on share 0 for the whole trace (the
 #: analysis in one piece with every pattern: about 1.2 GB at 10^7 events)
 FALLBACK_BYTES_PER_EVENT = 120.0
+#: with the root-cause analysis (delay, critical path, POP): the analysis in one piece (10^7-event benchmark
+#: trace: 1030 MB), and a share building its timeline tables and backward replay's inputs before they are
+#: mapped to the spill folder (share_root_cause, mapped.py)
+WHOLE_ROOT_CAUSE_BYTES_PER_EVENT = 105.0
+SHARE_ROOT_CAUSE_BYTES_PER_EVENT = 130.0
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
           "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
@@ -97,32 +103,34 @@ def _gb(n: float) -> str:
     return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.0f} MiB"
 
 
-def plan_memory(trace, limit: int, global_patterns=()) -> MemoryPlan:
+def plan_memory(trace, limit: int, global_patterns=(), root_cause: bool = False) -> MemoryPlan:
     """The number of shares for ``limit``; ValueError (one line: what does not fit and what to do) when no
     number of shares fits.  ``global_patterns``: names of the selected patterns that run on share 0 over
-    the whole trace's tables."""
+    the whole trace's tables; ``root_cause``: the root-cause patterns are selected (run by shares)."""
     counts = _events_by_process(trace)
     events = sum(counts)
     fallback = FALLBACK_BYTES_PER_EVENT * events if global_patterns else 0.0
-    estimate = int(BASE_BYTES + WHOLE_BYTES_PER_EVENT * events + fallback)
+    whole = WHOLE_ROOT_CAUSE_BYTES_PER_EVENT if root_cause else WHOLE_BYTES_PER_EVENT
+    per_share = SHARE_ROOT_CAUSE_BYTES_PER_EVENT if root_cause else SHARE_BYTES_PER_EVENT
+    estimate = int(BASE_BYTES + whole * events + fallback)
     if estimate <= limit:
         return MemoryPlan(1, limit, estimate, events)
     room = limit - BASE_BYTES - fallback
     names = ", ".join(sorted(global_patterns))
-    if global_patterns and room < SHARE_BYTES_PER_EVENT * max(counts) and BASE_BYTES + fallback >= limit / 2:
+    if global_patterns and room < per_share * max(counts) and BASE_BYTES + fallback >= limit / 2:
         raise ValueError(f"--memory {_gb(limit)}: the patterns that need the whole trace's tables at once ({names}) "
                          f"need about {_gb(BASE_BYTES + fallback)} for {events} events; give more memory, or leave "
                          f"them out with --without {','.join(sorted(global_patterns))}")
-    biggest = SHARE_BYTES_PER_EVENT * max(counts)
+    biggest = per_share * max(counts)
     if room < biggest:
         raise ValueError(f"--memory {_gb(limit)}: the largest process alone has {max(counts)} events and needs "
                          f"about {_gb(BASE_BYTES + biggest)}; an analysis share holds at least one whole process")
     # the fewest shares whose largest (whole processes, as engine.partition cuts them) fits the room
     from analyzer.replay.engine import partition
 
-    k = max(2, math.ceil(SHARE_BYTES_PER_EVENT * events / room))
+    k = max(2, math.ceil(per_share * events / room))
     while True:
         largest = max(sum(int(trace.n_events(l)) for l in share) for share in partition(trace, k))
-        if SHARE_BYTES_PER_EVENT * largest <= room or k >= len(counts):
+        if per_share * largest <= room or k >= len(counts):
             return MemoryPlan(k, limit, estimate, largest)
         k += 1

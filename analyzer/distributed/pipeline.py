@@ -22,6 +22,7 @@ global ones) and checks the subset rule over everything, as for a serial context
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import numpy as np
 
@@ -29,7 +30,8 @@ from analyzer.replay.engine import assemble, check_tables, location_meta, partit
 from patterns.tables import Table
 
 from . import MISMATCHES, ROOT_CAUSE_PROBLEMS
-from .network import Network, run_stages
+from .mapped import MappedStore
+from .network import MemoryNetwork, Network, run_stages
 from .share_collectives import mismatch_problems
 from .share_patterns import compute_owned, gather_rows, nonzero_rows, split_by_scope
 from .share_replay import FALLBACK, merge_problems, share_stages
@@ -73,9 +75,9 @@ def plan(pats, keep_tables: bool = False, root_cause: bool = False) -> Plan:
 def analyze_by_shares(trace, pats, net: Network, salvage: bool = False, progress=None, keep_tables: bool = False):
     """The context of the whole trace with the results of every share-computable pattern, on the process
     running share 0 (None on the others)."""
-    # the root-cause analysis per share keeps every local share's context across its exchanges: not where the
-    # states are spilled (--memory), nor where share 0 gets every table anyway (--timeline)
-    by_shares = net.keeps_states and not keep_tables and any(is_root_cause(q) for q in pats)
+    # the root-cause analysis per share keeps every local share's context across its exchanges (under --memory
+    # mapped from the spill folder); not where share 0 gets every table anyway (--timeline)
+    by_shares = not keep_tables and any(is_root_cause(q) for q in pats)
     p = plan(pats, keep_tables, root_cause=by_shares)
     shares = partition(trace, net.n_shares)
     _, n_locations, location_process, location_thread = location_meta(trace)  # of the whole trace
@@ -116,14 +118,36 @@ def analyze_by_shares(trace, pats, net: Network, salvage: bool = False, progress
         state, mine = results_stage(s, result, {})
         return state, {**outbox, **mine}
 
-    if by_shares:
+    if by_shares and net.keeps_states:
         states = run_stages(net, [stages[0]] + [take_fallback(st) for st in stages[1:]])
-        ctxs = {s: states[s].context for s in net.local}
-        for s, part in root_cause_by_shares(net, ctxs, shares, pats).items():
+        rc_net, store = net, None
+    elif by_shares:  # --memory: each share's context mapped as soon as it is built, the rest in this process
+        store = MappedStore(os.path.join(net.directory, "mapped"))
+        states = {}
+
+        def mapped_context(s, state, inbox):
+            result, outbox = stages[-1](s, state, inbox)
+            states[s] = store.map(result)
+            store.release(states[s])
+            return None, outbox
+
+        run_stages(net, [stages[0]] + [take_fallback(st) for st in stages[1:-1]] + [take_fallback(mapped_context)])
+        rc_net = MemoryNetwork(net.n_shares)  # what the shares exchange from here on is small
+    if by_shares:
+        ctxs = {s: states[s].context for s in rc_net.local}
+        for s, part in root_cause_by_shares(rc_net, ctxs, shares, pats, store).items():
             states[s].problems["root_cause"] = part
         del ctxs
-        # the exchanges kept their own states: each share's context is the one the replay left
-        run_stages(net, [lambda s, state, inbox: results_stage(s, states[s], inbox)])
+
+        def results_after(s, state, inbox):
+            # the exchanges kept their own states: each share's context is the one the replay left
+            out = results_stage(s, states[s], inbox)
+            if store is not None:
+                store.release(states[s])
+            return out
+
+        run_stages(rc_net, [results_after])
+        net = rc_net
     else:
         run_stages(net, [stages[0]] + [take_fallback(st) for st in stages[1:-1]] + [take_fallback(last_stage)])
     if 0 not in net.local:

@@ -93,13 +93,23 @@ class ShareBackward:
     problems: list = field(default_factory=list)
 
 
-def share_backward_inputs(net, ctxs: dict, shares: list) -> dict:
+def share_backward_inputs(net, ctxs: dict, shares: list, store=None) -> dict:
     """``{share: ShareBackward}`` for the shares of ``net`` local to this process (``ctxs[s]``: share s's
-    context with the tables of ``patterns.backward.REQUIRES``, built per share with compact locations)."""
+    context with the tables of ``patterns.backward.REQUIRES``, built per share with compact locations).
+    ``store``: a ``mapped.MappedStore`` (``--memory``): each share's data is mapped after each of its steps
+    and its pages released, so one share's step is resident at a time."""
     work = {s: _Work(ctxs[s], s, shares) for s in net.local}
     for stage in backward_stages(work):
-        run_stages(net, [stage])
+        run_stages(net, [stage if store is None else _mapped(stage, work, store)])
     return {s: w.result for s, w in work.items()}
+
+
+def _mapped(stage, work: dict, store):
+    def run(s, state, inbox):
+        out = stage(s, state, inbox)
+        store.release(store.map(work[s]))
+        return out
+    return run
 
 
 def backward_stages(work: dict) -> list:

@@ -24,6 +24,7 @@ import numpy as np
 
 from analyzer.replay.engine import location_meta
 
+from . import ROOT_CAUSE_MODULES
 from .network import EVERY, run_stages
 from .rounds import NOT_STUCK, Status, run_rounds
 
@@ -36,12 +37,17 @@ def _g2l(sb) -> dict:
     return {int(g): l for l, g in enumerate(sb.global_location)}
 
 
-def share_delay(net, sbs: dict) -> dict:
+def share_delay(net, sbs: dict, store=None) -> dict:
     """``{share: (res, forced)}`` (``res`` ``[metric, cnode, local location]``, exact in the owned columns;
-    ``forced``: handlings forced on this share) for the local shares' ``ShareBackward`` in ``sbs``."""
+    ``forced``: handlings forced on this share) for the local shares' ``ShareBackward`` in ``sbs``.
+    ``store``: a ``mapped.MappedStore``: the replay's state is mapped too, every share's pages released after
+    its step."""
     from patterns.kernels.delay import DelayState, delay_round
 
     states = {s: DelayState(sb.inp) for s, sb in sbs.items()}
+    if store is not None:
+        for s in states:
+            store.release(store.map(states[s]))
     ghost_of = {}  # per share: source share -> ghost id of each position in that source's list
     for s, sb in sbs.items():
         by = {}
@@ -74,15 +80,18 @@ def share_delay(net, sbs: dict) -> dict:
             out[int(d)] = {"slot": sb.em_slot[sel], "cost": st.cost[sb.em_point[sel]]}
         status = Status(int(left), bool(moved or len(em) or len(ids) or force >= 0),
                         int(sb.global_location[blocked]) if blocked >= 0 else NOT_STUCK)
+        if store is not None:
+            store.release(sb)
+            store.release(st)
         return state, {_COSTS: out}, status
 
     run_rounds(net, step)
     return {s: (st.res, st.forced) for s, st in states.items()}
 
 
-def share_critical_path(net, ctxs: dict, sbs: dict) -> dict:
+def share_critical_path(net, ctxs: dict, sbs: dict, store=None) -> dict:
     """``{share: profile}``: the critical path's metrics as ``patterns.critical_path`` gives them, exact in the
-    owned columns of each local share's context."""
+    owned columns of each local share's context.  ``store``: as for :func:`share_delay`."""
     from patterns.critical_path import impact_metrics, own_time
     from patterns.kernels.backward import walk_path
 
@@ -111,11 +120,18 @@ def share_critical_path(net, ctxs: dict, sbs: dict) -> dict:
             if k >= 0 and budget > 0:
                 out[int(sb.rl_share[k])] = (int(sb.rl_loc[k]), int(sb.rl_cut[k]), int(budget))
         sent = any(x is not None for x in out)
+        if store is not None and walks:
+            store.release(sb)
         return True, {_TOKEN: out}, Status(1 if sent else 0, bool(walks), NOT_STUCK)
 
     run_rounds(net, step)
     # every share's owned columns to every share: the impact metrics sum over all locations
-    t = {s: own_time(ctxs[s], sbs[s].inp, sbs[s].n_own) for s in sbs}
+    t = {}
+    for s in sbs:
+        t[s] = own_time(ctxs[s], sbs[s].inp, sbs[s].n_own)
+        if store is not None:
+            store.release(sbs[s])
+            store.release(ctxs[s])
 
     def columns(s, state, inbox):
         o = np.asarray(ctxs[s].owned, np.int64)
@@ -142,21 +158,20 @@ def share_critical_path(net, ctxs: dict, sbs: dict) -> dict:
     return out
 
 
-#: the pattern modules of the root-cause analysis, which the analysis by shares computes with the exchanges
-#: of this module (and ``share_pop``) instead of gathering their tables to share 0
-MODULES = ("patterns.delay", "patterns.critical_path", "patterns.pop")
+MODULES = ROOT_CAUSE_MODULES
 
 
 def is_root_cause(pattern) -> bool:
     return type(pattern).__module__ in MODULES
 
 
-def root_cause_by_shares(net, ctxs: dict, shares: list, pats) -> dict:
+def root_cause_by_shares(net, ctxs: dict, shares: list, pats, store=None) -> dict:
     """Compute the selected root-cause patterns' profiles on every local share, into each context's
     ``derived`` where the patterns read them (``patterns.delay.delay_profile`` and the like), so the share's
     pattern step computes them as "location" patterns.  ``pats``: every selected pattern (POP needs the
     execution, MPI and OpenMP times first: computed here, their results stay).  Returns per share its part of
-    the problems (the handlings forced on an inconsistent trace)."""
+    the problems (the handlings forced on an inconsistent trace).  ``store``: a ``mapped.MappedStore`` where
+    one process holds every share (``--memory``): their data mapped, one share's step resident at a time."""
     from patterns.api import compute_results
     from patterns.backward_points import KINDS
 
@@ -165,9 +180,9 @@ def root_cause_by_shares(net, ctxs: dict, shares: list, pats) -> dict:
     if mods & {"patterns.delay", "patterns.critical_path"}:
         from .share_backward import share_backward_inputs
 
-        sbs = share_backward_inputs(net, ctxs, shares)
+        sbs = share_backward_inputs(net, ctxs, shares, store)
         if "patterns.delay" in mods:
-            for s, (res, n) in share_delay(net, sbs).items():
+            for s, (res, n) in share_delay(net, sbs, store).items():
                 prof = {}
                 for k, kind in enumerate(KINDS):
                     prof[f"delay_{kind}"] = res[k]
@@ -175,7 +190,7 @@ def root_cause_by_shares(net, ctxs: dict, shares: list, pats) -> dict:
                 ctxs[s].derived["patterns.delay"] = prof
                 forced[s] = int(n)
         if "patterns.critical_path" in mods:
-            for s, prof in share_critical_path(net, ctxs, sbs).items():
+            for s, prof in share_critical_path(net, ctxs, sbs, store).items():
                 ctxs[s].derived["patterns.critical_path"] = prof
         del sbs
     if "patterns.pop" in mods:

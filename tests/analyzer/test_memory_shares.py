@@ -25,6 +25,8 @@ def tiny_budget(monkeypatch):
     monkeypatch.setattr(memory, "WHOLE_BYTES_PER_EVENT", 1000.0)
     monkeypatch.setattr(memory, "SHARE_BYTES_PER_EVENT", 1000.0)
     monkeypatch.setattr(memory, "FALLBACK_BYTES_PER_EVENT", 0.0)
+    monkeypatch.setattr(memory, "WHOLE_ROOT_CAUSE_BYTES_PER_EVENT", 1000.0)
+    monkeypatch.setattr(memory, "SHARE_ROOT_CAUSE_BYTES_PER_EVENT", 1000.0)
 
 
 def _events(path) -> int:
@@ -52,7 +54,7 @@ def test_memory_limit_gives_the_json_of_one_piece(tmp_path, tiny_budget, capsys,
     trace = tmp_path / "t.elg"
     random_builder(seed, n_ranks=5, n_threads=2, steps=20, **kw).write(trace)
     whole, bounded = tmp_path / "whole.json", tmp_path / "bounded.json"
-    for without in ("", ROOT_CAUSE):  # with the global patterns (gathered to share 0) and without them
+    for without in ("", ROOT_CAUSE):  # with the root-cause patterns (by shares, their data mapped) and without
         extra = ["--without", without] if without else []
         assert main([str(trace), "-j", "1", "--json", str(whole), "-o", str(tmp_path / "w.cubex"), "-q",
                      "--memory", "1T", *extra]) == 0
@@ -76,15 +78,39 @@ def test_a_process_bigger_than_the_limit_is_one_clear_line(tmp_path, tiny_budget
     assert len(err) == 1 and "holds at least one whole process" in err[0], err
 
 
+#: a plugin pattern without a scope ("global": its tables gathered whole to share 0)
+GLOBAL_PLUGIN = '''
+import numpy as np
+from patterns import Pattern
+
+class EveryMessage(Pattern):
+    name = "every_message"
+    display_name = "Every message"
+    unit = "occ"
+    description = "Messages of the run, at the root of every location."
+    diagnosis = "A test pattern."
+    requires = ("messages",)
+
+    def compute(self, ctx):
+        out = np.zeros((ctx.n_cnodes, ctx.n_locations))
+        out[0] = len(ctx.table("messages"))
+        return out
+'''
+
+
 def test_global_patterns_that_cannot_fit_say_how_to_leave_them_out(tmp_path, monkeypatch, capsys):
     trace = tmp_path / "t.elg"
     random_builder(35, n_ranks=3, n_threads=2, steps=20).write(trace)
+    plugin = tmp_path / "mine.py"
+    plugin.write_text(GLOBAL_PLUGIN)
     monkeypatch.setattr(memory, "BASE_BYTES", 0)
     monkeypatch.setattr(memory, "FALLBACK_BYTES_PER_EVENT", 10_000.0)
     limit = str(_events(trace) * 5_000)
-    assert main([str(trace), "-q", "--memory", limit, "-o", str(tmp_path / "x.cubex")]) == 2
+    assert main([str(trace), "-q", "--memory", limit, "--plugin", str(plugin), "-o", str(tmp_path / "x.cubex")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--without" in err[0] and "delay" in err[0], err
+    assert len(err) == 1 and "--without" in err[0] and "every_message" in err[0], err
+    # the root-cause patterns run by shares: they are not such patterns
+    assert main([str(trace), "-q", "--memory", limit, "-o", str(tmp_path / "y.cubex")]) == 0
 
 
 @pytest.mark.parametrize("text,value", [("4G", 4 << 30), ("512MiB", 512 << 20), ("1.5k", 1536), ("2000", 2000)])
