@@ -11,31 +11,32 @@ replay's loop, its state kept between rounds) and posts what others wait for:
 
 * ``"pop_send_clocks"``, to the share of the receiver: per own send whose receiver is another share's,
   ``recv_loc`` (global id), ``recv_seq`` (they name the message on both sides) and the send's ``clock``;
-* ``"pop_arrivals"``, to the instance's owner share (``instance % K``, as in ``share_collectives``): per
-  collective instance with members elsewhere, once all its own members arrived: their number, ``need``
-  (the instance's members over all shares), the latest arrival, the last root in location order (global
-  id, -1 for none) and its arrival, the last member's location and the instance type it called;
-* ``"pop_collective_ends"``, from the owner to each member share, once every member arrived: the latest
-  arrival, the root's and the type (those of the member last in location order, as the serial replay takes
-  them), from which each share computes its members' leave times as the serial replay does.
+* ``"pop_arrivals"``, to every other share with a member of the instance: per collective instance with
+  members elsewhere, once all its own members arrived: their number, the latest arrival, the last root in
+  location order (global id, -1 for none) and its arrival, the last member's location and the instance type
+  it called.  Each member share folds the reports (``patterns.kernels.ideal.ideal_deliver``) into the
+  latest arrival, the root's and the type of the member last in location order, as the serial replay takes
+  them, and computes its members' leave times as the serial replay does: the share whose members arrive
+  last goes on in the same round, the others in the next (one round per instance on a chain of waits).
 
 OpenMP teams never span processes, so forks and barriers are walked within the share.  A cycle of waits
 (an inconsistent trace) ends as serially: when nobody moved, the lowest location with cut points left lets
 its blocked cut point pass (``stuck`` of ``run_rounds``).
 
-Exchanges: one before the rounds (to every share: the share's owned location ids, its first and last
+Exchanges: two before the rounds (to every share: the share's owned location ids, its first and last
 event and its part of a bound on the rounds, so every share knows T, t0, whose each location is and when
-the rounds are overdue), the rounds, one after (to every share: the largest end of the ideal walk and the
-largest useful time).  The state of a round holds the share's context
-(MemoryNetwork and MpiNetwork keep states in memory).
+the rounds are overdue; to the owner share of each instance with members on several shares, ``instance % K``
+as in ``share_collectives``, that this share holds members, and from the owner to each of them the other
+member shares), the rounds, one after (to every share: the largest end of the ideal walk and the largest
+useful time).  The state of a round holds the share's context (MemoryNetwork and MpiNetwork keep states in
+memory).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from patterns.kernels.ideal import (QN, IdealState, combine_arrivals, ideal_advance, ideal_deliver, ideal_pass,
-                                    ideal_state, own_arrivals)
+from patterns.kernels.ideal import QN, IdealState, ideal_advance, ideal_deliver, ideal_pass, ideal_state, own_arrivals
 from patterns.pop import ideal_inputs, location_spans, profile_arrays, useful_time
 
 from .network import EVERY, Network, route, run_stages
@@ -43,9 +44,9 @@ from .rounds import NOT_STUCK, Status, run_rounds
 
 __all__ = ["share_pop_profiles"]
 
-SPANS, CLOCKS, ARRIVALS, ENDS, FINALS = "pop_spans", "pop_send_clocks", "pop_arrivals", "pop_collective_ends", \
-    "pop_finals"
-#: columns of an arrivals report, in :func:`patterns.kernels.ideal.combine_arrivals`' order after ``slot``
+SPANS, HOLDERS, PEERS, CLOCKS, ARRIVALS, FINALS = "pop_spans", "pop_holders", "pop_peers", "pop_send_clocks", \
+    "pop_arrivals", "pop_finals"
+#: columns of an arrivals report, in :func:`patterns.kernels.ideal.ideal_deliver`'s order after ``inst``
 _REPORT = ("count", "latest", "root_loc", "root", "last_loc", "last_type")
 
 
@@ -60,12 +61,19 @@ def share_pop_profiles(net: Network, ctxs) -> dict[int, dict]:
         ctx = ctxs[s]
         glob = _global_ids(ctx)
         first, last = location_spans(ctx.trace, glob[ctx.owned])
-        return first, {SPANS: {EVERY: {"owned": glob[ctx.owned], "first": _extreme(np.nanmin, first),
-                                      "last": _extreme(np.nanmax, last), "rounds": _most_rounds(ctx)}}}
+        x, need = _inputs(ctx)
+        inst = x.c_instance[np.diff(x.c_off) < need]  # instances with members on other shares
+        out = route(K, {HOLDERS: _by_dest(inst % K, {"instance": inst})})
+        out[SPANS] = {EVERY: {"owned": glob[ctx.owned], "first": _extreme(np.nanmin, first),
+                              "last": _extreme(np.nanmax, last), "rounds": _most_rounds(ctx)}}
+        return (first, x, need), out
 
-    run_stages(net, [spans])
-    limit = sum(p["rounds"] for p in net.inbox(net.local[0])[SPANS] if p is not None) + 2 if net.local else None
-    walks, _ = run_rounds(net, lambda s, w, inbox, stuck: _step(s, K, ctxs[s], w, inbox, stuck), limit)
+    def peers(s, state, inbox):
+        return _Walk(s, K, ctxs[s], *state, inbox[SPANS]), route(K, {PEERS: _peers(inbox.get(HOLDERS, []))})
+
+    walks = run_stages(net, [spans, peers])
+    limit = walks[net.local[0]].limit if net.local else None
+    walks, _ = run_rounds(net, lambda s, w, inbox, stuck: _step(s, K, w, inbox, stuck), limit)
 
     def finals(s, w, inbox):
         return w, {FINALS: {EVERY: w.finals()}}
@@ -74,15 +82,45 @@ def share_pop_profiles(net: Network, ctxs) -> dict[int, dict]:
     return {s: walks[s].profile([p for p in net.inbox(s)[FINALS] if p is not None]) for s in net.local}
 
 
+def _inputs(ctx):
+    """The share's ideal replay inputs over its own collectives rows, and per instance its members over all
+    shares (the communicator's size: only complete instances are walked)."""
+    C = ctx.table("collectives")
+    mine = np.zeros(ctx.n_locations, bool)
+    mine[np.asarray(ctx.owned, np.int64)] = True
+    x = ideal_inputs(ctx, mine[np.asarray(C["loc"], np.int64)] if len(C) else None)
+    need = np.asarray(C["n_members"], np.int64)[x.c_rows[x.c_off[:-1]]] if len(x.c_off) > 1 else np.zeros(0, np.int64)
+    return x, need
+
+
+def _peers(got: list) -> dict[int, dict]:
+    """As the owner of instances: per share holding members of some, each (instance, other share holding
+    members of it), in (instance, share) order."""
+    got = [(src, p["instance"]) for src, p in enumerate(got) if p is not None]
+    if not got:
+        return {}
+    inst = np.concatenate([i for _, i in got])
+    src = np.concatenate([np.full(len(i), q, np.int64) for q, i in got])
+    o = np.lexsort((src, inst))
+    inst, src = inst[o], src[o]
+    starts = np.flatnonzero(np.r_[True, inst[1:] != inst[:-1]])
+    size = np.diff(np.r_[starts, len(inst)])
+    per = np.repeat(size, size)  # each holder is told every holder of its instance but itself
+    me = np.repeat(np.arange(len(inst)), per)
+    other = np.repeat(np.repeat(starts, size), per) + (np.arange(len(me)) - np.repeat(np.cumsum(per) - per, per))
+    keep = me != other
+    return _by_dest(src[me[keep]], {"instance": inst[other[keep]], "share": src[other[keep]]})
+
+
 def _global_ids(ctx) -> np.ndarray:
     glob = getattr(ctx, "global_location", None)
     return np.arange(ctx.n_locations, dtype=np.int64) if glob is None else np.asarray(glob, np.int64)
 
 
 def _most_rounds(ctx) -> int:
-    """A share's part of a bound on the rounds: each round passes a cut point, or posts a send clock, an
-    instance report or an instance's end, or (nobody moved) precedes a round that passes one."""
-    return 2 * len(ctx.table("sync_points")) + len(ctx.table("messages")) + 2 * len(ctx.table("collectives"))
+    """A share's part of a bound on the rounds: each round passes a cut point, or posts a send clock or an
+    instance report, or (nobody moved) precedes a round that passes one."""
+    return 2 * len(ctx.table("sync_points")) + len(ctx.table("messages")) + len(ctx.table("collectives"))
 
 
 def _extreme(f, v: np.ndarray) -> float:
@@ -90,12 +128,13 @@ def _extreme(f, v: np.ndarray) -> float:
 
 
 class _Walk:
-    """A share's ideal replay between rounds: its inputs, the kernel's state, where its messages go, and as
-    an instance owner the reports on its instances.  ``first``: the own locations' first events (NaN: none)."""
+    """A share's ideal replay between rounds: its inputs, the kernel's state, where its messages and instance
+    reports go.  ``first``: the own locations' first events (NaN: none); ``x``, ``need``: :func:`_inputs`."""
 
-    def __init__(self, s: int, K: int, ctx, first: np.ndarray, spans: list):
+    def __init__(self, s: int, K: int, ctx, first: np.ndarray, x, need: np.ndarray, spans: list):
         self.s, self.K, self.ctx = s, K, ctx
         got = [p for p in spans if p is not None]
+        self.limit = sum(p["rounds"] for p in got) + 2
         firsts = np.array([p["first"] for p in got], np.float64)
         lasts = np.array([p["last"] for p in got], np.float64)
         # the serial np.nanmin / np.nanmax over every location: the same extremes
@@ -109,12 +148,10 @@ class _Walk:
             if p is not None:
                 self.loc_share[np.asarray(p["owned"], np.int64)] = src
         L = ctx.n_locations
-        self.glob = _global_ids(ctx)
+        self.glob = glob = _global_ids(ctx)
         self.owned = np.asarray(ctx.owned, np.int64)
         self.mine = mine = np.zeros(L, bool)
         mine[self.owned] = True
-        C = ctx.table("collectives")
-        x = ideal_inputs(ctx, mine[np.asarray(C["loc"], np.int64)] if len(C) else None)
         self.x = x
         start = np.full(L, self.t0, np.float64)
         start[self.owned] = np.where(np.isfinite(first), first, self.t0)
@@ -122,12 +159,21 @@ class _Walk:
         self.state = IdealState(*ideal_state(start, x.cut_off, x.n_messages, len(x.c_inst), len(x.c_rows), n_ci,
                                              len(x.b_inst), len(x.b_off) - 1, len(x.kind), len(x.t_off) - 1))
         self.queue_all()
-        # collectives: the members over all shares (the communicator's size: the instance is complete)
+        # collectives: the members over all shares, whether some are elsewhere, and what the reports of the
+        # others are folded with (the own last member's location and type, the own last root's location)
         self.own_count = np.diff(x.c_off)
-        self.c_need = np.asarray(C["n_members"], np.int64)[x.c_rows[x.c_off[:-1]]] if n_ci else self.own_count
-        self.c_remote = self.own_count < self.c_need
+        self.c_need = need
+        self.c_remote = self.own_count < need
         self.c_root_own = np.ones(n_ci, np.bool_)
-        self.own_type = x.c_type.copy()  # the last own member's: reported before the owner's replaces it
+        self.own_type = x.c_type.copy()  # the last own member's: reported after another's may replace it
+        self.own_last_loc = glob[x.c_loc[x.c_off[1:] - 1]] if n_ci else np.zeros(0, np.int64)
+        self.r_last_loc = self.own_last_loc.copy()
+        self.own_root_loc = np.full(n_ci, -1, np.int64)
+        roots = np.flatnonzero(x.c_root[x.c_rows]) if len(x.c_rows) else np.zeros(0, np.int64)
+        np.maximum.at(self.own_root_loc, np.searchsorted(x.c_off, roots, side="right") - 1, glob[x.c_loc[roots]])
+        self.r_root_loc = self.own_root_loc.copy()
+        self.p_off: np.ndarray | None = None  # per instance, its other member shares p_share[p_off[g]:p_off[g+1]]
+        self.p_share = np.zeros(0, np.int64)
         # messages: sent here to another share's receiver, received here from another share's sender
         M = ctx.table("messages")
         self.m_send, self.m_recv = np.asarray(M["send_loc"], np.int64), np.asarray(M["recv_loc"], np.int64)
@@ -139,9 +185,6 @@ class _Walk:
         keys = self.m_recv[imports] * self.seq_span + self.m_seq[imports]
         o = np.argsort(keys, kind="stable")
         self.imp_keys, self.imp_rows = keys[o], imports[o]
-        # as the owner of instances s, s + K, ...: reports folded per slot (instance // K) until complete
-        self.acc: dict[str, np.ndarray] = {}
-        self.pending = {"instance": np.zeros(0, np.int64), "src": np.zeros(0, np.int64)}
         self._useful: np.ndarray | None = None
 
     def here(self, loc: np.ndarray) -> np.ndarray:
@@ -158,8 +201,28 @@ class _Walk:
 
     # --- the inbox -------------------------------------------------------------------------------------------------
 
+    def instances(self, inst: np.ndarray, what: str) -> np.ndarray:
+        """The dense ids of instances ``inst`` (ids over all shares), each with own members."""
+        x = self.x
+        g = np.minimum(np.searchsorted(x.c_instance, inst), max(len(x.c_instance) - 1, 0))
+        if len(inst) and (not len(x.c_instance) or (x.c_instance[g] != inst).any()):
+            raise RuntimeError(f"share {self.s}: {what} arrived for a collective instance with no own member")
+        return g
+
+    def take_peers(self, got: list) -> None:
+        """The other member shares of each own instance, from the owners' lists."""
+        got = [p for p in got if p is not None]
+        cat = (lambda k: np.concatenate([p[k] for p in got])) if got else (lambda k: np.zeros(0, np.int64))
+        g, share = self.instances(cat("instance"), "a member list"), cat("share")
+        o = np.lexsort((share, g))
+        self.p_share = share[o]
+        n = np.bincount(g, minlength=len(self.c_need))
+        if ((n > 0) != self.c_remote).any():
+            raise RuntimeError(f"share {self.s}: the member shares of a collective instance are not known")
+        self.p_off = np.r_[0, np.cumsum(n)].astype(np.int64)
+
     def deliver(self, inbox: dict) -> None:
-        """Send clocks and the owners' collective ends into the kernel's state."""
+        """Send clocks and the other member shares' instance reports into the kernel's state."""
         x, st = self.x, self.state
         got = [p for p in inbox.get(CLOCKS, []) if p is not None]
         rows, clocks = np.zeros(0, np.int64), np.zeros(0, np.float64)
@@ -172,62 +235,20 @@ class _Walk:
             if not len(self.imp_keys) or (self.imp_keys[at] != key).any():
                 raise RuntimeError(f"share {self.s}: a send clock arrived for a message no own location receives")
             rows = self.imp_rows[at]
-        ends = [p for p in inbox.get(ENDS, []) if p is not None]
-        g = np.zeros(0, np.int64)
-        latest, root, typ = np.zeros(0), np.zeros(0), np.zeros(0, np.int64)
-        if ends:
-            inst = np.concatenate([p["instance"] for p in ends])
-            g = np.minimum(np.searchsorted(x.c_instance, inst), max(len(x.c_instance) - 1, 0))
-            if not len(x.c_instance) or (x.c_instance[g] != inst).any():
-                raise RuntimeError(f"share {self.s}: the end arrived of a collective instance with no own member")
-            latest = np.concatenate([p["latest"] for p in ends])
-            root = np.concatenate([p["root"] for p in ends])
-            typ = np.concatenate([p["type"] for p in ends])
-        if len(rows) or len(g):
-            ideal_deliver(rows, clocks, g, latest, root, typ, x.c_off, x.c_loc, x.c_rows, x.c_type, x.c_root,
-                          self.c_need, self.c_root_own, st.sent, st.msg_wait, st.c_arr, st.c_got, st.c_at, st.c_leave,
-                          st.c_rmax, st.c_rroot, st.queue, st.inq, st.ctr)
-
-    def own_instances(self, inbox: dict) -> dict:
-        """As an owner: fold the reports that arrived; the ends of the instances now complete, per member
-        share."""
-        got = [(src, p) for src, p in enumerate(inbox.get(ARRIVALS, [])) if p is not None]
-        if not got:
-            return {}
-        inst = np.concatenate([p["instance"] for _, p in got])
-        src = np.concatenate([np.full(len(p["instance"]), q, np.int64) for q, p in got])
-        cols = {k: np.concatenate([p[k] for _, p in got]) for k in _REPORT + ("need",)}
-        slot = inst // self.K
-        self._grow(int(slot.max()) + 1)
-        a = self.acc
-        a["need"][slot] = cols["need"]
-        combine_arrivals(slot, *(cols[k] for k in _REPORT), a["count"], a["latest"], a["root_loc"], a["root"],
-                         a["last_loc"], a["type"])
-        pend_i = np.concatenate([self.pending["instance"], inst])
-        pend_s = np.concatenate([self.pending["src"], src])
-        ps = pend_i // self.K
-        done = a["count"][ps] == a["need"][ps]
-        self.pending = {"instance": pend_i[~done], "src": pend_s[~done]}
-        out: dict[int, dict] = {}
-        di, ds = pend_i[done], pend_s[done]
-        for d in np.unique(ds).tolist():
-            i = di[ds == d]
-            si = i // self.K
-            out[d] = {"instance": i, "latest": a["latest"][si], "root": a["root"][si], "type": a["type"][si]}
-        return out
-
-    def _grow(self, n: int) -> None:
-        have = len(self.acc.get("count", ()))
-        if n <= have:
+        # in source share order: every member share folds the same reports in the same order
+        reps = [p for p in inbox.get(ARRIVALS, []) if p is not None]
+        if not (len(rows) or reps):
             return
-        n = max(n, 2 * have)
-        init = {"need": 0, "count": 0, "latest": -np.inf, "root_loc": -1, "root": -np.inf, "last_loc": -1,
-                "type": 0}
-        for k, v in init.items():
-            grown = np.full(n, v, np.float64 if isinstance(v, float) else np.int64)
-            if k in self.acc:
-                grown[:have] = self.acc[k]
-            self.acc[k] = grown
+        if reps:
+            g = self.instances(np.concatenate([p["instance"] for p in reps]), "a report")
+            cols = [np.concatenate([p[k] for p in reps]) for k in _REPORT]
+        else:
+            g = np.zeros(0, np.int64)
+            cols = [np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64),
+                    np.zeros(0, np.int64)]
+        ideal_deliver(rows, clocks, g, *cols, x.c_off, x.c_loc, x.c_rows, x.c_type, x.c_root, self.c_need,
+                      self.c_root_own, self.r_root_loc, self.r_last_loc, st.sent, st.msg_wait, st.c_arr, st.c_got,
+                      st.c_at, st.c_leave, st.c_rmax, st.c_rroot, st.queue, st.inq, st.ctr)
 
     # --- the walk --------------------------------------------------------------------------------------------------
 
@@ -259,12 +280,13 @@ class _Walk:
         g = st.out_coll[:st.out_n[1]].copy()
         if len(g):
             latest, root_q, root = own_arrivals(g, x.c_off, x.c_rows, x.c_root, st.c_at)
-            last_q = x.c_off[g + 1] - 1
-            inst = x.c_instance[g]
-            posted[ARRIVALS] = _by_dest(inst % self.K, {
-                "instance": inst, "need": self.c_need[g], "count": self.own_count[g], "latest": latest,
-                "root_loc": np.where(root_q >= 0, self.glob[x.c_loc[np.maximum(root_q, 0)]], -1), "root": root,
-                "last_loc": self.glob[x.c_loc[last_q]], "last_type": self.own_type[g]})
+            n = self.p_off[g + 1] - self.p_off[g]
+            j = np.repeat(np.arange(len(g)), n)  # one report per instance and other member share
+            at = np.repeat(self.p_off[g] - np.cumsum(n) + n, n) + np.arange(len(j))
+            posted[ARRIVALS] = _by_dest(self.p_share[at], {
+                "instance": x.c_instance[g][j], "count": self.own_count[g][j], "latest": latest[j],
+                "root_loc": np.where(root_q >= 0, self.glob[x.c_loc[np.maximum(root_q, 0)]], -1)[j],
+                "root": root[j], "last_loc": self.own_last_loc[g][j], "last_type": self.own_type[g][j]})
         return posted
 
     def status(self, moved: bool) -> Status:
@@ -324,15 +346,11 @@ def _by_dest(dest: np.ndarray, cols: dict) -> dict[int, dict]:
             for i, d in enumerate(dests.tolist())}
 
 
-def _step(s: int, K: int, ctx, w, inbox: dict, stuck: int):
-    """One round of share ``s`` (``run_rounds``): the first builds the walk from the spans every share sent."""
-    if not isinstance(w, _Walk):  # the state of the spans stage: the own locations' first events
-        w = _Walk(s, K, ctx, w, inbox[SPANS])
+def _step(s: int, K: int, w: _Walk, inbox: dict, stuck: int):
+    """One round of share ``s`` (``run_rounds``): the first takes the member shares of the own instances."""
+    if w.p_off is None:
+        w.take_peers(inbox.get(PEERS, []))
     w.deliver(inbox)
-    ends = w.own_instances(inbox)
     moved = w.advance(stuck)
     posted = w.exports()
-    if ends:
-        posted[ENDS] = ends
-    outbox = route(K, posted)
-    return w, outbox, w.status(moved or bool(posted))
+    return w, route(K, posted), w.status(moved or bool(posted))

@@ -15,13 +15,13 @@ completion, join) costs nothing.  Returns each location's clock at its end.  Slo
 The replay by shares of processes (``analyzer.distributed.share_pop``) runs the same loop,
 :func:`ideal_advance`, over a share's own locations, round after round: it keeps the state
 (:func:`ideal_state`) between calls, :func:`ideal_deliver` feeds in what other shares produced (send
-clocks of messages an own location receives; for a collective instance with members elsewhere, its latest
-arrival, root and type over all members, which the instance's owner share folds from every member share's
-report, :func:`own_arrivals` and :func:`combine_arrivals`) and the advance lists what others wait for (own
-sends to remote receivers, instances whose own members have all arrived).  :func:`ideal_replay` is that
-loop with nothing remote: every instance's members and every message's receiver in the one walk.  When
-nothing can move although cut points are left (an inconsistent trace) :func:`ideal_pass` lets the first
-blocked cut point of the lowest such location pass.
+clocks of messages an own location receives; for a collective instance with members elsewhere, every other
+member share's report on its members, :func:`own_arrivals`, folded here into the latest arrival, root and
+type over all members, so the instance ends where the last report or member arrives) and the advance
+lists what others wait for (own sends to remote receivers, instances whose own members have all arrived).
+:func:`ideal_replay` is that loop with nothing remote: every instance's members and every message's
+receiver in the one walk.  When nothing can move although cut points are left (an inconsistent trace)
+:func:`ideal_pass` lets the first blocked cut point of the lowest such location pass.
 """
 
 from __future__ import annotations
@@ -245,12 +245,18 @@ def ideal_pass(l, kind, row, b_inst, ptr, b_done, queue, inq, ctr):
 
 
 @numba.njit(cache=True, nogil=True)
-def ideal_deliver(msg_rows, msg_clocks, inst, latest, root, typ, c_off, c_loc, c_rows, c_type, c_root, c_need,
-                  c_root_own, sent, msg_wait, c_arr, c_got, c_at, c_leave, c_rmax, c_rroot, queue, inq, ctr):
+def ideal_deliver(msg_rows, msg_clocks, inst, count, latest, root_loc, root, last_loc, last_type, c_off, c_loc,
+                  c_rows, c_type, c_root, c_need, c_root_own, r_root_loc, r_last_loc, sent, msg_wait, c_arr, c_got,
+                  c_at, c_leave, c_rmax, c_rroot, queue, inq, ctr):
     """What other shares produced, into the state of :func:`ideal_advance`: the send clock of each messages
-    row ``msg_rows`` (its waiting receiver queued); per instance ``inst`` (dense ids) whose members have all
-    arrived, over every share, the latest arrival, the arrival of the root that counts (-inf: none) and the
-    type: the instance is finished with these and its own members (all arrived, blocked on it) queued."""
+    row ``msg_rows`` (its waiting receiver queued); per report ``j`` of another member share on instance
+    ``inst[j]`` (dense ids): its members' number, latest arrival, last root (global location, -1: none) and
+    that root's arrival, its last member's global location and type.  The reports fold into the instance's
+    part elsewhere (``c_got``, ``c_rmax``); the root and type are those of the member last in location order,
+    as the serial replay takes them: ``r_root_loc``/``r_last_loc`` hold the locations of the latest so far
+    (the own last root's and last member's to begin with).  Once every member has arrived the instance is
+    finished and its own members queued; if own members are still to come, :func:`ideal_advance` finishes it
+    when the last one arrives."""
     for j in range(msg_rows.shape[0]):
         r = msg_rows[j]
         sent[r] = msg_clocks[j]
@@ -259,11 +265,18 @@ def ideal_deliver(msg_rows, msg_clocks, inst, latest, root, typ, c_off, c_loc, c
             _push(w, queue, inq, ctr)
     for j in range(inst.shape[0]):
         g = inst[j]
-        c_got[g] = c_need[g] - c_arr[g]
-        c_rmax[g], c_rroot[g], c_root_own[g], c_type[g] = latest[j], root[j], False, typ[j]
-        _finish_collective(g, c_type[g], c_off, c_rows, c_root, c_at, c_leave, c_rmax[g], c_rroot[g], False)
-        for q in range(c_off[g], c_off[g + 1]):
-            _push(c_loc[q], queue, inq, ctr)
+        c_got[g] += count[j]
+        c_rmax[g] = max(c_rmax[g], latest[j])
+        if root_loc[j] > r_root_loc[g]:
+            r_root_loc[g], c_rroot[g], c_root_own[g] = root_loc[j], root[j], False
+        if last_loc[j] > r_last_loc[g]:
+            r_last_loc[g], c_type[g] = last_loc[j], last_type[j]
+        # every report counts at least one member: the sum reaches c_need at the instance's last report only
+        if c_arr[g] + c_got[g] == c_need[g]:
+            _finish_collective(g, c_type[g], c_off, c_rows, c_root, c_at, c_leave, c_rmax[g], c_rroot[g],
+                               c_root_own[g])
+            for q in range(c_off[g], c_off[g + 1]):
+                _push(c_loc[q], queue, inq, ctr)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -280,22 +293,6 @@ def own_arrivals(inst, c_off, c_rows, c_root, c_at):
             if c_root[c_rows[q]]:
                 root_q[j], root[j] = q, c_at[c_rows[q]]
     return latest, root_q, root
-
-
-@numba.njit(cache=True, nogil=True)
-def combine_arrivals(slot, count, latest, root_loc, root, last_loc, last_type, acc_count, acc_latest, acc_root_loc,
-                     acc_root, acc_last_loc, acc_type):
-    """Fold shares' reports on collective instances into their accumulators (``slot``: each report's): the
-    members arrived, the latest arrival, the root and the type of the member last in location order (the
-    serial replay's: its rows in (instance, location) order, the last root's arrival, the last row's type)."""
-    for j in range(slot.shape[0]):
-        i = slot[j]
-        acc_count[i] += count[j]
-        acc_latest[i] = max(acc_latest[i], latest[j])
-        if root_loc[j] > acc_root_loc[i]:
-            acc_root_loc[i], acc_root[i] = root_loc[j], root[j]
-        if last_loc[j] > acc_last_loc[i]:
-            acc_last_loc[i], acc_type[i] = last_loc[j], last_type[j]
 
 
 @numba.njit(cache=True, nogil=True)

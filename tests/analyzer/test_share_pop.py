@@ -190,3 +190,55 @@ def test_contexts_with_global_location_ids():
         assert prof["_ideal"] == serial["_ideal"]
         for name in NAMES:
             assert (prof[name][:, owned].view(np.int64) == serial[name][:, owned].view(np.int64)).all(), name
+
+
+def _rounds(monkeypatch) -> list:
+    """The rounds of every POP replay by shares from now on (``run_rounds`` as share_pop calls it)."""
+    import analyzer.distributed.share_pop as share_pop
+
+    seen, run = [], share_pop.run_rounds
+
+    def counted(net, step, limit=None):
+        states, n = run(net, step, limit)
+        seen.append(n)
+        return states, n
+
+    monkeypatch.setattr(share_pop, "run_rounds", counted)
+    return seen
+
+
+def chain(n: int):
+    """Three ranks call ``n`` collectives one after another (barrier, allreduce, broadcast from rank 1,
+    reduce to rank 2, in turn), computing between them for times that make each rank the last to arrive in
+    turn: every instance waits for the one before, a chain of ``n`` instances across every share."""
+    b = tracefmt.TraceBuilder()
+    locs = [b.location(rank=r) for r in range(3)]
+    ops = (("MPI_Barrier", None), ("MPI_Allreduce", None), ("MPI_Bcast", 1), ("MPI_Reduce", 2))
+    t = 0.0
+    for loc in locs:
+        b.enter(loc, t, "main")
+    for i in range(n):
+        work = [1.0 + ((i + r) % 3) * 0.5 for r in range(3)]
+        end = t + max(work) + 0.25
+        name, root = ops[i % len(ops)]
+        for r, loc in enumerate(locs):
+            b.enter(loc, t, "work"); b.exit(loc, t + work[r])
+            b.collective(loc, t + work[r], end, name, root=root)
+        t = end
+    for loc in locs:
+        b.exit(loc, t)
+    return b.build()
+
+
+@pytest.mark.parametrize("K", [2, 3])
+def test_one_round_per_collective_instance_on_a_chain(monkeypatch, K):
+    """Each share sends its members' arrivals to every other member share, which ends the instance itself:
+    one round per instance (not two: members to an owner share, the owner to the members), and one to
+    finish."""
+    n = 12
+    trace = chain(n)
+    serial = _serial(trace)
+    seen = _rounds(monkeypatch)
+    _check(trace, serial, K)
+    assert _crossing(trace, K)[1] == n
+    assert seen == [n + 1]
