@@ -157,17 +157,35 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, call_enter, region_role
     e_int, e_node, e_time = e_int[e0:], e_node[e0:], e_time[e0:]
     send_cuts = np.full((n_send, 3), -1, np.int64)
     recv_cuts = np.full((n_recv, 2), -1, np.int64)
-    sreq_keys, sreq_vals, sreq_state = idtable.new_table(n_send)
-    rreq_keys, rreq_vals, rreq_state = idtable.new_table(n_post)
     own_team = np.empty(n_fork, np.int64)  # this location's own forks (a master's)
     own_time = np.empty(n_fork, np.float64)
-    n_own = 0
     m = call_node.shape[0] + 1
-    touched = np.empty(m, np.int32)
+    n_cut, k, in_order, n_own = _cut(
+        etype, time, ea, ec, ed, ee, call_node, call_enter, region_role, region_flags, is_worker, fork_team,
+        fork_time, acc, seen, cut_kind, cut_event, cut_time, cut_node, cut_enter, e_int, e_node, e_time,
+        send_cuts, recv_cuts, idtable.new_table(n_send), idtable.new_table(n_post), own_team, own_time,
+        np.empty(m, np.int32), np.empty(m, np.int32), np.empty(m, np.int64), np.empty(m, np.int64))
+    for j in range(n_cut):
+        c_loc[c0 + j] = loc
+        c_cut[c0 + j] = j + 1
+    for j in range(k):
+        e_loc[e0 + j] = loc
+    return n_cut, k, send_cuts, recv_cuts, in_order, own_team[:n_own], own_time[:n_own]
+
+
+@numba.njit(cache=True, nogil=True, _nrt=False)
+def _cut(etype, time, ea, ec, ed, ee, call_node, call_enter, region_role, region_flags, is_worker, fork_team, fork_time,
+         acc, seen, cut_kind, cut_event, cut_time, cut_node, cut_enter, e_int, e_node, e_time, send_cuts, recv_cuts,
+         sreq, rreq, own_team, own_time, touched, stack, team_level, level_team):
+    """The walk of :func:`cut_timeline` over what it allocated (``stack``: call index per open level, ``team_level``:
+    1 where the open call is a parallel region of a team, set at each ENTER; ``sreq`` / ``rreq``: request tables).
+    Without numba's runtime: it allocates nothing, and with it every inlined helper's array arguments cost two
+    atomic reference-count updates per cut point.  Returns (cut points, entries, in order, own forks)."""
+    n = etype.shape[0]
+    sreq_keys, sreq_vals, sreq_state = sreq
+    rreq_keys, rreq_vals, rreq_state = rreq
+    n_own = 0
     nt = 0
-    stack = np.empty(m, np.int32)  # call index per open level
-    team_level = np.empty(m, np.int64)  # 1 where the open call is a parallel region of a team (set at each ENTER)
-    level_team = np.empty(m, np.int64)
     depth = 0
     n_team = 0
     n_cut = 0
@@ -336,9 +354,4 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, call_enter, region_role
             recv_cuts[kr, 1] = post if post >= 0 else n_cut
             kr += 1
     k = _flush(acc, seen, touched, nt, n_cut + 1, e_int, e_node, e_time, k, not is_worker)
-    for j in range(n_cut):
-        c_loc[c0 + j] = loc
-        c_cut[c0 + j] = j + 1
-    for j in range(k):
-        e_loc[e0 + j] = loc
-    return n_cut, k, send_cuts, recv_cuts, in_order, own_team[:n_own], own_time[:n_own]
+    return n_cut, k, in_order, n_own
