@@ -35,16 +35,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .array_ops import csr, location_offsets, lookup, order_touches, point_order
+from .array_ops import csr, location_offsets, lookup, point_order
 from .instances import cached
 
 #: the replay tables the backward replay reads (every pattern using it requires them all)
 REQUIRES = ("messages", "collectives", "omp_teams", "omp_team_members", "omp_barriers", "time_segments",
             "sync_points")
 
-from .backward_points import (CUT_JOIN, H_COLL, H_IDLE, H_OMPBAR, H_P2P, OMPBARRIER, OMPIDLE, T_CAUSER, T_IDLE,
-                              T_MEMBER, T_WAITER, collective_points, init_finalize_points, openmp_points, p2p_parts,
-                              pack_points)
+from .backward_points import (CUT_JOIN, H_COLL, H_IDLE, H_OMPBAR, H_P2P, OMPBARRIER, OMPIDLE, collective_points,
+                              init_finalize_points, openmp_points, p2p_parts, pack_points)
 
 
 class BackwardInputs(NamedTuple):
@@ -111,7 +110,7 @@ def backward_inputs(ctx) -> BackwardInputs:
 
 
 def _build(ctx) -> BackwardInputs:
-    from .kernels.backward_build import barrier_groups, max_by_loc, point_cuts  # numba: only when analyzing
+    from .kernels.backward_build import barrier_groups, max_by_loc, ordered_touches, point_cuts  # numba: when analyzing
 
     L = ctx.n_locations
     P, S, M, C = ctx.table("sync_points"), ctx.table("time_segments"), ctx.table("messages"), ctx.table("collectives")
@@ -198,19 +197,12 @@ def _build(ctx) -> BackwardInputs:
     hm_off = np.zeros(len(h_kind) + 1, np.int64)
     hm_off[1:] = np.cumsum(np.where(group, h_n, 0))
     hm_sp = np.concatenate(members).astype(np.int64, copy=False) if members else np.zeros(0, np.int64)
-    # touches: (location, cut, kind, handling), visited per location from the last cut backwards
-    hid = np.arange(len(h_kind), dtype=np.int64)
-    p2p = hid[h_kind == H_P2P]
-    grp_h = np.repeat(hid, np.diff(hm_off))
-    idle = hid[h_kind == H_IDLE]
-    t_loc = np.concatenate([sp_loc[h_a[p2p]], sp_loc[h_b[p2p]], sp_loc[hm_sp], h_b[idle]]).astype(np.int64, copy=False)
-    t_cut = np.concatenate([sp_cut[h_a[p2p]], sp_cut[h_b[p2p]], sp_cut[hm_sp],
-                            np.where(h_a[idle] >= 0, sp_cut[np.maximum(h_a[idle], 0)].astype(np.int64) if n_sp else 0,
-                                     np.iinfo(np.int64).max)]).astype(np.int64, copy=False)
-    t_kind = np.repeat(np.array([T_WAITER, T_CAUSER, T_MEMBER, T_IDLE], np.int64), [len(p2p), len(p2p), len(hm_sp),
-                                                                                     len(idle)])
-    t_h = np.concatenate([p2p, p2p, grp_h, idle]).astype(np.int64, copy=False)
-    ot = order_touches(t_loc, t_cut, L)
+    # touches: (kind, handling) per location from the last cut backwards, ordered from the handlings themselves
+    sp_off = location_offsets(sp_loc, L)  # one pass (the points are grouped by location)
+    n_touch = 2 * int(np.count_nonzero(h_kind == H_P2P)) + len(hm_sp) + int(np.count_nonzero(h_kind == H_IDLE))
+    tc_kind, tc_h, tc_off = np.empty(n_touch, np.int64), np.empty(n_touch, np.int64), np.empty(L + 1, np.int64)
+    ordered_touches(h_kind, h_a, h_b, hm_off, hm_sp, sp_loc, sp_off, np.empty(n_sp + L + 1, np.int64), tc_kind, tc_h,
+                    tc_off)
     # critical path start: where the latest rank leaves MPI_Finalize, else the end of the master that ends last
     fin = idx[(role == 5) & (ref2 == 1)]
     n_fin = int((role == 5).sum())
@@ -231,7 +223,6 @@ def _build(ctx) -> BackwardInputs:
     from .kernels.backward import point_segments
 
     seg_off, seg_cut = location_offsets(seg_loc, L), np.asarray(S["cut"])  # as stored (int32): no copy
-    sp_off = location_offsets(sp_loc, L)  # one pass (the points are grouped by location)
     point_segments(seg_off, seg_cut, sp_off, sp_cut, sp_i[:, 6])
     grp = np.empty((len(grp_rank), 2), np.int64)
     grp[:, 0], grp[:, 1] = grp_rank, grp_sp
@@ -249,7 +240,7 @@ def _build(ctx) -> BackwardInputs:
         cp_next=cp_next, cp_stop=role == 6, cp_start_loc=start_loc, cp_start_sp=start_sp,
         sp_i=sp_i, sp_f=sp_f, grp=grp, h=h,
         h_kind=h[:, 0], h_type=h[:, 1], h_a=h[:, 2], h_b=h[:, 3], h_n=h[:, 4], hm_off=hm_off, hm_sp=hm_sp,
-        tc_off=csr(t_loc, L), tc_kind=t_kind[ot], tc_h=t_h[ot],  # the counts per location: any order
+        tc_off=tc_off, tc_kind=tc_kind, tc_h=tc_h,
     )
 
 

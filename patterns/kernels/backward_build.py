@@ -4,6 +4,8 @@
   kind, in one pass over the ``sync_points`` table instead of two comparisons and a scatter per kind;
 * :func:`touch_order`: the touches ordered by location, then by cut from the last to the first (equal
   keys in their given order), as ``np.lexsort((-cut, loc))`` gives it, by two counting sorts;
+  :func:`ordered_touches` the same for the handlings' own touches, by one counting sort over the points (they
+  are in (location, cut) order), without arrays of the unordered touches;
 * :func:`dense_ids`: ``np.unique(x, return_inverse=True)[1]`` for non-negative ids of a bounded range,
   by marking the ids present instead of sorting them;
 * :func:`interval_sums`: the computation time per synchronisation interval that POP's ideal-network replay
@@ -30,6 +32,9 @@ import numpy as np
 
 # sync_points kinds (patterns.tables.CUT_KINDS)
 SEND, SEND_COMPLETE, RECV, RECV_REQUEST, COLLECTIVE = 1, 2, 3, 4, 5
+# handlings and touches (patterns.backward_points)
+H_P2P, H_COLL, H_OMPBAR, H_IDLE = range(4)
+T_WAITER, T_CAUSER, T_MEMBER, T_IDLE = range(4)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -100,6 +105,59 @@ def touch_order(loc, cut, n_loc, first, out):
         out[by_loc[loc[i]]] = i
         by_loc[loc[i]] += 1
     return True, out
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _touch(phase, count, tc_kind, tc_h, b, kind, h):
+    """Phase 0: count a touch in bucket ``b``; phase 1: write it at the bucket's next place."""
+    if phase == 0:
+        count[b + 1] += 1
+    else:
+        tc_kind[count[b]] = kind
+        tc_h[count[b]] = h
+        count[b] += 1
+
+
+@numba.njit(cache=True, nogil=True, _nrt=False)
+def ordered_touches(h_kind, h_a, h_b, hm_off, hm_sp, sp_loc, sp_off, count, tc_kind, tc_h, tc_off):
+    """The touches of the handlings ``h_*`` (``patterns.backward``: per point-to-point pair its waiter's then, after
+    all waiters, its causer's point; per group handling its members ``hm_sp``; per idleness its fork point or,
+    ``h_a`` -1, the end of location ``h_b``), ordered as ``np.lexsort((-cut, loc))`` orders them: by location, from
+    its end back to its first point, touches of one point in that order.  The points are in (location, cut)
+    order, so one stable counting sort over buckets per point does it: location ``l``'s end is bucket
+    ``sp_off[l] + l``, its point ``p`` bucket ``sp_off[l] + l + sp_off[l + 1] - p``.  Into ``tc_kind`` and
+    ``tc_h`` (as long as the touches), ``tc_off`` (per location, ``L + 1``); ``count``: int64 scratch of
+    ``len(sp_loc) + L + 1``, all from the caller (no allocation: it runs without numba's runtime)."""
+    L = sp_off.shape[0] - 1
+    nh = h_kind.shape[0]
+    for b in range(count.shape[0]):
+        count[b] = 0
+    for phase in range(2):
+        for h in range(nh):
+            if h_kind[h] == H_P2P:
+                p = h_a[h]
+                l = sp_loc[p]
+                _touch(phase, count, tc_kind, tc_h, sp_off[l] + l + sp_off[l + 1] - p, T_WAITER, h)
+        for h in range(nh):
+            if h_kind[h] == H_P2P:
+                p = h_b[h]
+                l = sp_loc[p]
+                _touch(phase, count, tc_kind, tc_h, sp_off[l] + l + sp_off[l + 1] - p, T_CAUSER, h)
+        for h in range(nh):
+            for q in range(hm_off[h], hm_off[h + 1]):
+                p = hm_sp[q]
+                l = sp_loc[p]
+                _touch(phase, count, tc_kind, tc_h, sp_off[l] + l + sp_off[l + 1] - p, T_MEMBER, h)
+        for h in range(nh):
+            if h_kind[h] == H_IDLE:
+                p = h_a[h]
+                l = h_b[h] if p < 0 else sp_loc[p]
+                _touch(phase, count, tc_kind, tc_h, sp_off[l] + l + (0 if p < 0 else sp_off[l + 1] - p), T_IDLE, h)
+        if phase == 0:
+            for b in range(count.shape[0] - 1):
+                count[b + 1] += count[b]
+            for l in range(L + 1):
+                tc_off[l] = count[sp_off[l] + l] if l < L else count[count.shape[0] - 1]
 
 
 @numba.njit(cache=True, nogil=True)

@@ -48,6 +48,47 @@ def test_touch_order_is_the_lexsort(seed):
     assert order_touches(loc, cut, L).tolist() == np.lexsort((-cut, loc)).tolist()
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_ordered_touches_are_the_lexsort_of_the_touches(seed):
+    """The handlings' touches ordered from the points (patterns.kernels.backward_build.ordered_touches) as the
+    lexsort of their (location, cut) columns orders them: waiters, causers, members, idleness, ties in that order."""
+    from patterns.kernels.backward_build import H_COLL, H_IDLE, H_OMPBAR, H_P2P, ordered_touches
+
+    rng = np.random.default_rng(seed)
+    L = int(rng.integers(1, 5))
+    n_pt = rng.integers(0, 6, L)
+    sp_off = np.concatenate([[0], np.cumsum(n_pt)]).astype(np.int64)
+    n_sp = int(sp_off[-1])
+    sp_loc = np.repeat(np.arange(L), n_pt).astype(np.int32)
+    sp_cut = np.concatenate([np.sort(rng.choice(np.arange(1, 40), k, replace=False)) for k in n_pt]).astype(np.int64)
+    nh = int(rng.integers(0, 12)) if n_sp else 0
+    h_kind = rng.choice([H_P2P, H_COLL, H_OMPBAR, H_IDLE], nh).astype(np.int64)
+    h_a = rng.integers(0, max(n_sp, 1), nh)
+    h_a[(h_kind == H_IDLE) & (rng.random(nh) < 0.4)] = -1  # to the end of a location
+    h_b = np.where(h_kind == H_IDLE, rng.integers(0, L, nh), rng.integers(0, max(n_sp, 1), nh))
+    n_mem = np.where((h_kind == H_COLL) | (h_kind == H_OMPBAR), rng.integers(0, 4, nh), 0)
+    hm_off = np.concatenate([[0], np.cumsum(n_mem)]).astype(np.int64)
+    hm_sp = rng.integers(0, max(n_sp, 1), int(hm_off[-1]))
+    touches = []  # (location, cut, kind, handling) in the builder's order
+    for kind, sel in ((0, h_kind == H_P2P), (1, h_kind == H_P2P)):
+        for h in np.flatnonzero(sel):
+            p = h_a[h] if kind == 0 else h_b[h]
+            touches.append((sp_loc[p], sp_cut[p], kind, h))
+    for h in range(nh):
+        for p in hm_sp[hm_off[h]:hm_off[h + 1]]:
+            touches.append((sp_loc[p], sp_cut[p], 2, h))
+    for h in np.flatnonzero(h_kind == H_IDLE):
+        touches.append((h_b[h], BIG, 3, h) if h_a[h] < 0 else (sp_loc[h_a[h]], sp_cut[h_a[h]], 3, h))
+    t = np.array(touches, np.int64).reshape(-1, 4)
+    o = np.lexsort((-t[:, 1], t[:, 0]))
+    n = len(t)
+    tc_kind, tc_h, tc_off = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(L + 1, np.int64)
+    ordered_touches(h_kind, h_a, h_b, hm_off, hm_sp, sp_loc, sp_off, np.empty(n_sp + L + 1, np.int64), tc_kind, tc_h,
+                    tc_off)
+    assert tc_kind.tolist() == t[o, 2].tolist() and tc_h.tolist() == t[o, 3].tolist()
+    assert tc_off.tolist() == np.concatenate([[0], np.cumsum(np.bincount(t[:, 0], minlength=L))]).tolist()
+
+
 @pytest.mark.parametrize("values", [[], [5], [3, 3, 0, 7, 3, 0], list(range(20, 0, -2)), [2, 10**9, 2], [-1, 4, -1]])
 def test_dense_ids_is_unique_inverse(values):
     x = np.array(values, np.int64)
