@@ -7,17 +7,25 @@ locations (T), the latest end of its ideal walk (T_ideal) and its largest useful
 of the shares' extremes is the serial one exactly.  The replay runs per share over its own locations, in
 rounds (``analyzer.distributed.rounds``): each round a share takes what arrived, walks its locations until
 each is blocked on something remote or done (:func:`patterns.kernels.ideal.ideal_advance`, the serial
-replay's loop, its state kept between rounds) and posts what others wait for:
+replay's loop, its state kept between rounds) and posts what others wait for, as one ``"pop_round"``
+payload per share of the records of ``patterns.kernels.ideal_shares`` (one int and one float array: rounds
+are many, and each costs a few calls under MPI):
 
-* ``"pop_send_clocks"``, to the share of the receiver: per own send whose receiver is another share's,
-  ``recv_loc`` (global id), ``recv_seq`` (they name the message on both sides) and the send's ``clock``;
-* ``"pop_arrivals"``, to every other share with a member of the instance: per collective instance with
-  members elsewhere, once all its own members arrived: their number, the latest arrival, the last root in
-  location order (global id, -1 for none) and its arrival, the last member's location and the instance type
-  it called.  Each member share folds the reports (``patterns.kernels.ideal.ideal_deliver``) into the
-  latest arrival, the root's and the type of the member last in location order, as the serial replay takes
-  them, and computes its members' leave times as the serial replay does: the share whose members arrive
-  last goes on in the same round, the others in the next (one round per instance on a chain of waits).
+* the clocks of own sends whose receiver is another share's, to the receiver's share;
+* per collective instance with members elsewhere, once all its own members arrived, a report on them to
+  every other share with members of it (which shares those are: one exchange before the rounds).  Each
+  member share folds the reports into the latest arrival, the root's and the type of the member last in
+  location order, as the serial replay takes them, and computes its members' leave times as the serial
+  replay does: the share whose members arrive last goes on in the same round, the others in the next (one
+  round per instance on a chain of waits, where a report to an owner share and its answer took two);
+* with those reports, to the receiver's share where it holds members of the instance too, the clocks of the
+  sends that own members reach after the instance before anything could make them wait, as what the walk
+  will add to the member's leave time: that share computes each clock when the instance ends there, bit for
+  bit the walk's, and its receiver goes on in that round instead of one later (an allreduce followed by a
+  halo exchange: one round per iteration, not two);
+* a member let pass at its collective (a cycle of waits) leaves it at its arrival, not at the instance's
+  end: its predicted clocks are taken back (unused: the instance is complete nowhere while everything
+  waits) and sent when walked.
 
 OpenMP teams never span processes, so forks and barriers are walked within the share.  A cycle of waits
 (an inconsistent trace) ends as serially: when nobody moved, the lowest location with cut points left lets
@@ -36,7 +44,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from patterns.kernels.ideal import QN, IdealState, ideal_advance, ideal_deliver, ideal_pass, ideal_state, own_arrivals
+from patterns.kernels.ideal import COLLECTIVE, QN, USED, WAITING, IdealState, ideal_advance, ideal_pass, ideal_state
+from patterns.kernels.ideal_shares import RECEIVE_ERRORS, ideal_pack, ideal_receive
 from patterns.pop import ideal_inputs, location_spans, profile_arrays, useful_time
 
 from .network import EVERY, Network, route, run_stages
@@ -44,16 +53,13 @@ from .rounds import NOT_STUCK, Status, run_rounds
 
 __all__ = ["share_pop_profiles"]
 
-SPANS, HOLDERS, PEERS, CLOCKS, ARRIVALS, FINALS = "pop_spans", "pop_holders", "pop_peers", "pop_send_clocks", \
-    "pop_arrivals", "pop_finals"
-#: columns of an arrivals report, in :func:`patterns.kernels.ideal.ideal_deliver`'s order after ``inst``
-_REPORT = ("count", "latest", "root_loc", "root", "last_loc", "last_type")
+SPANS, HOLDERS, PEERS, ROUND, FINALS = "pop_spans", "pop_holders", "pop_peers", "pop_round", "pop_finals"
 
 
 def share_pop_profiles(net: Network, ctxs) -> dict[int, dict]:
-    """The POP profile (``patterns.pop.pop_profile``) of every share local to ``net``: ``ctxs[s]`` is share s's context (built with
-    the tables ``patterns.pop.REQUIRES``, ``ctx.results`` holding ``execution``, ``mpi`` and ``omp_time``
-    in its owned columns).  Each profile's arrays are ``[C, ctx.n_locations]``, the serial values in the
+    """The POP profile (``patterns.pop.pop_profile``) of every share local to ``net``: ``ctxs[s]`` is share s's
+    context (built with the tables ``patterns.pop.REQUIRES``, ``ctx.results`` holding ``execution``, ``mpi`` and
+    ``omp_time`` in its owned columns).  Each profile's arrays are ``[C, ctx.n_locations]``, the serial values in the
     owned columns and zeros elsewhere; ``"_elapsed"`` and ``"_ideal"`` are the serial floats."""
     K = net.n_shares
 
@@ -157,7 +163,8 @@ class _Walk:
         start[self.owned] = np.where(np.isfinite(first), first, self.t0)
         n_ci = len(x.c_off) - 1
         self.state = IdealState(*ideal_state(start, x.cut_off, x.n_messages, len(x.c_inst), len(x.c_rows), n_ci,
-                                             len(x.b_inst), len(x.b_off) - 1, len(x.kind), len(x.t_off) - 1))
+                                             len(x.b_inst), len(x.b_off) - 1, len(x.kind), len(x.t_off) - 1,
+                                             True))
         self.queue_all()
         # collectives: the members over all shares, whether some are elsewhere, and what the reports of the
         # others are folded with (the own last member's location and type, the own last root's location)
@@ -180,11 +187,18 @@ class _Walk:
         self.m_seq = np.asarray(M["recv_seq"], np.int64)
         send_here, recv_here = self.here(self.m_send), self.here(self.m_recv)
         self.m_remote = send_here & ~recv_here
+        self.m_rloc = glob[self.m_recv]  # the receiver (global), and its share where it is another's
+        self.m_dest = np.full(len(M), -1, np.int64)
+        self.m_dest[self.m_remote] = self.loc_share[self.m_rloc[self.m_remote]]
         imports = np.flatnonzero(recv_here & ~send_here)
         self.seq_span = int(self.m_seq.max()) + 1 if len(M) else 1
         keys = self.m_recv[imports] * self.seq_span + self.m_seq[imports]
         o = np.argsort(keys, kind="stable")
         self.imp_keys, self.imp_rows = keys[o], imports[o]
+        # send clocks predicted for other member shares: per own send its instance (-1: none), and those taken
+        # back since the last post (the state keeps the received ones until their instance ends here)
+        self.pred_inst = np.full(len(M), -1, np.int64)
+        self.revoked = np.zeros(0, np.int64)
         self._useful: np.ndarray | None = None
 
     def here(self, loc: np.ndarray) -> np.ndarray:
@@ -221,73 +235,74 @@ class _Walk:
             raise RuntimeError(f"share {self.s}: the member shares of a collective instance are not known")
         self.p_off = np.r_[0, np.cumsum(n)].astype(np.int64)
 
-    def deliver(self, inbox: dict) -> None:
-        """Send clocks and the other member shares' instance reports into the kernel's state."""
-        x, st = self.x, self.state
-        got = [p for p in inbox.get(CLOCKS, []) if p is not None]
-        rows, clocks = np.zeros(0, np.int64), np.zeros(0, np.float64)
-        if got:
-            loc = np.concatenate([p["recv_loc"] for p in got])
-            seq = np.concatenate([p["recv_seq"] for p in got])
-            clocks = np.concatenate([p["clock"] for p in got])
-            key = np.searchsorted(self.glob, loc) * self.seq_span + seq
-            at = np.minimum(np.searchsorted(self.imp_keys, key), max(len(self.imp_keys) - 1, 0))
-            if not len(self.imp_keys) or (self.imp_keys[at] != key).any():
-                raise RuntimeError(f"share {self.s}: a send clock arrived for a message no own location receives")
-            rows = self.imp_rows[at]
-        # in source share order: every member share folds the same reports in the same order
-        reps = [p for p in inbox.get(ARRIVALS, []) if p is not None]
-        if not (len(rows) or reps):
+    def receive(self, got: list) -> None:
+        """The records the other shares sent (``patterns.kernels.ideal_shares``), in share order, into the
+        walk's state."""
+        got = [p for p in got if p is not None]
+        if not got:
             return
-        if reps:
-            g = self.instances(np.concatenate([p["instance"] for p in reps]), "a report")
-            cols = [np.concatenate([p[k] for p in reps]) for k in _REPORT]
-        else:
-            g = np.zeros(0, np.int64)
-            cols = [np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64),
-                    np.zeros(0, np.int64)]
-        ideal_deliver(rows, clocks, g, *cols, x.c_off, x.c_loc, x.c_rows, x.c_type, x.c_root, self.c_need,
-                      self.c_root_own, self.r_root_loc, self.r_last_loc, st.sent, st.msg_wait, st.c_arr, st.c_got,
-                      st.c_at, st.c_leave, st.c_rmax, st.c_rroot, st.queue, st.inq, st.ctr)
+        x, st = self.x, self.state
+        ints = np.concatenate([p["i"] for p in got]) if len(got) > 1 else got[0]["i"]
+        floats = np.concatenate([p["f"] for p in got]) if len(got) > 1 else got[0]["f"]
+        need = (st.pool_ctr[USED] if st.pool_ctr[WAITING] else 0) + len(floats)
+        if need > len(st.pool):  # room for every computation of a predicted clock that may come
+            pool = np.zeros(max(need, 2 * len(st.pool)))
+            pool[:len(st.pool)] = st.pool
+            self.state = st = st._replace(pool=pool)
+        i_seg = np.cumsum([0] + [len(p["i"]) for p in got])
+        f_seg = np.cumsum([0] + [len(p["f"]) for p in got])
+        err = ideal_receive(ints, floats, i_seg, f_seg, self.glob, self.seq_span, self.imp_keys, self.imp_rows,
+                            x.c_instance, x.c_off, x.c_loc, x.c_rows, x.c_type, x.c_root, self.c_need, self.c_root_own,
+                            self.r_root_loc, self.r_last_loc, st.sent, st.msg_wait, st.c_arr, st.c_got, st.c_at,
+                            st.c_leave, st.c_rmax, st.c_rroot, st.queue, st.inq, st.ctr, st.c_pred, st.pred,
+                            st.pred_at, st.pool, st.pool_ctr)
+        if err:
+            raise RuntimeError(f"share {self.s}: {RECEIVE_ERRORS[err]}")
 
     # --- the walk --------------------------------------------------------------------------------------------------
 
-    def advance(self, stuck: int) -> bool:
-        """Pass the stuck location if it is this share's, then walk; whether a cut point passed."""
+    def advance(self, stuck: int) -> None:
+        """Pass the stuck location if it is this share's (its predicted clocks taken back), then walk."""
         x, st = self.x, self.state
-        left = self.left()
         if stuck != NOT_STUCK:
             at = int(np.searchsorted(self.glob, stuck))
             if at < len(self.glob) and self.glob[at] == stuck and self.mine[at]:
+                self.take_back(at)
                 ideal_pass(at, x.kind, x.row, x.b_inst, st.ptr, st.b_done, st.queue, st.inq, st.ctr)
         ideal_advance(x.cut_off, x.kind, x.row, x.comp, x.c_inst, x.c_type, x.c_root, x.c_off, x.c_loc, x.c_rows,
                       self.c_need, self.c_remote, self.c_root_own, x.b_inst, x.b_off, x.b_loc, x.m_team, x.m_master,
                       x.t_off, x.t_loc, self.m_remote, *st)
-        return self.left() < left
+
+    def take_back(self, l: int) -> None:
+        """Location ``l`` passes the cut point it is blocked at: if that is a collective, its sends after it
+        leave from its arrival, not from the instance's end (an inconsistent trace): the clocks predicted for
+        them are taken back (they were not used: the instance is not complete anywhere) and sent when walked."""
+        x, i = self.x, self.state.ptr[l]
+        if x.kind[i] != COLLECTIVE or x.row[i] < 0 or x.c_inst[x.row[i]] < 0:
+            return
+        back = np.flatnonzero((self.pred_inst == x.c_inst[x.row[i]]) & (self.m_send == l))
+        self.m_remote[back] = True
+        self.pred_inst[back] = -1
+        self.revoked = np.concatenate([self.revoked, back])
 
     def left(self) -> int:
         return int(self.state.ctr[1])
 
-    def exports(self) -> dict:
-        """What this round's walk produced for other shares: send clocks, instance reports."""
+    def post(self) -> list:
+        """This round's records for each share (None: nothing): send clocks, instance reports, predicted and
+        revoked clocks."""
         x, st = self.x, self.state
-        posted: dict = {}
-        rows = st.out_msg[:st.out_n[0]].copy()
-        if len(rows):
-            recv = self.glob[self.m_recv[rows]]
-            posted[CLOCKS] = _by_dest(self.loc_share[recv], {"recv_loc": recv, "recv_seq": self.m_seq[rows],
-                                                             "clock": st.sent[rows]})
-        g = st.out_coll[:st.out_n[1]].copy()
-        if len(g):
-            latest, root_q, root = own_arrivals(g, x.c_off, x.c_rows, x.c_root, st.c_at)
-            n = self.p_off[g + 1] - self.p_off[g]
-            j = np.repeat(np.arange(len(g)), n)  # one report per instance and other member share
-            at = np.repeat(self.p_off[g] - np.cumsum(n) + n, n) + np.arange(len(j))
-            posted[ARRIVALS] = _by_dest(self.p_share[at], {
-                "instance": x.c_instance[g][j], "count": self.own_count[g][j], "latest": latest[j],
-                "root_loc": np.where(root_q >= 0, self.glob[x.c_loc[np.maximum(root_q, 0)]], -1)[j],
-                "root": root[j], "last_loc": self.own_last_loc[g][j], "last_type": self.own_type[g][j]})
-        return posted
+        i_off, ints, f_off, floats = ideal_pack(
+            self.K, st.out_msg[:st.out_n[0]], self.revoked, st.out_coll[:st.out_n[1]], self.m_dest, self.m_rloc,
+            self.m_seq, st.sent, self.p_off, self.p_share, x.c_off, x.c_loc, x.c_rows, x.c_root, x.c_inst,
+            x.c_instance, self.c_need, st.c_arr, st.c_got, st.c_at, self.own_count, self.own_last_loc, self.own_type,
+            self.glob, x.cut_off, x.kind, x.row, x.comp, x.b_inst, x.m_team, x.m_master, self.m_remote, st.ptr,
+            self.pred_inst)
+        self.revoked = np.zeros(0, np.int64)
+        out: list = [None] * self.K
+        for d in np.flatnonzero(i_off[1:] > i_off[:-1]).tolist():
+            out[d] = {"i": ints[i_off[d]:i_off[d + 1]], "f": floats[f_off[d]:f_off[d + 1]]}
+        return out
 
     def status(self, moved: bool) -> Status:
         left = self.left()
@@ -331,7 +346,7 @@ class _Walk:
         out = profile_arrays(self.ctx.n_cnodes, u, T, T_ideal, top)
         foreign = np.ones(self.ctx.n_locations, bool)
         foreign[self.owned] = False
-        for k, v in out.items():
+        for v in out.values():
             if isinstance(v, np.ndarray):
                 v[:, foreign] = 0.0
         return out
@@ -350,7 +365,9 @@ def _step(s: int, K: int, w: _Walk, inbox: dict, stuck: int):
     """One round of share ``s`` (``run_rounds``): the first takes the member shares of the own instances."""
     if w.p_off is None:
         w.take_peers(inbox.get(PEERS, []))
-    w.deliver(inbox)
-    moved = w.advance(stuck)
-    posted = w.exports()
-    return w, route(K, posted), w.status(moved or bool(posted))
+    left = w.left()
+    w.state.out_n[:] = 0
+    w.receive(inbox.get(ROUND, []))
+    w.advance(stuck)
+    out = w.post()
+    return w, {ROUND: out}, w.status(w.left() < left or any(p is not None for p in out))

@@ -14,11 +14,12 @@ completion, join) costs nothing.  Returns each location's clock at its end.  Slo
 
 The replay by shares of processes (``analyzer.distributed.share_pop``) runs the same loop,
 :func:`ideal_advance`, over a share's own locations, round after round: it keeps the state
-(:func:`ideal_state`) between calls, :func:`ideal_deliver` feeds in what other shares produced (send
-clocks of messages an own location receives; for a collective instance with members elsewhere, every other
-member share's report on its members, :func:`own_arrivals`, folded here into the latest arrival, root and
-type over all members, so the instance ends where the last report or member arrives) and the advance
-lists what others wait for (own sends to remote receivers, instances whose own members have all arrived).
+(:func:`ideal_state`) between calls, ``patterns.kernels.ideal_shares`` feeds in what other shares produced
+(send clocks, reports on collective instances with members elsewhere, send clocks predicted from an
+instance's end) and packs what the advance lists for others (own sends to remote receivers, instances
+whose own members have all arrived); an instance ends where its last member or report arrives
+(:func:`finish_collective`), and the predicted clocks waiting for it become clocks then
+(:func:`release_predicted`).
 :func:`ideal_replay` is that loop with nothing remote: every instance's members and every message's
 receiver in the one walk.  When nothing can move although cut points are left (an inconsistent trace)
 :func:`ideal_pass` lets the first blocked cut point of the lowest such location pass.
@@ -35,6 +36,11 @@ SEND, SEND_COMPLETE, RECV, RECV_REQUEST, COLLECTIVE, INIT, FINALIZE, FORK, OMP_B
 COLL_ALL, COLL_ONE2N, COLL_N2ONE = 0, 1, 2
 #: ``ctr`` of the state: the queue's length, the cut points left
 QN, LEFT = 0, 1
+#: columns of ``pred`` (per messages row): the instance its predicted clock waits for (-1: none), the next row
+#: waiting for it (-1: the last), whether the sender is the instance's root, its computations in ``pool``
+PG, PNEXT, PROOT, PSTART, PN = range(5)
+#: ``pool_ctr``: the computations held in ``pool``, the predicted clocks waiting
+USED, WAITING = 0, 1
 
 
 class IdealState(NamedTuple):
@@ -62,6 +68,11 @@ class IdealState(NamedTuple):
     out_msg: np.ndarray
     out_coll: np.ndarray
     out_n: np.ndarray
+    c_pred: np.ndarray  # per instance: the first messages row whose predicted clock waits for it (-1: none)
+    pred: np.ndarray  # [messages row, PG..PN]
+    pred_at: np.ndarray  # per messages row: the sender's arrival at the instance
+    pool: np.ndarray  # the computations of the predicted clocks
+    pool_ctr: np.ndarray  # USED, WAITING
 
 
 @numba.njit(cache=True, nogil=True)
@@ -83,16 +94,16 @@ def ideal_replay(cut_off, kind, row, comp, comp_last, start, c_inst, c_type, c_r
     no_remote, root_here = np.zeros(n_ci, np.bool_), np.ones(n_ci, np.bool_)
     m_remote = np.zeros(n_messages, np.bool_)
     (clock, ptr, counted, queue, inq, ctr, sent, msg_wait, c_arr, c_got, c_at, c_leave, c_rmax, c_rroot,
-     b_arr, b_max, b_done, b_in, forked, out_msg, out_coll, out_n) = ideal_state(
+     b_arr, b_max, b_done, b_in, forked, out_msg, out_coll, out_n, c_pred, pred, pred_at, pool, pool_ctr) = ideal_state(
         start, cut_off, n_messages, c_inst.shape[0], c_rows.shape[0], n_ci, b_inst.shape[0], b_off.shape[0] - 1,
-        kind.shape[0], t_off.shape[0] - 1)
+        kind.shape[0], t_off.shape[0] - 1, False)
     for l in range(L):
-        _push(l, queue, inq, ctr)
+        queue_location(l, queue, inq, ctr)
     while True:
         ideal_advance(cut_off, kind, row, comp, c_inst, c_type, c_root, c_off, c_loc, c_rows, c_need, no_remote,
                       root_here, b_inst, b_off, b_loc, m_team, m_master, t_off, t_loc, m_remote, clock, ptr, counted,
                       queue, inq, ctr, sent, msg_wait, c_arr, c_got, c_at, c_leave, c_rmax, c_rroot, b_arr, b_max,
-                      b_done, b_in, forked, out_msg, out_coll, out_n)
+                      b_done, b_in, forked, out_msg, out_coll, out_n, c_pred, pred, pred_at, pool, pool_ctr)
         if ctr[LEFT] <= 0:
             break
         for l in range(L):
@@ -103,12 +114,15 @@ def ideal_replay(cut_off, kind, row, comp, comp_last, start, c_inst, c_type, c_r
 
 
 @numba.njit(cache=True, nogil=True)
-def ideal_state(start, cut_off, n_messages, n_c_rows, n_members, n_ci, n_b_rows, n_bi, n_points, n_t):
+def ideal_state(start, cut_off, n_messages, n_c_rows, n_members, n_ci, n_b_rows, n_bi, n_points, n_t, predictions):
     """A fresh state of :func:`ideal_advance`: clocks at ``start``, every location before its first cut point
-    (queue it to run it), no message sent, no member arrived; empty output lists."""
+    (queue it to run it), no message sent, no member arrived; empty output lists.  ``predictions``: room for
+    send clocks predicted by other shares (``patterns.kernels.ideal_shares``), the walk by shares only."""
     L = start.shape[0]
     ctr = np.zeros(2, np.int64)
     ctr[LEFT] = cut_off[L] - cut_off[0]
+    n_pm, n_pi = (n_messages, n_ci) if predictions else (0, 0)
+    pred = np.full((n_pm, 5), -1, np.int64)
     return (start.copy(), cut_off[:L].copy(), np.zeros(n_points, np.bool_), np.empty(L + 1, np.int64),
             np.zeros(L, np.bool_), ctr, np.full(n_messages, np.nan), np.full(n_messages, -1, np.int64),
             np.zeros(n_ci, np.int64), np.zeros(n_ci, np.int64),
@@ -117,11 +131,13 @@ def ideal_state(start, cut_off, n_messages, n_c_rows, n_members, n_ci, n_b_rows,
             np.full(n_ci, -np.inf), np.full(n_ci, -np.inf),
             np.zeros(n_bi, np.int64), np.full(n_bi, -np.inf), np.zeros(n_bi, np.bool_),
             np.zeros(n_b_rows, np.bool_),  # arrived, by omp_barriers row
-            np.full(n_t, np.nan), np.empty(n_messages, np.int64), np.empty(n_ci, np.int64), np.zeros(2, np.int64))
+            np.full(n_t, np.nan), np.empty(n_messages, np.int64), np.empty(n_ci, np.int64), np.zeros(2, np.int64),
+            np.full(n_pi, -1, np.int64), pred, np.zeros(n_pm), np.zeros(64 if predictions else 0),
+            np.zeros(2, np.int64))
 
 
 @numba.njit(cache=True, nogil=True)
-def _push(l, queue, inq, ctr):
+def queue_location(l, queue, inq, ctr):
     if not inq[l]:
         queue[ctr[QN]] = l
         ctr[QN] += 1
@@ -132,17 +148,16 @@ def _push(l, queue, inq, ctr):
 def ideal_advance(cut_off, kind, row, comp, c_inst, c_type, c_root, c_off, c_loc, c_rows, c_need, c_remote,
                   c_root_own, b_inst, b_off, b_loc, m_team, m_master, t_off, t_loc, m_remote,
                   clock, ptr, counted, queue, inq, ctr, sent, msg_wait, c_arr, c_got, c_at, c_leave, c_rmax, c_rroot,
-                  b_arr, b_max, b_done, b_in, forked, out_msg, out_coll, out_n):
+                  b_arr, b_max, b_done, b_in, forked, out_msg, out_coll, out_n, c_pred, pred, pred_at, pool, pool_ctr):
     """Run the queued locations (and those they wake) until each is blocked or done.
 
     Inputs as :func:`ideal_replay`'s, and for the walk by shares: ``c_need`` the members of each instance
     over all shares, ``c_remote`` whether some are on another share, ``c_root_own`` whether the root whose
     arrival counts (the last in location order) is in this walk, ``m_remote`` per messages row whether its
     receiver is elsewhere.  The state (:func:`ideal_state`) is updated in place; ``out_msg[:out_n[0]]`` are
-    the messages rows sent to a remote receiver in this call, ``out_coll[:out_n[1]]`` the instances with
-    remote members whose own members have all arrived now."""
-    out_n[0] = 0
-    out_n[1] = 0
+    the messages rows sent to a remote receiver, ``out_coll[:out_n[1]]`` the instances with remote members
+    whose own members have all arrived, appended by each call (set ``out_n`` to 0 to start the lists anew;
+    each message and instance comes once, so they never overflow)."""
     qn, left = ctr[QN], ctr[LEFT]
     while qn > 0:
         qn -= 1
@@ -182,14 +197,19 @@ def ideal_advance(cut_off, kind, row, comp, c_inst, c_type, c_root, c_off, c_loc
                         out_coll[out_n[1]] = g
                         out_n[1] += 1
                     if c_arr[g] + c_got[g] == c_need[g]:
-                        _finish_collective(g, c_type[g], c_off, c_rows, c_root, c_at, c_leave, c_rmax[g],
-                                           c_rroot[g], c_root_own[g])
+                        finish_collective(g, c_type[g], c_off, c_rows, c_root, c_at, c_leave, c_rmax, c_rroot,
+                                          c_root_own[g])
                         for q in range(c_off[g], c_off[g + 1]):
                             ml = c_loc[q]
                             if ml != l and not inq[ml]:
                                 queue[qn] = ml
                                 qn += 1
                                 inq[ml] = True
+                        if c_pred.shape[0] and c_pred[g] >= 0:  # the sends other members reach right after it
+                            ctr[QN] = qn
+                            release_predicted(g, c_type, c_rmax, c_rroot, c_pred, pred, pred_at, pool, pool_ctr, sent,
+                                              msg_wait, queue, inq, ctr)
+                            qn = ctr[QN]
                 if c_arr[g] + c_got[g] < c_need[g]:
                     break
                 for q in range(c_off[g], c_off[g + 1]):
@@ -241,75 +261,53 @@ def ideal_pass(l, kind, row, b_inst, ptr, b_done, queue, inq, ctr):
     ctr[LEFT] -= 1
     if kind[i] == OMP_BARRIER and row[i] >= 0 and b_inst[row[i]] >= 0:
         b_done[b_inst[row[i]]] = True
-    _push(l, queue, inq, ctr)
+    queue_location(l, queue, inq, ctr)
 
 
 @numba.njit(cache=True, nogil=True)
-def ideal_deliver(msg_rows, msg_clocks, inst, count, latest, root_loc, root, last_loc, last_type, c_off, c_loc,
-                  c_rows, c_type, c_root, c_need, c_root_own, r_root_loc, r_last_loc, sent, msg_wait, c_arr, c_got,
-                  c_at, c_leave, c_rmax, c_rroot, queue, inq, ctr):
-    """What other shares produced, into the state of :func:`ideal_advance`: the send clock of each messages
-    row ``msg_rows`` (its waiting receiver queued); per report ``j`` of another member share on instance
-    ``inst[j]`` (dense ids): its members' number, latest arrival, last root (global location, -1: none) and
-    that root's arrival, its last member's global location and type.  The reports fold into the instance's
-    part elsewhere (``c_got``, ``c_rmax``); the root and type are those of the member last in location order,
-    as the serial replay takes them: ``r_root_loc``/``r_last_loc`` hold the locations of the latest so far
-    (the own last root's and last member's to begin with).  Once every member has arrived the instance is
-    finished and its own members queued; if own members are still to come, :func:`ideal_advance` finishes it
-    when the last one arrives."""
-    for j in range(msg_rows.shape[0]):
-        r = msg_rows[j]
-        sent[r] = msg_clocks[j]
-        w = msg_wait[r]
-        if w >= 0:
-            _push(w, queue, inq, ctr)
-    for j in range(inst.shape[0]):
-        g = inst[j]
-        c_got[g] += count[j]
-        c_rmax[g] = max(c_rmax[g], latest[j])
-        if root_loc[j] > r_root_loc[g]:
-            r_root_loc[g], c_rroot[g], c_root_own[g] = root_loc[j], root[j], False
-        if last_loc[j] > r_last_loc[g]:
-            r_last_loc[g], c_type[g] = last_loc[j], last_type[j]
-        # every report counts at least one member: the sum reaches c_need at the instance's last report only
-        if c_arr[g] + c_got[g] == c_need[g]:
-            _finish_collective(g, c_type[g], c_off, c_rows, c_root, c_at, c_leave, c_rmax[g], c_rroot[g],
-                               c_root_own[g])
-            for q in range(c_off[g], c_off[g + 1]):
-                _push(c_loc[q], queue, inq, ctr)
+def release_predicted(g, c_type, c_rmax, c_rroot, c_pred, pred, pred_at, pool, pool_ctr, sent, msg_wait, queue, inq,
+                      ctr):
+    """Instance ``g`` has just ended: the send clocks predicted by other member shares that wait for it
+    (``patterns.kernels.ideal_shares``) become the messages' clocks, their waiting receivers queued.  Each
+    sender leaves as :func:`finish_collective` lets a member leave (the instance's type, latest arrival and
+    root's, the same on every member share: ``c_rmax``/``c_rroot`` hold those over every member) and adds its
+    computations one after the other, as its own walk adds them."""
+    r = c_pred[g]
+    while r >= 0:
+        cl = leave_time(c_type[g], pred[r, PROOT] != 0, pred_at[r], c_rmax[g], c_rroot[g])
+        for t in range(pred[r, PSTART], pred[r, PSTART] + pred[r, PN]):
+            cl += pool[t]
+        sent[r] = cl
+        nxt = pred[r, PNEXT]
+        pred[r, PG], pred[r, PNEXT] = -1, -1
+        pool_ctr[WAITING] -= 1
+        if msg_wait[r] >= 0:
+            queue_location(msg_wait[r], queue, inq, ctr)
+        r = nxt
+    c_pred[g] = -1
 
 
 @numba.njit(cache=True, nogil=True)
-def own_arrivals(inst, c_off, c_rows, c_root, c_at):
-    """Per instance of ``inst`` (dense ids) the latest arrival of its members in this walk, and the position
-    in ``c_rows`` of its last root here (-1: none) and that root's arrival (-inf: none)."""
-    latest = np.full(inst.shape[0], -np.inf)
-    root_q = np.full(inst.shape[0], -1, np.int64)
-    root = np.full(inst.shape[0], -np.inf)
-    for j in range(inst.shape[0]):
-        g = inst[j]
-        for q in range(c_off[g], c_off[g + 1]):
-            latest[j] = max(latest[j], c_at[c_rows[q]])
-            if c_root[c_rows[q]]:
-                root_q[j], root[j] = q, c_at[c_rows[q]]
-    return latest, root_q, root
-
-
-@numba.njit(cache=True, nogil=True)
-def _finish_collective(g, typ, c_off, c_rows, c_root, c_at, c_leave, remote_latest, remote_root, root_own):
-    """Leave times of the members in this walk of a complete collective instance (``remote_latest``: the
-    latest arrival elsewhere; ``remote_root``: the root's there, used unless ``root_own``)."""
-    latest = remote_latest
-    root_t = remote_root
+def finish_collective(g, typ, c_off, c_rows, c_root, c_at, c_leave, c_rmax, c_rroot, root_own):
+    """Leave times of the members in this walk of a complete collective instance (``c_rmax[g]``: the latest
+    arrival elsewhere; ``c_rroot[g]``: the root's there, used unless ``root_own``).  ``c_rmax[g]`` and
+    ``c_rroot[g]`` become those over every member: what :func:`release_predicted` leaves with."""
+    latest = c_rmax[g]
+    root_t = c_rroot[g]
     for q in range(c_off[g], c_off[g + 1]):
         latest = max(latest, c_at[c_rows[q]])
         if c_root[c_rows[q]] and root_own:
             root_t = c_at[c_rows[q]]
     for q in range(c_off[g], c_off[g + 1]):
-        own = c_at[c_rows[q]]
-        if typ == COLL_ONE2N and not c_root[c_rows[q]] and root_t > -np.inf:
-            c_leave[q] = max(own, root_t)
-        elif typ == COLL_N2ONE and not c_root[c_rows[q]]:
-            c_leave[q] = own
-        else:
-            c_leave[q] = max(own, latest)
+        c_leave[q] = leave_time(typ, c_root[c_rows[q]], c_at[c_rows[q]], latest, root_t)
+    c_rmax[g], c_rroot[g] = latest, root_t
+
+
+@numba.njit(cache=True, nogil=True)
+def leave_time(typ, is_root, own, latest, root_t):
+    """A member's leave time: arrived at ``own``, the instance's latest arrival and its root's."""
+    if typ == COLL_ONE2N and not is_root and root_t > -np.inf:
+        return max(own, root_t)
+    if typ == COLL_N2ONE and not is_root:
+        return own
+    return max(own, latest)

@@ -19,6 +19,7 @@ from analyzer.distributed.share_replay import share_stages
 from analyzer.replay import replay
 from analyzer.replay.engine import partition
 from patterns.api import compute_results
+from patterns.kernels.ideal_shares import PREDICTED, REVOKED
 from patterns.pop import NAMES, REQUIRES, pop_profile
 from patterns.registry import load_patterns
 
@@ -194,7 +195,7 @@ def test_contexts_with_global_location_ids():
 
 def _rounds(monkeypatch) -> list:
     """The rounds of every POP replay by shares from now on (``run_rounds`` as share_pop calls it)."""
-    import analyzer.distributed.share_pop as share_pop
+    from analyzer.distributed import share_pop
 
     seen, run = [], share_pop.run_rounds
 
@@ -242,3 +243,97 @@ def test_one_round_per_collective_instance_on_a_chain(monkeypatch, K):
     _check(trace, serial, K)
     assert _crossing(trace, K)[1] == n
     assert seen == [n + 1]
+
+
+def ring(n: int):
+    """Three ranks: ``n`` times an allreduce, then each sends to the next rank and receives from the one before;
+    the computations make each rank the last to arrive in turn."""
+    b = tracefmt.TraceBuilder()
+    locs = [b.location(rank=r) for r in range(3)]
+    t = 0.0
+    for loc in locs:
+        b.enter(loc, t, "main")
+    for i in range(n):
+        work = [1.0 + ((i + r) % 3) * 0.5 for r in range(3)]
+        end = t + max(work) + 0.25
+        for r, loc in enumerate(locs):
+            b.enter(loc, t, "work"); b.exit(loc, t + work[r])
+            b.collective(loc, t + work[r], end, "MPI_Allreduce")
+            b.enter(loc, end, "work"); b.exit(loc, end + 0.1 * (r + 1))
+            b.enter(loc, end + 0.1 * (r + 1), "MPI_Send"); b.send(loc, end + 0.5, dest=(r + 1) % 3, nbytes=8)
+            b.exit(loc, end + 0.5)
+            b.enter(loc, end + 0.5, "MPI_Recv"); b.recv(loc, end + 1.0, source=(r - 1) % 3, nbytes=8)
+            b.exit(loc, end + 1.0)
+        t = end + 1.0
+    for loc in locs:
+        b.exit(loc, t)
+    return b.build()
+
+
+@pytest.mark.parametrize("K", [2, 3])
+def test_sends_right_after_a_collective_cost_no_round(monkeypatch, K):
+    """A member share computes the clocks of the sends the other members reach right after the instance when
+    it ends there (their computations came with the arrivals): an allreduce and a ring of messages across
+    the shares take one round, not two."""
+    n = 10
+    trace = ring(n)
+    serial = _serial(trace)
+    seen = _rounds(monkeypatch)
+    _check(trace, serial, K)
+    msgs, colls = _crossing(trace, K)
+    assert colls == n and msgs >= n
+    assert seen == [n + 1]
+
+
+class _Records(MemoryNetwork):
+    """A MemoryNetwork that counts the records of each kind in the POP replay's round payloads."""
+
+    def __init__(self, K):
+        super().__init__(K)
+        self.records = np.zeros(4, np.int64)
+
+    def post(self, share, outbox):
+        for p in outbox.get("pop_round", []):
+            if p is not None:
+                self.records += p["i"][:4]
+        super().post(share, outbox)
+
+
+def passed_at_a_collective():
+    """Rank 0 enters a barrier at 1, computes 5 s and sends to rank 1; ranks 1 and 2 first receive from each
+    other before sending (a cycle), compute 2 s and enter the barrier; rank 1 then receives rank 0's message
+    and computes 1 s.  Nothing can move: the serial replay lets rank 0 (the lowest location) leave the
+    barrier at its arrival, so it sends at 6 (not 8, 5 s after the barrier's end at 3) and rank 1 ends at 7.
+    Rank 0's share had computed that send's clock from the barrier's end for rank 1's share: it must take it
+    back."""
+    b = tracefmt.TraceBuilder()
+    r0, r1, r2 = (b.location(rank=r) for r in range(3))
+    for loc in (r0, r1, r2):
+        b.enter(loc, 0.0, "main")
+        b.enter(loc, 0.0, "work"); b.exit(loc, 1.0)
+    b.collective(r0, 1.0, 9.0, "MPI_Barrier")
+    b.enter(r0, 9.0, "work"); b.exit(r0, 14.0)
+    b.enter(r0, 14.0, "MPI_Send"); b.send(r0, 14.0, dest=1, nbytes=8); b.exit(r0, 14.5)
+    for loc, other in ((r1, 2), (r2, 1)):
+        b.enter(loc, 1.0, "MPI_Recv"); b.recv(loc, 3.0, source=other, nbytes=8); b.exit(loc, 3.0)
+        b.enter(loc, 3.0, "MPI_Send"); b.send(loc, 3.0, dest=other, nbytes=8); b.exit(loc, 3.5)
+        b.enter(loc, 3.5, "work"); b.exit(loc, 5.5)
+        b.collective(loc, 5.5, 9.0, "MPI_Barrier")
+    b.enter(r1, 9.0, "MPI_Recv"); b.recv(r1, 14.5, source=0, nbytes=8); b.exit(r1, 14.5)
+    b.enter(r1, 14.5, "work"); b.exit(r1, 15.5)
+    for loc, end in ((r0, 14.5), (r1, 15.5), (r2, 9.0)):
+        b.exit(loc, end)
+    return b.build()
+
+
+def test_a_member_let_pass_at_its_collective_takes_its_predicted_clocks_back():
+    trace = passed_at_a_collective()
+    serial = _serial(trace)
+    assert serial["_ideal"] == 7.0
+    for K in (2, 3):
+        _check(trace, serial, K)
+    shares = partition(trace, 3)
+    done = run_stages(MemoryNetwork(3), share_stages(trace, shares, set(REQUIRES), compact=True))
+    net = _Records(3)
+    share_pop_profiles(net, {s: _base(r.context) for s, r in done.items()})
+    assert net.records[PREDICTED] and net.records[REVOKED]
