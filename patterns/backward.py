@@ -43,7 +43,7 @@ REQUIRES = ("messages", "collectives", "omp_teams", "omp_team_members", "omp_bar
             "sync_points")
 
 from .backward_points import (CUT_JOIN, H_COLL, H_IDLE, H_OMPBAR, H_P2P, OMPBARRIER, OMPIDLE, collective_points,
-                              init_finalize_points, openmp_points, p2p_parts, pack_points)
+                              init_finalize_points, openmp_points, p2p_parts, pack_points, pack_with_openmp)
 
 
 class BackwardInputs(NamedTuple):
@@ -120,14 +120,18 @@ def _build(ctx) -> BackwardInputs:
                       len(C))
     p2p, n_pairs, pair_type = p2p_parts(ctx, M, cuts) if len(M) else ([], 0, np.zeros(0, np.int64))
     coll, c_inst, c_rank, c_sp, c_info = collective_points(ctx, C, cuts[4])
-    parts = p2p + coll + init_finalize_points(ctx, P) + openmp_points(ctx, P)
-    # the points in (location, cut) order, written straight from the parts into the packed arrays the kernels
-    # read (one scatter per column instead of a concatenation, a gather and a copy: fresh memory is slow here)
-    sizes = [p["n"] for p in parts]
-    o = point_order(P, *(np.concatenate([np.asarray(p[k]) for p in parts]) for k in ("loc", "cut")), sizes, L) \
-        if parts else np.zeros(0, np.int64)
-    n_sp = len(o)
-    sp_i, sp_f, rr = pack_points(parts, sizes, o, len(S))
+    parts = p2p + coll + init_finalize_points(ctx, P)
+    # the points in (location, cut) order, packed into the arrays the kernels read: the OpenMP ones (most of them)
+    # straight from the tables, else every part written straight into its rows (fresh memory is slow here)
+    packed = pack_with_openmp(ctx, P, parts, len(S))
+    if packed is None:
+        parts += openmp_points(ctx, P)
+        sizes = [p["n"] for p in parts]
+        o = point_order(P, *(np.concatenate([np.asarray(p[k]) for p in parts]) for k in ("loc", "cut")), sizes, L) \
+            if parts else np.zeros(0, np.int64)
+        packed = pack_points(parts, sizes, o, len(S))
+    sp_i, sp_f, rr = packed
+    n_sp = len(sp_i)
     del parts, p2p, coll
     role, ref, ref2 = rr
     sp_loc, sp_cut = sp_i[:, 0], sp_i[:, 1]

@@ -353,3 +353,39 @@ def test_wait_sums_is_the_bincount(seed):
         sp_f[0, 0], sp_i[0, 2] = 1.0, C
         out = np.zeros((C, L))
         assert not wait_sums(sp_i, sp_f, out) and not out.any()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_openmp_points_straight_from_the_tables_are_the_parts_packed(seed):
+    """pack_with_openmp (the OpenMP points written from the tables, the others scattered) gives the arrays that
+    openmp_points, point_order and pack_points give; where a barrier names no instance it declines (the caller
+    then packs part by part)."""
+    from random_hybrid_traces import random_trace
+
+    from analyzer.replay import replay
+    from patterns.array_ops import point_order
+    from patterns.backward import REQUIRES
+    from patterns.backward_points import (collective_points, init_finalize_points, openmp_points, p2p_parts,
+                                          pack_points, pack_with_openmp)
+    from patterns.kernels.backward_build import point_cuts
+
+    ctx = replay(random_trace(seed, n_ranks=2 + seed % 3, n_threads=1 + seed % 4, steps=20 + 3 * seed), tables=REQUIRES)
+    P, M, C, S = (ctx.table(t) for t in ("sync_points", "messages", "collectives", "time_segments"))
+    cuts = point_cuts(np.asarray(P["kind"]), np.asarray(P["row"]), np.asarray(P["cut"]), len(M), len(C))
+    parts = (p2p_parts(ctx, M, cuts)[0] if len(M) else []) + collective_points(ctx, C, cuts[4])[0] + \
+        init_finalize_points(ctx, P)
+    got = pack_with_openmp(ctx, P, parts, len(S))
+    old = parts + openmp_points(ctx, P)
+    sizes = [p["n"] for p in old]
+    o = point_order(P, *(np.concatenate([np.asarray(p[k]) for p in old]) for k in ("loc", "cut")), sizes,
+                    ctx.n_locations)
+    want = pack_points(old, sizes, o, len(S))
+    assert got is not None
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        assert np.array_equal(g[:, :6] if g.ndim == 2 and g.shape[1] == 7 else g,
+                              w[:, :6] if w.ndim == 2 and w.shape[1] == 7 else w, equal_nan=True)
+    B = ctx.table("omp_barriers")
+    if len(B):
+        B["instance"] = np.where(np.arange(len(B)) == 0, -1, B["instance"])
+        assert pack_with_openmp(ctx, P, parts, len(S)) is None
