@@ -249,8 +249,9 @@ class _Walk:
             pool = np.zeros(max(need, 2 * len(st.pool)))
             pool[:len(st.pool)] = st.pool
             self.state = st = st._replace(pool=pool)
-        i_seg = np.cumsum([0] + [len(p["i"]) for p in got])
-        f_seg = np.cumsum([0] + [len(p["f"]) for p in got])
+        i_seg, f_seg = np.zeros(len(got) + 1, np.int64), np.zeros(len(got) + 1, np.int64)
+        for j, p in enumerate(got):
+            i_seg[j + 1], f_seg[j + 1] = i_seg[j] + len(p["i"]), f_seg[j] + len(p["f"])
         err = ideal_receive(ints, floats, i_seg, f_seg, self.glob, self.seq_span, self.imp_keys, self.imp_rows,
                             x.c_instance, x.c_off, x.c_loc, x.c_rows, x.c_type, x.c_root, self.c_need, self.c_root_own,
                             self.r_root_loc, self.r_last_loc, st.sent, st.msg_wait, st.c_arr, st.c_got, st.c_at,
@@ -306,8 +307,8 @@ class _Walk:
 
     def status(self, moved: bool) -> Status:
         left = self.left()
-        if not left:
-            return Status(0, moved, NOT_STUCK)
+        if not left or moved:  # run_rounds reads where a share waits only when none moved
+            return Status(left, moved, NOT_STUCK)
         blocked = self.owned[self.state.ptr[self.owned] < self.x.cut_off[self.owned + 1]]
         return Status(left, moved, int(self.glob[blocked].min()) if len(blocked) else NOT_STUCK)
 
