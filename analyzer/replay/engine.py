@@ -438,7 +438,7 @@ def replay(trace, tables=None, jobs: int = 1, progress=None, salvage: bool = Fal
             tl = TIMELINE_TABLES & want != set()
             shares = list(pool.map(lambda p: walk_share(trace, p, role, names, tick if progress else None, tl,
                                                         salvage, keep), parts))
-    return assemble(trace, shares, want)
+    return assemble(trace, shares, want, owned=True)
 
 
 def check_tables(tables) -> set[str]:
@@ -466,11 +466,13 @@ def _take(frags: dict[str, list], kind: str) -> dict[str, np.ndarray]:
     return {k: np.concatenate([p.pop(k) for p in pieces]) for k in list(pieces[0])}
 
 
-def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
+def assemble(trace, shares: list[Share], want=None, owned: bool = False) -> AnalysisContext:
     """Merge the shares (in walk order) into the context: call tree, dense metrics, tables.
 
     The shares' fragments are consumed (``done`` is emptied): each kind's pieces are freed column by
-    column as they are joined, so the fragments and the tables they become are not all held at once."""
+    column as they are joined, so the fragments and the tables they become are not all held at once.
+    ``owned``: nobody else holds the fragments' arrays (the shares were walked for this call), so the
+    timeline's tables may be made of them in place (``analyzer.replay.timeline.build_timeline``)."""
     want = check_tables(want)
     for s in shares:
         if s.error is not None:
@@ -546,7 +548,7 @@ def assemble(trace, shares: list[Share], want=None) -> AnalysisContext:
     if want & TIMELINE_TABLES:
         from .timeline import build_timeline
 
-        tbl.update(build_timeline(frags, tbl, new_id, ctree.parent))
+        tbl.update(build_timeline(frags, tbl, new_id, ctree.parent, owned))
 
     ctx = AnalysisContext(
         trace=trace, calltree=ctree, n_locations=n_loc, location_process=loc_proc, location_thread=loc_thread,

@@ -100,8 +100,9 @@ class Columns:
     are views of them."""
 
     def __init__(self, n_cuts: int, n_entries: int, cut_dt):
+        # the event indices in the cut type too: a location's events fit where its cut numbers do
         self.cuts = (np.empty(n_cuts, np.int32), np.empty(n_cuts, cut_dt), np.empty(n_cuts, np.int8),
-                     np.empty(n_cuts, np.int64), np.empty(n_cuts, np.float64), np.empty(n_cuts, np.int32),
+                     np.empty(n_cuts, cut_dt), np.empty(n_cuts, np.float64), np.empty(n_cuts, np.int32),
                      np.empty(n_cuts, np.float64))
         self.entries = (np.empty(n_entries, np.int32), np.empty(n_entries, cut_dt), np.empty(n_entries, np.int32),
                         np.empty(n_entries, np.float64))
@@ -193,20 +194,21 @@ def _joined(pieces: list[np.ndarray], dtype=None) -> np.ndarray:
     return np.concatenate(pieces, dtype=dtype)
 
 
-def _remapped(node: np.ndarray, new_id: np.ndarray) -> np.ndarray:
-    """Builder call-tree nodes as final call-path ids, int32: in place where ``node`` is a joined copy, else in a
-    new array (a view of the fragments' columns: :func:`_joined`)."""
+def _remapped(node: np.ndarray, new_id: np.ndarray, owned: bool) -> np.ndarray:
+    """Builder call-tree nodes as final call-path ids, int32: in place where ``node`` is a joined copy or the
+    fragments are ``owned``, else in a new array (a view of fragments others may hold: :func:`_joined`)."""
     out = np.asarray(node, np.int32)
-    return KJ.remap(out if out.base is None else out.copy(), new_id)
+    return KJ.remap(out if owned or out.base is None else out.copy(), new_id)
 
 
 def build_timeline(frags: dict[str, list], tables: dict[str, Table], new_id: np.ndarray,
-                   parent: np.ndarray) -> dict[str, Table]:
+                   parent: np.ndarray, owned: bool = False) -> dict[str, Table]:
     """``time_segments`` and ``sync_points`` from the fragments of all locations (in walk order).
 
     ``tables``: the replay tables already built (at least :data:`LINKED_TABLES`, final call-path
     ids); ``new_id``: final call-path id of every builder node; ``parent``: the final call tree's
-    parent array.
+    parent array; ``owned``: the fragments are this call's alone (their call paths are remapped in place,
+    no copy of the columns the tables take as they are).
     """
     order = sorted(range(len(frags.get("cuts", []))), key=lambda j: _loc_of(frags["cuts"][j]))
     # a location's intervals are numbered up to its cut points + 1; rows index the linked tables
@@ -274,11 +276,11 @@ def build_timeline(frags: dict[str, list], tables: dict[str, Table], new_id: np.
         sel = np.flatnonzero(kind == K.JOIN)
         row[sel] = _join(teams["master_loc"], teams["join_time"], loc[sel], cuts["time"][sel])
     segments = Table({"loc": segs["loc"].astype(np.int32, copy=False), "cut": segs["cut"].astype(cut_dt, copy=False),
-                      "cnode": _remapped(segs["cnode"], new_id),
+                      "cnode": _remapped(segs["cnode"], new_id, owned),
                       "time": segs["time"].astype(np.float64, copy=False)})
     points = Table({"loc": loc.astype(np.int32, copy=False), "cut": cuts["cut"].astype(cut_dt, copy=False),
                     "kind": kind.astype(np.int8, copy=False), "row": row,
                     "time": cuts["time"].astype(np.float64, copy=False),
-                    "cnode": _remapped(cuts["cnode"], new_id),
+                    "cnode": _remapped(cuts["cnode"], new_id, owned),
                     "enter": np.asarray(cuts["enter"], np.float64)})
     return {"time_segments": segments, "sync_points": points}

@@ -193,6 +193,13 @@ def test_fragments_are_views_of_the_share_columns_and_the_tables_take_them_as_th
     base = cut_frags[0]["time"].base
     assert all(f["time"].base is base for f in cut_frags)
     assert got["sync_points"]["time"].base is base and got["time_segments"]["time"].base is not None
+    assert got["sync_points"]["cnode"].base is None  # remapped into a new array: the fragments may be others' too
+    share = walk_share(trace, locs, role, names, timeline=True)
+    mine = assemble(trace, [share], want, owned=True).tables  # the walk's own: remapped in place
+    assert mine["sync_points"]["cnode"].base is not None and mine["time_segments"]["cnode"].base is not None
+    for name in want:
+        for k in got[name].columns():
+            assert np.array_equal(got[name][k], mine[name][k]), (name, k)
     for args in ((), (0, 0, 0)):  # columns per location: joined by copies
         ref, frags = tables(args)
         assert frags[locs[0]]["cuts"]["time"].base is not frags[locs[-1]]["cuts"]["time"].base

@@ -98,11 +98,11 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, call_enter, region_role
     ``region_role`` (uint8) and ``region_flags`` (uint8, FLAG_*) by region id; ``fork_team`` (sorted)
     and ``fork_time``: the forks of the process's masters walked so far; ``acc`` (float64) and
     ``seen`` (int8): zeroed scratch arrays at least as long as the call tree, left zeroed; ``loc``: the
-    location's id.  ``cuts``: the columns (location int32, cut number, kind int8, event index int64, time,
+    location's id.  ``cuts``: the columns (location int32, cut number, kind int8, event index, time,
     call node int32, call ENTER time) with room for ``len(etype)`` rows from ``c0``; ``entries``: (location int32,
     interval, node int32, seconds) with room for ``3 * len(etype) + 16`` rows from ``e0`` (every charge adds at
-    most one entry, a JOIN three); the cut number and interval columns int32 where they fit (the caller
-    chooses the type of the tables' ``cut`` columns).  Written straight into the columns the tables are made
+    most one entry, a JOIN three); the cut number, event index and interval columns int32 where they fit (the
+    caller chooses the type of the tables' ``cut`` columns).  Written straight into the columns the tables are made
     of: per-location arrays copied out and joined afterwards were twice that memory, faulted in afresh.
 
     Returns ``(n_cuts, n_entries, send_cuts, recv_cuts, in_order, fork_teams, fork_times)``: per cut point (in
