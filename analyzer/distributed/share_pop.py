@@ -100,8 +100,9 @@ def _inputs(ctx):
 
 
 def _peers(got: list) -> dict[int, dict]:
-    """As the owner of instances: per share holding members of some, each (instance, other share holding
-    members of it), in (instance, share) order."""
+    """As the owner of instances: per share holding members of some, those instances, each with the set of
+    every share holding members of it (one per distinct set: the instances of a communicator have the same,
+    so what a share holds is one number per instance, not one per instance and member share)."""
     got = [(src, p["instance"]) for src, p in enumerate(got) if p is not None]
     if not got:
         return {}
@@ -111,11 +112,22 @@ def _peers(got: list) -> dict[int, dict]:
     inst, src = inst[o], src[o]
     starts = np.flatnonzero(np.r_[True, inst[1:] != inst[:-1]])
     size = np.diff(np.r_[starts, len(inst)])
-    per = np.repeat(size, size)  # each holder is told every holder of its instance but itself
-    me = np.repeat(np.arange(len(inst)), per)
-    other = np.repeat(np.repeat(starts, size), per) + (np.arange(len(me)) - np.repeat(np.cumsum(per) - per, per))
-    keep = me != other
-    return _by_dest(src[me[keep]], {"instance": inst[other[keep]], "share": src[other[keep]]})
+    set_of = np.empty(len(starts), np.int64)
+    members: list = []
+    for m in np.unique(size).tolist():  # the holder sets of m shares, as rows of a matrix
+        sel = np.flatnonzero(size == m)
+        u, inv = np.unique(src[starts[sel][:, None] + np.arange(m)], axis=0, return_inverse=True)
+        set_of[sel] = len(members) + inv.reshape(-1)
+        members.extend(u)
+    row_set = np.repeat(set_of, size)
+    out = {}
+    for d in np.unique(src).tolist():
+        mine = src == d
+        used, local = np.unique(row_set[mine], return_inverse=True)
+        out[d] = {"instance": inst[mine], "set": local.reshape(-1),
+                  "set_off": np.r_[0, np.cumsum([len(members[k]) for k in used])].astype(np.int64),
+                  "set_share": np.concatenate([members[k] for k in used])}
+    return out
 
 
 def _global_ids(ctx) -> np.ndarray:
@@ -179,8 +191,9 @@ class _Walk:
         roots = np.flatnonzero(x.c_root[x.c_rows]) if len(x.c_rows) else np.zeros(0, np.int64)
         np.maximum.at(self.own_root_loc, np.searchsorted(x.c_off, roots, side="right") - 1, glob[x.c_loc[roots]])
         self.r_root_loc = self.own_root_loc.copy()
-        self.p_off: np.ndarray | None = None  # per instance, its other member shares p_share[p_off[g]:p_off[g+1]]
-        self.p_share = np.zeros(0, np.int64)
+        # per instance its set of other member shares, p_share[p_off[k]:p_off[k + 1]] for k = p_set[g]
+        self.p_set: np.ndarray | None = None
+        self.p_off = self.p_share = np.zeros(0, np.int64)
         # messages: sent here to another share's receiver, received here from another share's sender
         M = ctx.table("messages")
         self.m_send, self.m_recv = np.asarray(M["send_loc"], np.int64), np.asarray(M["recv_loc"], np.int64)
@@ -224,16 +237,22 @@ class _Walk:
         return g
 
     def take_peers(self, got: list) -> None:
-        """The other member shares of each own instance, from the owners' lists."""
-        got = [p for p in got if p is not None]
-        cat = (lambda k: np.concatenate([p[k] for p in got])) if got else (lambda k: np.zeros(0, np.int64))
-        g, share = self.instances(cat("instance"), "a member list"), cat("share")
-        o = np.lexsort((share, g))
-        self.p_share = share[o]
-        n = np.bincount(g, minlength=len(self.c_need))
-        if ((n > 0) != self.c_remote).any():
+        """The other member shares of each own instance, from the owners' sets (numbered per owner)."""
+        self.p_set = p_set = np.full(len(self.c_need), -1, np.int64)
+        off, share, n_sets = [np.zeros(1, np.int64)], [], 0
+        for p in got:
+            if p is None:
+                continue
+            p_set[self.instances(p["instance"], "a member list")] = n_sets + p["set"]
+            others = p["set_share"] != self.s
+            n = np.add.reduceat(others, p["set_off"][:-1]) if len(others) else np.zeros(0, np.int64)
+            off.append(off[-1][-1] + np.cumsum(n))
+            share.append(p["set_share"][others])
+            n_sets += len(p["set_off"]) - 1
+        self.p_off = np.concatenate(off).astype(np.int64)
+        self.p_share = np.concatenate(share) if share else np.zeros(0, np.int64)
+        if ((p_set >= 0) != self.c_remote).any():
             raise RuntimeError(f"share {self.s}: the member shares of a collective instance are not known")
-        self.p_off = np.r_[0, np.cumsum(n)].astype(np.int64)
 
     def receive(self, got: list) -> None:
         """The records the other shares sent (``patterns.kernels.ideal_shares``), in share order, into the
@@ -295,7 +314,7 @@ class _Walk:
         x, st = self.x, self.state
         i_off, ints, f_off, floats = ideal_pack(
             self.K, st.out_msg[:st.out_n[0]], self.revoked, st.out_coll[:st.out_n[1]], self.m_dest, self.m_rloc,
-            self.m_seq, st.sent, self.p_off, self.p_share, x.c_off, x.c_loc, x.c_rows, x.c_root, x.c_inst,
+            self.m_seq, st.sent, self.p_set, self.p_off, self.p_share, x.c_off, x.c_loc, x.c_rows, x.c_root, x.c_inst,
             x.c_instance, self.c_need, st.c_arr, st.c_got, st.c_at, self.own_count, self.own_last_loc, self.own_type,
             self.glob, x.cut_off, x.kind, x.row, x.comp, x.b_inst, x.m_team, x.m_master, self.m_remote, st.ptr,
             self.pred_inst)
@@ -364,7 +383,7 @@ def _by_dest(dest: np.ndarray, cols: dict) -> dict[int, dict]:
 
 def _step(s: int, K: int, w: _Walk, inbox: dict, stuck: int):
     """One round of share ``s`` (``run_rounds``): the first takes the member shares of the own instances."""
-    if w.p_off is None:
+    if w.p_set is None:
         w.take_peers(inbox.get(PEERS, []))
     left = w.left()
     w.state.out_n[:] = 0

@@ -95,27 +95,29 @@ def ideal_lookahead(inst, c_off, c_loc, c_rows, c_inst, cut_off, kind, row, comp
 
 
 @numba.njit(cache=True, nogil=True)
-def _is_peer(g, d, p_off, p_share):
-    for t in range(p_off[g], p_off[g + 1]):
+def _is_peer(g, d, p_set, p_off, p_share):
+    for t in range(p_off[p_set[g]], p_off[p_set[g] + 1]):
         if p_share[t] == d:
             return True
     return False
 
 
 @numba.njit(cache=True, nogil=True)
-def ideal_pack(K, msg_rows, rev_rows, coll, m_dest, m_rloc, m_seq, sent, p_off, p_share, c_off, c_loc, c_rows, c_root,
-               c_inst, c_instance, c_need, c_arr, c_got, c_at, own_count, own_last_loc, own_type, glob, cut_off, kind,
-               row, comp, b_inst, m_team, m_master, m_remote, ptr, pred_inst):
+def ideal_pack(K, msg_rows, rev_rows, coll, m_dest, m_rloc, m_seq, sent, p_set, p_off, p_share, c_off, c_loc, c_rows,
+               c_root, c_inst, c_instance, c_need, c_arr, c_got, c_at, own_count, own_last_loc, own_type, glob, cut_off,
+               kind, row, comp, b_inst, m_team, m_master, m_remote, ptr, pred_inst):
     """A round's records (see the module docstring) for each of the ``K`` shares: the clocks of the messages
     rows ``msg_rows`` and the revoked ``rev_rows`` (``m_dest``: the receiver's share, ``m_rloc`` its global
     location, ``m_seq`` the sequence number), a report on each instance of ``coll`` (own members all arrived)
-    for each other member share (``p_share[p_off[g]:p_off[g + 1]]``) and, for the instances not ended here,
-    the predicted clocks (those messages rows are marked: ``m_remote`` cleared, ``pred_inst`` the instance).
+    for each other member share (``p_share[p_off[k]:p_off[k + 1]]``, ``k = p_set[g]``: instances of a
+    communicator share one set) and, for the instances not ended here, the predicted clocks (those messages
+    rows are marked: ``m_remote`` cleared, ``pred_inst`` the instance).
     Returns ``(i_off, ints, f_off, floats)``: share d's records are ``ints[i_off[d]:i_off[d + 1]]``, and so on
     (none: an empty range)."""
     n_open = 0
     for g in coll:
-        n_open += c_arr[g] + c_got[g] < c_need[g]
+        if c_arr[g] + c_got[g] < c_need[g]:
+            n_open += 1
     still = np.empty(n_open, np.int64)
     n_open = 0
     for g in coll:
@@ -126,14 +128,14 @@ def ideal_pack(K, msg_rows, rev_rows, coll, m_dest, m_rloc, m_seq, sent, p_off, 
                                                     b_inst, m_team, m_master, m_remote, ptr)
     keep = np.zeros(p_rows.shape[0], np.bool_)
     for j in range(p_rows.shape[0]):  # only a member share ends the instance
-        keep[j] = _is_peer(c_inst[c_rows[p_q[j]]], m_dest[p_rows[j]], p_off, p_share)
+        keep[j] = _is_peer(c_inst[c_rows[p_q[j]]], m_dest[p_rows[j]], p_set, p_off, p_share)
     # records and floats per destination and kind
     cnt = np.zeros((K, 4), np.int64)
     n_f = np.zeros(K, np.int64)
     for r in msg_rows:
         cnt[m_dest[r], CLOCKS] += 1
     for g in coll:
-        for t in range(p_off[g], p_off[g + 1]):
+        for t in range(p_off[p_set[g]], p_off[p_set[g] + 1]):
             cnt[p_share[t], REPORTS] += 1
     for j in range(p_rows.shape[0]):
         if keep[j]:
@@ -173,7 +175,7 @@ def ideal_pack(K, msg_rows, rev_rows, coll, m_dest, m_rloc, m_seq, sent, p_off, 
             latest = max(latest, c_at[c_rows[q]])
             if c_root[c_rows[q]]:
                 root_loc, root = glob[c_loc[q]], c_at[c_rows[q]]
-        for t in range(p_off[g], p_off[g + 1]):
+        for t in range(p_off[p_set[g]], p_off[p_set[g] + 1]):
             d = p_share[t]
             a = at_i[d, REPORTS]
             ints[a], ints[a + 1], ints[a + 2] = c_instance[g], own_count[g], root_loc

@@ -337,3 +337,43 @@ def test_a_member_let_pass_at_its_collective_takes_its_predicted_clocks_back():
     net = _Records(3)
     share_pop_profiles(net, {s: _base(r.context) for s, r in done.items()})
     assert net.records[PREDICTED] and net.records[REVOKED]
+
+
+def communicators():
+    """Four ranks: collectives on two communicators of two ranks each and on the world, in turn, and one
+    communicator of ranks 0 and 1 that rank 2 calls too (a malformed trace): its first instance has three
+    members (incomplete), its second ranks 0 and 2 (complete).  The instances of one communicator need not
+    have the same member shares."""
+    b = tracefmt.TraceBuilder()
+    locs = [b.location(rank=r) for r in range(4)]
+    world = b.comm(range(4), "MPI_COMM_WORLD")
+    low, high, odd = b.comm((0, 1), "low"), b.comm((2, 3), "high"), b.comm((0, 1), "odd")
+    t = [0.0] * 4
+
+    def call(r, comm, w, name="MPI_Allreduce"):
+        b.enter(locs[r], t[r], "work"); b.exit(locs[r], t[r] + w)
+        b.collective(locs[r], t[r] + w, t[r] + w + 0.5, name, comm=comm)
+        t[r] += w + 0.5
+
+    for loc in locs:
+        b.enter(loc, 0.0, "main")
+    for i in range(3):
+        for r in range(4):
+            call(r, low if r < 2 else high, 1.0 + ((i + r) % 4) * 0.5)
+        for r in range(4):
+            call(r, world, 0.5 + r * 0.25, "MPI_Barrier")
+    for r, n in ((0, 2), (1, 1), (2, 2)):
+        for k in range(n):
+            call(r, odd, 1.0 + r + k)
+    for r in range(4):
+        call(r, world, 0.25)
+        b.exit(locs[r], t[r])
+    return b.build()
+
+
+@pytest.mark.parametrize("K", [2, 3, 4])
+def test_instances_of_one_communicator_with_other_member_shares(K):
+    trace = communicators()
+    serial = _serial(trace)
+    _check(trace, serial, K)
+    assert _crossing(trace, K)[1] >= 4
