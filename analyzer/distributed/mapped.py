@@ -19,16 +19,19 @@ import weakref
 
 import numpy as np
 
-__all__ = ["MappedStore"]
+__all__ = ["MappedStore", "MIN_BYTES"]
+
+#: arrays smaller than this stay in memory (each mapped array is a file and a mapping)
+MIN_BYTES = 1 << 16
 
 
 class MappedStore:
     """Large arrays moved into files under ``directory`` and mapped back.  ``min_bytes``: smaller arrays stay
-    in memory (each mapped array is a file and a mapping)."""
+    in memory (default :data:`MIN_BYTES`)."""
 
-    def __init__(self, directory: str, min_bytes: int = 1 << 16):
+    def __init__(self, directory: str, min_bytes: int | None = None):
         self.directory = directory
-        self.min_bytes = int(min_bytes)
+        self.min_bytes = MIN_BYTES if min_bytes is None else int(min_bytes)
         self.mapped_bytes = 0  # written to the files
         self._n = 0
         self._roots: dict[int, tuple] = {}  # id of a mapped array -> (weak reference to it, its mapped copy)

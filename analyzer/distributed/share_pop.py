@@ -56,11 +56,13 @@ __all__ = ["share_pop_profiles"]
 SPANS, HOLDERS, PEERS, ROUND, FINALS = "pop_spans", "pop_holders", "pop_peers", "pop_round", "pop_finals"
 
 
-def share_pop_profiles(net: Network, ctxs) -> dict[int, dict]:
+def share_pop_profiles(net: Network, ctxs, store=None) -> dict[int, dict]:
     """The POP profile (``patterns.pop.pop_profile``) of every share local to ``net``: ``ctxs[s]`` is share s's
     context (built with the tables ``patterns.pop.REQUIRES``, ``ctx.results`` holding ``execution``, ``mpi`` and
     ``omp_time`` in its owned columns).  Each profile's arrays are ``[C, ctx.n_locations]``, the serial values in the
-    owned columns and zeros elsewhere; ``"_elapsed"`` and ``"_ideal"`` are the serial floats."""
+    owned columns and zeros elsewhere; ``"_elapsed"`` and ``"_ideal"`` are the serial floats.  ``store``: a
+    ``mapped.MappedStore`` (``--memory``: every share in this process): each share's walk is mapped after each
+    of its steps and its pages released."""
     K = net.n_shares
 
     def spans(s, state, inbox):
@@ -74,12 +76,22 @@ def share_pop_profiles(net: Network, ctxs) -> dict[int, dict]:
                               "last": _extreme(np.nanmax, last), "rounds": _most_rounds(ctx)}}
         return (first, x, need), out
 
+    def kept(w):
+        if store is not None:
+            w = store.map(w)
+            store.release(w)
+        return w
+
     def peers(s, state, inbox):
-        return _Walk(s, K, ctxs[s], *state, inbox[SPANS]), route(K, {PEERS: _peers(inbox.get(HOLDERS, []))})
+        return kept(_Walk(s, K, ctxs[s], *state, inbox[SPANS])), route(K, {PEERS: _peers(inbox.get(HOLDERS, []))})
+
+    def step(s, w, inbox, stuck):
+        w, out, status = _step(s, K, w, inbox, stuck)
+        return kept(w), out, status
 
     walks = run_stages(net, [spans, peers])
     limit = walks[net.local[0]].limit if net.local else None
-    walks, _ = run_rounds(net, lambda s, w, inbox, stuck: _step(s, K, w, inbox, stuck), limit)
+    walks, _ = run_rounds(net, step, limit)
 
     def finals(s, w, inbox):
         return w, {FINALS: {EVERY: w.finals()}}

@@ -199,7 +199,7 @@ def root_cause_by_shares(net, ctxs: dict, shares: list, pats, store=None) -> dic
         first = [p for p in pats if p.name in ("execution", "mpi", "omp_time")]
         for ctx in ctxs.values():
             compute_results(ctx, [p for p in first if p.name not in ctx.results])
-        for s, prof in share_pop_profiles(net, ctxs).items():
+        for s, prof in share_pop_profiles(net, ctxs, store).items():
             ctxs[s].derived["patterns.pop"] = prof
     return {s: {"delay_forced": n} for s, n in forced.items()}
 

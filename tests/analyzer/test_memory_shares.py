@@ -148,3 +148,19 @@ def test_a_truncated_trace_salvaged_in_shares_gives_the_json_of_one_piece(tmp_pa
     split = analyze(str(cut), salvage=True, memory=limit)
     assert any("truncated" in p for p in whole.problems)
     assert split.problems == whole.problems and split.context.problems == whole.context.problems
+
+
+def test_every_array_mapped_gives_the_json_of_one_piece(tmp_path, tiny_budget, monkeypatch):
+    """With every array of the shares' data mapped (a small trace's are all under the usual threshold), the
+    root-cause analysis over mapped data gives the JSON of the analysis in one piece."""
+    from analyzer.distributed import mapped
+
+    monkeypatch.setattr(mapped, "MIN_BYTES", 1)
+    trace = tmp_path / "t.elg"
+    random_builder(36, n_ranks=5, n_threads=2, steps=25, tasks=True).write(trace)
+    whole, bounded = tmp_path / "whole.json", tmp_path / "bounded.json"
+    assert main([str(trace), "-q", "--json", str(whole), "-o", str(tmp_path / "w.cubex"), "--memory", "1T"]) == 0
+    limit = int(max(_events(trace) * 0.4, _largest_process(trace) / 0.8 + 1) * 1000)
+    assert main([str(trace), "-q", "--json", str(bounded), "-o", str(tmp_path / "b.cubex"), "--memory", str(limit)]) == 0
+    assert bounded.read_bytes() == whole.read_bytes()
+
