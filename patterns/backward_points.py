@@ -363,7 +363,7 @@ def pack_with_openmp(ctx, P, parts: list[dict], n_seg: int):
     :func:`claim_points`, :func:`write_points`) instead of as parts first: their columns, the order of all points
     and the scatter were 150 MB of fresh memory at 10^7 events.  None where some step would not take its fast
     path (ungrouped sync_points, a point naming no cut point, team or barrier links out of range): the caller
-    then packs part by part, the same points."""
+    then packs part by part, the same points.  The role columns come as three arrays (int8, int64, int8)."""
     from .kernels.backward_build import claim_points, grouped_offsets, write_points
 
     members, teams, B = ctx.table("omp_team_members"), ctx.table("omp_teams"), ctx.table("omp_barriers")
@@ -376,8 +376,8 @@ def pack_with_openmp(ctx, P, parts: list[dict], n_seg: int):
     claim = np.full(len(p_loc), -1, np.int64)
     m_team, b_inst = np.asarray(members["team"], np.int64), np.asarray(B["instance"], np.int64)
     loc_thread = np.asarray(ctx.location_thread)
-    ok, n_sp = claim_points(kind, row, p_loc, p_cut, cut_off, s_loc, s_cut, claim, CUT_FORK, len(teams) > 0, m_team,
-                            len(teams), CUT_OMP_BARRIER, b_inst, len(loc_thread))
+    ok, n_sp, top = claim_points(kind, row, p_loc, p_cut, cut_off, s_loc, s_cut, claim, CUT_FORK, len(teams) > 0,
+                                 m_team, len(teams), CUT_OMP_BARRIER, b_inst, len(loc_thread))
     if not ok:
         return None
     lim = np.iinfo(np.int32)
@@ -387,18 +387,19 @@ def pack_with_openmp(ctx, P, parts: list[dict], n_seg: int):
     small = n_seg <= lim.max and all(np.size(v) == 0 or lim.min <= np.min(v) and np.max(v) <= lim.max for v in vals)
     sp_i = np.empty((n_sp, 7), np.int32 if small else np.int64)
     sp_f = np.empty((n_sp, 4), np.float64)
-    rr = np.empty((3, n_sp), np.int64)
+    rr = (np.empty(n_sp, np.int8), np.empty(n_sp, np.int64), np.empty(n_sp, np.int8))  # roles -1 .. 8, ref2 -1 .. 1
     s_dest = np.full(len(s_loc), -1, np.int64)
     write_points(claim, kind, row, p_loc, p_cut, np.asarray(P["cnode"]), CUT_FORK, m_team,
                  np.asarray(members["enter"], np.float64), np.asarray(members["loc"]),
                  np.asarray(teams["fork_time"], np.float64), np.asarray(teams["master_loc"]), CUT_OMP_BARRIER, b_inst,
-                 np.asarray(B["enter"], np.float64), np.asarray(B["exit"], np.float64), loc_thread, sp_i, sp_f, rr,
-                 s_dest)
+                 top, np.asarray(B["enter"], np.float64), np.asarray(B["exit"], np.float64), loc_thread, sp_i, sp_f,
+                 *rr, s_dest)
     for p, d in zip(parts, np.split(s_dest, np.cumsum(sizes)[:-1]) if sizes else []):
         keep = d >= 0  # a cut met twice keeps its first point
         every = bool(keep.all())
-        for out, names in ((sp_i, _INT_COLS), (sp_f, _FLOAT_COLS), (rr.T, _ROLE_COLS)):
-            for c, k in enumerate(names):
+        at = d if every else d[keep]
+        for cols, names in ((sp_i.T, _INT_COLS), (sp_f.T, _FLOAT_COLS), (rr, _ROLE_COLS)):
+            for col, k in zip(cols, names):
                 v = p.get(k, _DEFAULT.get(k))
-                out[:, c][d if every else d[keep]] = v if every or np.ndim(v) == 0 else v[keep]
+                col[at] = v if every or np.ndim(v) == 0 else v[keep]
     return sp_i, sp_f, rr

@@ -399,17 +399,17 @@ def claim_points(p_kind, p_row, p_loc, p_cut, cut_off, s_loc, s_cut, claim, fork
     ``use_forks``), -3 for a barrier point (``bar_kind``, linked to a barrier; ``n_threads``: the locations with a
     thread number), else -1: the points in (location,
     cut) order, each cut once, the others first, as :func:`first_per_point` orders them.  Returns ``(True,
-    points)``, or ``(False, 0)`` where :func:`first_per_point`, the fork points' NumPy formulation or
+    points, 1 + the largest barrier instance id)``, or ``(False, 0, 0)`` where :func:`first_per_point`, the fork points' NumPy formulation or
     :func:`barrier_points` would not take their fast path (the caller then builds the points part by part)."""
     n_p = p_loc.shape[0]
     n_loc = cut_off.shape[0] - 1
     for i in range(s_loc.shape[0]):
         l, c = s_loc[i], s_cut[i]
         if l < 0 or l >= n_loc or c < 1:
-            return False, 0
+            return False, 0, 0
         g = cut_off[l] + c - 1
         if g >= cut_off[l + 1] or p_loc[g] != l or p_cut[g] != c:
-            return False, 0
+            return False, 0, 0
         if claim[g] == -1:
             claim[g] = i
     n_bar = 0
@@ -420,40 +420,41 @@ def claim_points(p_kind, p_row, p_loc, p_cut, cut_off, s_loc, s_cut, claim, fork
             continue
         if p_kind[g] == fork_kind and use_forks:
             if r >= m_team.shape[0] or not 0 <= m_team[r] < n_teams:
-                return False, 0
+                return False, 0, 0
             if claim[g] == -1:
                 claim[g] = -2
         elif p_kind[g] == bar_kind:
             if r >= b_inst.shape[0] or b_inst[r] < 0 or not 0 <= p_loc[g] < n_threads:
-                return False, 0
+                return False, 0, 0
             n_bar += 1
             top = max(top, b_inst[r] + 1)
             if claim[g] == -1:
                 claim[g] = -3
     if top > 4 * n_bar + (1 << 16):
-        return False, 0
+        return False, 0, 0
     n = 0
     for g in range(n_p):
         if claim[g] != -1:
             n += 1
-    return True, n
+    return True, n, top
 
 
 @numba.njit(cache=True, nogil=True)
 def write_points(claim, p_kind, p_row, p_loc, p_cut, p_cnode, fork_kind, m_team, m_enter, m_loc, t_fork, t_master,
-                 bar_kind, b_inst, b_enter, b_exit, loc_thread, sp_i, sp_f, rr, s_dest):
-    """The points :func:`claim_points` found, in their order: the OpenMP ones written into the packed arrays
-    (``sp_i`` columns loc, cut, call path, MPI 0, synchronised ranks none; ``sp_f`` wait, total, completion,
-    time; ``rr`` role, reference, second reference, as ``patterns.backward_points.openmp_points`` and
+                 bar_kind, b_inst, top, b_enter, b_exit, loc_thread, sp_i, sp_f, role, ref, ref2, s_dest):
+    """The points :func:`claim_points` found (``top``: its instance bound), in their order: the OpenMP ones written
+    into the packed arrays (``sp_i`` columns loc, cut, call path, MPI 0, synchronised ranks none; ``sp_f`` wait,
+    total, completion, time; ``role``, ``ref``, ``ref2``, as ``patterns.backward_points.openmp_points`` and
     :func:`barrier_points` make them), the place of each other point in ``s_dest`` (the caller writes those).
     Fork points: time the member's ENTER, total its ENTER - the fork (0 unless positive and finite), completion
     its ENTER - the team's first ENTER (likewise), role 7, the team, 1 on its master.  Barrier points: time the
     ENTER, wait the latest ENTER of the instance - its own (0 unless positive), total EXIT - ENTER, role 8, the
-    instance as a dense id, 1 for the latest arrival (the lowest thread among equal ones)."""
+    instance as a dense id, 1 for the latest arrival (the lowest thread among equal ones).  Three passes over the
+    sync_points rows: the teams' first ENTER and the instances' latest, who arrived then, the points."""
     n_p = claim.shape[0]
-    n_teams = t_fork.shape[0]
-    first = np.full(n_teams, np.inf)  # the teams' first member ENTER (np.minimum: NaN wins)
-    top = 0
+    first = np.full(t_fork.shape[0], np.inf)  # the teams' first member ENTER (np.minimum: NaN wins)
+    latest = np.full(top, -np.inf)  # by instance id (np.maximum: NaN wins)
+    rank = np.zeros(top + 1, np.int64)  # the instances present, then their dense ids
     for g in range(n_p):
         r = p_row[g]
         if r < 0:
@@ -466,33 +467,25 @@ def write_points(claim, p_kind, p_row, p_loc, p_cut, p_cnode, fork_kind, m_team,
             elif e < first[t]:
                 first[t] = e
         elif p_kind[g] == bar_kind:
-            top = max(top, b_inst[r] + 1)
-    rank = np.zeros(top + 1, np.int64)  # the barrier instances present, as dense ids
-    for g in range(n_p):
-        if p_row[g] >= 0 and p_kind[g] == bar_kind:
-            rank[b_inst[p_row[g]] + 1] = 1
+            v = b_inst[r]
+            rank[v + 1] = 1
+            e = b_enter[r]
+            if e != e or latest[v] != latest[v]:
+                latest[v] = np.nan
+            elif e > latest[v]:
+                latest[v] = e
     for v in range(top):
         rank[v + 1] += rank[v]
-    latest = np.full(rank[top], -np.inf)  # np.maximum: NaN wins
-    for g in range(n_p):
-        r = p_row[g]
-        if r >= 0 and p_kind[g] == bar_kind:
-            d = rank[b_inst[r]]
-            e = b_enter[r]
-            if e != e or latest[d] != latest[d]:
-                latest[d] = np.nan
-            elif e > latest[d]:
-                latest[d] = e
     big = np.iinfo(np.int64).max
-    who = np.full(rank[top], big, np.int64)
+    who = np.full(top, big, np.int64)
     for g in range(n_p):
         r = p_row[g]
         if r >= 0 and p_kind[g] == bar_kind:
-            d = rank[b_inst[r]]
-            if b_enter[r] == latest[d]:
+            v = b_inst[r]
+            if b_enter[r] == latest[v]:
                 th = np.int64(loc_thread[p_loc[g]])
-                if th < who[d]:
-                    who[d] = th
+                if th < who[v]:
+                    who[v] = th
     k = 0
     for g in range(n_p):
         c = claim[g]
@@ -518,19 +511,19 @@ def write_points(claim, p_kind, p_row, p_loc, p_cut, p_cnode, fork_kind, m_team,
             sp_f[k, 1] = x if x > 0 and x < np.inf else 0.0
             sp_f[k, 2] = y if y > 0 and y < np.inf else 0.0
             sp_f[k, 3] = e
-            rr[0, k] = 7
-            rr[1, k] = t
-            rr[2, k] = 1 if m_loc[r] == t_master[t] else 0
+            role[k] = 7
+            ref[k] = t
+            ref2[k] = 1 if m_loc[r] == t_master[t] else 0
         else:
-            d = rank[b_inst[r]]
+            v = b_inst[r]
             e = b_enter[r]
-            w = latest[d] - e
+            w = latest[v] - e
             sp_f[k, 0] = w if w > 0 else 0.0
             sp_f[k, 1] = b_exit[r] - e
             sp_f[k, 2] = 0.0
             sp_f[k, 3] = e
-            rr[0, k] = 8
-            rr[1, k] = d
-            rr[2, k] = 1 if np.int64(loc_thread[p_loc[g]]) == who[d] else 0
+            role[k] = 8
+            ref[k] = rank[v]
+            ref2[k] = 1 if np.int64(loc_thread[p_loc[g]]) == who[v] else 0
         k += 1
     return k
