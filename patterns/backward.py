@@ -135,15 +135,14 @@ def _build(ctx) -> BackwardInputs:
     del parts, p2p, coll
     role, ref, ref2 = rr
     sp_loc, sp_cut = sp_i[:, 0], sp_i[:, 1]
-    idx = np.arange(n_sp, dtype=np.int64)
     cp_next = np.full(n_sp, -1, np.int64)
     # point-to-point pairs: both points must have survived
     w_of = np.full(n_pairs, -1, np.int64)
     c_of = np.full(n_pairs, -1, np.int64)
     isw = (role == 0) | (role == 2)
     isc = (role == 1) | (role == 3)
-    w_of[ref[isw]] = idx[isw]
-    c_of[ref[isc]] = idx[isc]
+    w_of[ref[isw]] = np.flatnonzero(isw)
+    c_of[ref[isc]] = np.flatnonzero(isc)
     good = np.flatnonzero((w_of >= 0) & (c_of >= 0))
     cp_next[w_of[good]] = c_of[good]
     hs = [(np.full(len(good), H_P2P), pair_type[good], w_of[good], c_of[good], np.full(len(good), 2))]
@@ -151,7 +150,7 @@ def _build(ctx) -> BackwardInputs:
     # collective instances: the members' points (by instance and location), the target
     grp_off = np.zeros(1, np.int64)
     grp_rank = grp_sp = np.zeros(0, np.int64)
-    cpt = idx[role == 4]
+    cpt = np.flatnonzero(role == 4)
     if len(c_inst):
         ni = int(c_inst.max()) + 1
         locs = np.asarray(C["loc"], np.int64)[c_info["rows"]]
@@ -180,7 +179,7 @@ def _build(ctx) -> BackwardInputs:
         hs.append((np.full(len(gi), H_OMPBAR), np.full(len(gi), OMPBARRIER), latest[gi], gi, n_m[gi]))
         members.append(mp)
     # forks: a worker's path continues on the master
-    fpt = idx[role == 7]
+    fpt = np.flatnonzero(role == 7)
     if len(fpt):
         master_fork = np.full(int(ref[fpt].max()) + 1, -1, np.int64)
         mf = fpt[ref2[fpt] == 1]
@@ -205,10 +204,10 @@ def _build(ctx) -> BackwardInputs:
     sp_off = location_offsets(sp_loc, L)  # one pass (the points are grouped by location)
     n_touch = 2 * int(np.count_nonzero(h_kind == H_P2P)) + len(hm_sp) + int(np.count_nonzero(h_kind == H_IDLE))
     tc_kind, tc_h, tc_off = np.empty(n_touch, np.int64), np.empty(n_touch, np.int64), np.empty(L + 1, np.int64)
-    ordered_touches(h_kind, h_a, h_b, hm_off, hm_sp, sp_loc, sp_off, np.empty(n_sp + L + 1, np.int64), tc_kind, tc_h,
-                    tc_off)
+    count = np.empty(n_sp + L + 1, np.int32 if n_touch < 2**31 else np.int64)
+    ordered_touches(h_kind, h_a, h_b, hm_off, hm_sp, sp_loc, sp_off, count, tc_kind, tc_h, tc_off)
     # critical path start: where the latest rank leaves MPI_Finalize, else the end of the master that ends last
-    fin = idx[(role == 5) & (ref2 == 1)]
+    fin = np.flatnonzero((role == 5) & (ref2 == 1))
     n_fin = int((role == 5).sum())
     mpi_ranks = len(np.unique(loc_rank[sp_loc[sp_i[:, 3].astype(bool)]])) if n_sp else 0
     if len(fin) and n_fin >= mpi_ranks:

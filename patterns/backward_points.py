@@ -373,7 +373,7 @@ def pack_with_openmp(ctx, P, parts: list[dict], n_seg: int):
         return None
     sizes = [p["n"] for p in parts]
     s_loc, s_cut = (np.concatenate([np.asarray(p[k]) for p in parts] or [np.zeros(0, np.int64)]) for k in ("loc", "cut"))
-    claim = np.full(len(p_loc), -1, np.int64)
+    claim = np.full(len(p_loc), -1, np.int32 if sum(sizes) < 2**31 else np.int64)  # a point's part row, or -1 .. -3
     m_team, b_inst = np.asarray(members["team"], np.int64), np.asarray(B["instance"], np.int64)
     loc_thread = np.asarray(ctx.location_thread)
     ok, n_sp, top = claim_points(kind, row, p_loc, p_cut, cut_off, s_loc, s_cut, claim, CUT_FORK, len(teams) > 0,

@@ -128,8 +128,9 @@ def ordered_touches(h_kind, h_a, h_b, hm_off, hm_sp, sp_loc, sp_off, count, tc_k
     its end back to its first point, touches of one point in that order.  The points are in (location, cut)
     order, so one stable counting sort over buckets per point does it: location ``l``'s end is bucket
     ``sp_off[l] + l``, its point ``p`` bucket ``sp_off[l] + l + sp_off[l + 1] - p``.  Into ``tc_kind`` and
-    ``tc_h`` (as long as the touches), ``tc_off`` (per location, ``L + 1``); ``count``: int64 scratch of
-    ``len(sp_loc) + L + 1``, all from the caller (no allocation: it runs without numba's runtime)."""
+    ``tc_h`` (as long as the touches), ``tc_off`` (per location, ``L + 1``); ``count``: scratch of
+    ``len(sp_loc) + L + 1`` (int32 where the touches are fewer than 2^31), all from the caller (no allocation: it
+    runs without numba's runtime)."""
     L = sp_off.shape[0] - 1
     nh = h_kind.shape[0]
     for b in range(count.shape[0]):
