@@ -210,6 +210,32 @@ def test_fragments_are_views_of_the_share_columns_and_the_tables_take_them_as_th
                 assert np.array_equal(got[name][k], ref[name][k]), (name, k)
 
 
+def test_a_store_that_cannot_reserve_the_share_gives_each_location_its_own_columns(monkeypatch):
+    """Where the room for the whole share cannot be had (a strict overcommit policy), each location gets columns
+    of its own: the same tables."""
+    from analyzer.replay import timeline as TL
+
+    trace = random_trace(4, n_ranks=2, n_threads=2, steps=15)
+    want = ["sync_points", "time_segments"]
+    ref = replay(trace, tables=want).tables
+    largest = max(int(trace.n_events(l)) for l in trace.location_ids)
+    orig, made, refused = TL.Columns, [], []
+
+    def columns(n_cuts, n_entries, cut_dt):  # no more than one location's room
+        if n_cuts > largest + 1:
+            refused.append(n_cuts)
+            raise MemoryError
+        made.append(n_cuts)
+        return orig(n_cuts, n_entries, cut_dt)
+
+    monkeypatch.setattr(TL, "Columns", columns)
+    got = replay(trace, tables=want).tables
+    assert refused and len(made) > 1
+    for name in want:
+        for k in ref[name].columns():
+            assert np.array_equal(got[name][k], ref[name][k]), (name, k)
+
+
 def test_joined_is_a_view_only_of_adjacent_pieces():
     from analyzer.replay.timeline import _joined
 
