@@ -71,9 +71,13 @@ class Store:
     unknown: every location gets columns of its own).  The first columns have room for every location's bound
     (rows never written are never faulted in), so the kernel writes a share's rows into one array per column
     and ``build_timeline`` takes them as they are: per-location arrays joined afterwards were that memory twice,
-    each faulted in afresh."""
+    each faulted in afresh.  Only where reserving costs nothing (:func:`reserving_is_free`): under strict
+    overcommit accounting the room counts against the commit limit, written or not, so there every location
+    gets columns of its own (joined by copies)."""
 
     def __init__(self, n_events: int = 0, n_locations: int = 0, largest: int = 0):
+        if not reserving_is_free():
+            n_events = n_locations = 0
         self._left = (n_events + n_locations, 3 * n_events + 16 * n_locations)  # room the walk may still need
         self._cut_dt = _index_dtype(largest + 1)
         self.columns = None
@@ -92,6 +96,16 @@ class Store:
             self.columns = c
         self._left = (max(self._left[0] - need[0], 0), max(self._left[1] - need[1], 0))
         return c
+
+
+def reserving_is_free() -> bool:
+    """Whether memory allocated but never written costs nothing: Linux's heuristic or unconditional overcommit
+    (``vm.overcommit_memory`` 0 or 1), not its strict accounting (2) or a system that does not say."""
+    try:
+        with open("/proc/sys/vm/overcommit_memory") as f:
+            return f.read().strip() in ("0", "1")
+    except OSError:
+        return False
 
 
 class Columns:

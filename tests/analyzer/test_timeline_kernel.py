@@ -236,6 +236,23 @@ def test_a_store_that_cannot_reserve_the_share_gives_each_location_its_own_colum
             assert np.array_equal(got[name][k], ref[name][k]), (name, k)
 
 
+def test_without_free_reservations_each_location_gets_columns_of_its_own(monkeypatch):
+    """Under strict overcommit accounting (reserved memory counts, written or not) the store reserves no room for
+    the whole share: the same tables, from columns per location."""
+    from analyzer.replay import timeline as TL
+
+    trace = random_trace(6, n_ranks=2, n_threads=3, steps=12)
+    want = ["sync_points", "time_segments"]
+    ref = replay(trace, tables=want).tables
+    monkeypatch.setattr(TL, "reserving_is_free", lambda: False)
+    largest = max(int(trace.n_events(l)) for l in trace.location_ids)
+    assert TL.Store(10**6, 4, largest).room(largest).cuts[0].shape[0] == largest + 1
+    got = replay(trace, tables=want).tables
+    for name in want:
+        for k in ref[name].columns():
+            assert np.array_equal(got[name][k], ref[name][k]), (name, k)
+
+
 def test_joined_is_a_view_only_of_adjacent_pieces():
     from analyzer.replay.timeline import _joined
 
