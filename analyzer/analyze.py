@@ -305,6 +305,7 @@ def _share_network(trace, pats, comm, memory, spill_dir, notes, strict=True):
     from .distributed.spill import SpillNetwork
 
     net = SpillNetwork(spill_dir, mp.n_shares)  # a new folder under spill_dir, removed by net.close()
+    net.memory_limit = mp.limit
     if notes is not None:
         notes.append(f"the analysis needs about {mp.estimate / (1 << 20):.0f} MiB, more than the limit of "
                      f"{mp.limit / (1 << 20):.0f} MiB: it runs in {mp.n_shares} shares of whole processes, one after "

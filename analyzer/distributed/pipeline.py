@@ -30,7 +30,7 @@ from analyzer.replay.engine import assemble, check_tables, location_meta, partit
 from patterns.tables import Table
 
 from . import MISMATCHES, ROOT_CAUSE_PROBLEMS
-from .mapped import MappedStore
+from .mapped import MappedStore, bound_heap
 from .network import MemoryNetwork, Network, run_stages
 from .share_collectives import mismatch_problems
 from .share_patterns import compute_owned, gather_rows, nonzero_rows, split_by_scope
@@ -122,13 +122,17 @@ def analyze_by_shares(trace, pats, net: Network, salvage: bool = False, progress
         states = run_stages(net, [stages[0]] + [take_fallback(st) for st in stages[1:]])
         rc_net, store = net, None
     elif by_shares:  # --memory: each share's context mapped as soon as it is built, the rest in this process
-        store = MappedStore(os.path.join(net.directory, "mapped"))
+        # pages released whenever the process holds more than 90 % of the limit (the rest: the step running; a
+        # lower mark releases so often that the rounds spend their time faulting the same pages back in)
+        limit = getattr(net, "memory_limit", None)
+        store = MappedStore(os.path.join(net.directory, "mapped"), budget=None if limit is None else int(0.9 * limit))
+        bound_heap()
         states = {}
 
         def mapped_context(s, state, inbox):
             result, outbox = stages[-1](s, state, inbox)
             states[s] = store.map(result)
-            store.release(states[s])
+            store.trim()
             return None, outbox
 
         run_stages(net, [stages[0]] + [take_fallback(st) for st in stages[1:-1]] + [take_fallback(mapped_context)])
@@ -143,7 +147,7 @@ def analyze_by_shares(trace, pats, net: Network, salvage: bool = False, progress
             # the exchanges kept their own states: each share's context is the one the replay left
             out = results_stage(s, states[s], inbox)
             if store is not None:
-                store.release(states[s])
+                store.trim()
             return out
 
         run_stages(rc_net, [results_after])

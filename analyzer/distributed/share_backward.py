@@ -107,7 +107,8 @@ def share_backward_inputs(net, ctxs: dict, shares: list, store=None) -> dict:
 def _mapped(stage, work: dict, store):
     def run(s, state, inbox):
         out = stage(s, state, inbox)
-        store.release(store.map(work[s]))
+        store.map(work[s])
+        store.trim()
         return out
     return run
 

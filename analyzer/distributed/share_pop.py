@@ -74,20 +74,24 @@ def share_pop_profiles(net: Network, ctxs, store=None) -> dict[int, dict]:
         out = route(K, {HOLDERS: _by_dest(inst % K, {"instance": inst})})
         out[SPANS] = {EVERY: {"owned": glob[ctx.owned], "first": _extreme(np.nanmin, first),
                               "last": _extreme(np.nanmax, last), "rounds": _most_rounds(ctx)}}
-        return (first, x, need), out
-
-    def kept(w):
-        if store is not None:
-            w = store.map(w)
-            store.release(w)
-        return w
+        state = (first, x, need)
+        if store is not None:  # every share's inputs are held until the next stage
+            state = store.map(state)
+            store.trim()
+        return state, out
 
     def peers(s, state, inbox):
-        return kept(_Walk(s, K, ctxs[s], *state, inbox[SPANS])), route(K, {PEERS: _peers(inbox.get(HOLDERS, []))})
+        w = _Walk(s, K, ctxs[s], *state, inbox[SPANS])
+        if store is not None:  # its arrays are made here, once: mapped now, released as the rounds need
+            w = store.map(w)
+            store.trim()
+        return w, route(K, {PEERS: _peers(inbox.get(HOLDERS, []))})
 
     def step(s, w, inbox, stuck):
         w, out, status = _step(s, K, w, inbox, stuck)
-        return kept(w), out, status
+        if store is not None:
+            store.trim()
+        return w, out, status
 
     walks = run_stages(net, [spans, peers])
     limit = walks[net.local[0]].limit if net.local else None

@@ -47,7 +47,8 @@ def share_delay(net, sbs: dict, store=None) -> dict:
     states = {s: DelayState(sb.inp) for s, sb in sbs.items()}
     if store is not None:
         for s in states:
-            store.release(store.map(states[s]))
+            store.map(states[s])
+            store.trim()
     ghost_of = {}  # per share: source share -> ghost id of each position in that source's list
     for s, sb in sbs.items():
         by = {}
@@ -81,8 +82,7 @@ def share_delay(net, sbs: dict, store=None) -> dict:
         status = Status(int(left), bool(moved or len(em) or len(ids) or force >= 0),
                         int(sb.global_location[blocked]) if blocked >= 0 else NOT_STUCK)
         if store is not None:
-            store.release(sb)
-            store.release(st)
+            store.trim()
         return state, {_COSTS: out}, status
 
     run_rounds(net, step)
@@ -121,7 +121,7 @@ def share_critical_path(net, ctxs: dict, sbs: dict, store=None) -> dict:
                 out[int(sb.rl_share[k])] = (int(sb.rl_loc[k]), int(sb.rl_cut[k]), int(budget))
         sent = any(x is not None for x in out)
         if store is not None and walks:
-            store.release(sb)
+            store.trim()
         return True, {_TOKEN: out}, Status(1 if sent else 0, bool(walks), NOT_STUCK)
 
     run_rounds(net, step)
@@ -130,8 +130,7 @@ def share_critical_path(net, ctxs: dict, sbs: dict, store=None) -> dict:
     for s in sbs:
         t[s] = own_time(ctxs[s], sbs[s].inp, sbs[s].n_own)
         if store is not None:
-            store.release(sbs[s])
-            store.release(ctxs[s])
+            store.trim()
 
     def columns(s, state, inbox):
         o = np.asarray(ctxs[s].owned, np.int64)
