@@ -17,9 +17,12 @@ Payloads are dicts of numpy arrays (columns) or small picklable objects.
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 #: outbox key of a payload for every share (the same object to each)
 EVERY = "*"
@@ -66,6 +69,17 @@ class Network(ABC):
     @abstractmethod
     def state(self, share: int) -> Any:
         """The state :meth:`keep` held for ``share`` (None before the first stage)."""
+
+    def agree(self, values: dict) -> np.ndarray:
+        """The elementwise maximum of the small int64 vectors every share gives (``values``: this process's
+        shares'), the same on every process: what all shares decide alike after a round
+        (``rounds.run_rounds``).  One process holds every share here; ``MpiNetwork`` runs an allreduce."""
+        return np.max(np.stack([np.asarray(v, np.int64) for v in values.values()]), axis=0)
+
+    def small_payloads(self):
+        """A context in which every flush carries few and small payloads (the rounds of ``rounds.run_rounds``);
+        ``MpiNetwork`` then sends only the payloads that exist instead of an all-to-all."""
+        return contextlib.nullcontext()
 
     def close(self) -> None:
         """Free what the network holds (files of a spill directory)."""

@@ -5,7 +5,8 @@ A *step* ``step(share, state, inbox, stuck) -> (state, outbox, status)`` runs as
 with what has arrived (``inbox``: the outboxes of the previous round, as for a stage) and posts what the
 others wait for.  ``status`` is a :class:`Status`: the share's work left, whether it moved at all this
 round, and the lowest global location it is blocked on.  After each round every share sees every
-share's status (one small payload to every share), so every process decides alike whether to go on:
+share's status combined (``Network.agree``: a maximum, an allreduce under MPI), so every process decides
+alike whether to go on:
 
 * every share done (``left == 0``): the rounds end;
 * nobody moved and nothing was posted, but work is left: the shares wait for each other in a cycle (an
@@ -19,12 +20,13 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .network import EVERY, Network, run_stages
+import numpy as np
+
+from .network import Network, run_stages
 
 __all__ = ["Status", "run_rounds", "NOT_STUCK"]
 
-#: outbox kind of the statuses
-STATUS = "round_status"
+_NONE = 1 << 62  # no location waited on
 #: ``stuck`` when the shares are not waiting for each other in a cycle
 NOT_STUCK = -1
 
@@ -42,26 +44,28 @@ def run_rounds(net: Network, step, limit: int | None = None) -> tuple[dict[int, 
     a RuntimeError after that many rounds (a safeguard for a step that never finishes)."""
     stuck = NOT_STUCK
     rounds = 0
-    while True:
-        def stage(s, state, inbox, stuck=stuck):
-            inbox = dict(inbox)
-            inbox.pop(STATUS, None)
-            state, outbox, status = step(s, state, inbox, stuck)
-            out = dict(outbox)
-            out[STATUS] = {EVERY: Status(int(status.left), bool(status.moved), int(status.blocked_on))}
-            return state, out
+    with net.small_payloads():
+        while True:
+            mine: dict[int, np.ndarray] = {}
 
-        states = run_stages(net, [stage])
-        rounds += 1
-        statuses = [st for st in net.inbox(net.local[0]).get(STATUS, []) if st is not None] if net.local else []
-        if all(st.left == 0 for st in statuses):  # what the last round posted nobody waits for
-            return states, rounds
-        if any(st.moved for st in statuses):
-            stuck = NOT_STUCK
-        else:
-            waiting = [st.blocked_on for st in statuses if st.left and st.blocked_on != NOT_STUCK]
-            if not waiting:
-                raise RuntimeError("rounds: work is left but no share is blocked on a location")
-            stuck = min(waiting)
-        if limit is not None and rounds >= limit:
-            raise RuntimeError(f"rounds: not done after {rounds} rounds")
+            def stage(s, state, inbox, stuck=stuck):
+                state, outbox, status = step(s, state, inbox, stuck)
+                left, moved, at = int(status.left), bool(status.moved), int(status.blocked_on)
+                mine[s] = np.array([left > 0, moved, -at if left > 0 and at != NOT_STUCK else -_NONE], np.int64)
+                return state, outbox
+
+            states = run_stages(net, [stage])
+            rounds += 1
+            # every share's status, combined alike on every process (a maximum): any work left, anybody moved,
+            # the lowest location waited on
+            left, moved, at = (int(x) for x in net.agree(mine)) if net.local else (0, 0, -_NONE)
+            if not left:  # what the last round posted nobody waits for
+                return states, rounds
+            if moved:
+                stuck = NOT_STUCK
+            else:
+                if at == -_NONE:
+                    raise RuntimeError("rounds: work is left but no share is blocked on a location")
+                stuck = -at
+            if limit is not None and rounds >= limit:
+                raise RuntimeError(f"rounds: not done after {rounds} rounds")

@@ -353,6 +353,29 @@ def report(name, stages):
 report("later", [ok, fails_on(k - 1, k - 2), ok])
 report("own", [ok, fails_on(0, k - 1, exc=lambda s: KeyError(f"k{s}"))])
 report("pickle", [unpicklable, ok])
+# in rounds (the sparse exchange of few, small payloads): share k - 2 fails in the third round
+from analyzer.distributed.rounds import NOT_STUCK, Status, run_rounds
+
+def rounds_failing(share, state, inbox, stuck):
+    state = (state or 0) + 1
+    if state == 3 and share == k - 2:
+        raise ReplayError(f"time goes backwards on share {share}", path="t.elg", location=share)
+    return state, {"x": [state if d == (share + 1) % k else None for d in range(k)]}, Status(1, True, NOT_STUCK)
+
+def report_rounds(name, step):
+    net = MpiNetwork(comm)
+    try:
+        run_rounds(net, step, limit=10)
+        got = "none"
+    except ShareFailed as exc:
+        got = f"ShareFailed: {exc}"
+    except Exception as exc:
+        got = f"{type(exc).__name__}: {exc}"
+    net.close()
+    with open(f"{sys.argv[1]}/rank{comm.rank}.txt", "a") as f:
+        print(f"{name} rank {comm.rank}: {got}", file=f)
+
+report_rounds("rounds", rounds_failing)
 # the last one is not caught: rank 0 prints one error line and every rank exits non-zero
 net = MpiNetwork(comm)
 try:
@@ -377,6 +400,8 @@ def test_mpi_a_failing_share_is_one_error_on_rank_0(tmp_path, mpi):
     want += ["own rank 0: KeyError: 'k0'"] + [f"own rank {i}: ShareFailed: analysis rank 0 failed"
                                               for i in range(1, k)]
     want += [f"pickle rank {i}: ShareFailed: analysis rank {k - 1} failed" for i in range(1, k)]
+    want += [f"rounds rank 0: ReplayError: t.elg (location {k - 2}): time goes backwards on share {k - 2}"]
+    want += [f"rounds rank {i}: ShareFailed: analysis rank {k - 2} failed" for i in range(1, k)]
     assert [line for line in lines if not line.startswith("pickle rank 0")] == sorted(want), r.stdout
     pickled = [line for line in lines if line.startswith("pickle rank 0")]
     # (PicklingError or AttributeError, by the Python version)
