@@ -26,6 +26,7 @@ in :meth:`~MpiNetwork.inbox`, inside the stage's error handling of
 from __future__ import annotations
 
 import contextlib
+import pickle
 import time
 from typing import Any
 
@@ -284,19 +285,26 @@ class MpiNetwork(Network):
         # a failing rank tells every rank (each then raises after the exchange, as the all-to-all would)
         msgs = [(d, ("failed", failure)) for d in range(k) if d != me] if failure is not None else \
             [(d, ("ok", entries)) for d, entries in enumerate(by_dest) if entries]
-        reqs = []
+        reqs, keep = [], []
         for d, m in msgs:
-            reqs.append(self.comm.issend(m, dest=d, tag=_TAG))
+            data = pickle.dumps(m, protocol=5)  # sent as bytes: counted like the all-to-all's
+            keep.append(data)
+            reqs.append(self.comm.Issend([data, MPI.BYTE], dest=d, tag=_TAG))
             self.messages += 1
+            self.sent_bytes += len(data)
+            self.largest_message = max(self.largest_message, len(data))
         received: dict[int, list] = {}
         errors = [None] * k
         errors[me] = failure
         barrier = None
         status = MPI.Status()
         while True:
-            if self.comm.iprobe(source=MPI.ANY_SOURCE, tag=_TAG, status=status):
+            if self.comm.Iprobe(source=MPI.ANY_SOURCE, tag=_TAG, status=status):
                 src = status.Get_source()
-                what, body = self.comm.recv(source=src, tag=_TAG)
+                buf = bytearray(status.Get_count(MPI.BYTE))
+                self.comm.Recv([buf, MPI.BYTE], source=src, tag=_TAG)
+                self.received_bytes += len(buf)
+                what, body = pickle.loads(buf)
                 if what == "failed":
                     errors[src] = body
                 else:
@@ -307,6 +315,7 @@ class MpiNetwork(Network):
                     barrier = self.comm.Ibarrier()
             elif barrier.Test():
                 break
+        del keep
         if any(e is not None for e in errors):
             self._raise(errors, error)
         inbox: Inbox = {}
