@@ -72,7 +72,8 @@ class BackwardInputs(NamedTuple):
     sp_sr_kind: np.ndarray
     sp_sr_arg: np.ndarray
     # members of collective instances (for SR_GROUP / SR_GROUP_SP): ranks ascending
-    grp_off: np.ndarray
+    grp_lo: np.ndarray  # per instance its members' rows grp_lo[g]:grp_hi[g] of grp (shares may point instances of
+    grp_hi: np.ndarray  # one communicator at one block: analyzer.distributed.share_backward)
     grp_rank: np.ndarray
     grp_sp: np.ndarray  # the member's point, -1 if it is none
     # JOIN cut points per location (for the OpenMP idleness interval)
@@ -238,7 +239,7 @@ def _build(ctx) -> BackwardInputs:
         sp_off=sp_off, sp_loc=sp_i[:, 0], sp_cut=sp_i[:, 1], sp_wait=sp_f[:, 0], sp_total=sp_f[:, 1],
         sp_compl=sp_f[:, 2], sp_cnode=sp_i[:, 2], sp_time=sp_f[:, 3], sp_mpi=sp_i[:, 3], sp_sr_kind=sp_i[:, 4],
         sp_sr_arg=sp_i[:, 5],
-        grp_off=grp_off, grp_rank=grp[:, 0], grp_sp=grp[:, 1],
+        grp_lo=grp_off[:-1], grp_hi=grp_off[1:], grp_rank=grp[:, 0], grp_sp=grp[:, 1],
         join_off=csr(P["loc"][jo], L), join_cut=np.asarray(P["cut"][jo], np.int64),
         cp_next=cp_next, cp_stop=role == 6, cp_start_loc=start_loc, cp_start_sp=start_sp,
         sp_i=sp_i, sp_f=sp_f, grp=grp, h=h,

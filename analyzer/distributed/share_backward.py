@@ -58,7 +58,7 @@ _SEQ_BITS = 40  # a message's key: (global receiving location << _SEQ_BITS) | re
 # outbox kinds
 _CUTS, _COLL_ROWS, _TOTALS = "bw_cuts", "bw_coll_rows", "bw_totals"
 _LR, _COLL_POINTS = "bw_late_receivers", "bw_coll_points"
-_ALIVE, _ALIVE_COLL, _CP_TOTALS = "bw_alive", "bw_alive_coll", "bw_cp_totals"
+_ALIVE, _CP_TOTALS = "bw_alive", "bw_cp_totals"
 _GHOSTS = "bw_ghosts"
 
 #: collectives columns a member's row carries to its instance's owner
@@ -173,6 +173,7 @@ class _Work:
         self.glob = np.asarray(ctx.global_location, np.int64) if ctx.global_location is not None \
             else np.arange(L, dtype=np.int64)
         self.own_loc = self.loc_owner[self.glob] == s  # per local location
+        self._comm_ranks: dict[int, np.ndarray] = {}
         self.result = None
 
     # ------------------------------------------------------------------ 1
@@ -264,8 +265,11 @@ class _Work:
         return None, out
 
     def _collective_points(self, full: dict) -> list:
-        """Share-owned instances: every member's point columns and the instance's member list, to each share
-        holding a member (its own members' columns only)."""
+        """Share-owned instances: per share holding members, its members' point columns, each instance's
+        target (the member causing the waits) and whether every member is a point, and the member list
+        (rank, point or not) where that share needs it: it handles the instance, or the instance's points are
+        not its whole communicator (which every share knows from the definitions: a member share holds that
+        block of ranks once per communicator, not one list per instance)."""
         from patterns.tables import Table
 
         K = self.K
@@ -277,35 +281,69 @@ class _Work:
         gid = np.asarray(full["instance"], np.int64)[rows]  # global instance of each kept row
         loc = np.asarray(full["loc"], np.int64)[rows]
         cut = np.asarray(full["cut"], np.int64)[rows]
+        rank = member_rank.astype(np.int64)
+        sp = np.asarray(sp, bool)
         dest_of_row = self.loc_owner[loc]
         # the points' columns per kept row (rows that are no point: wait etc. unused)
         pt = parts[0]
-        cols = {"instance": gid, "rank": member_rank.astype(np.int64), "loc": loc, "cut": cut,
-                "cnode": np.asarray(full["cnode"], np.int64)[rows], "sp": np.asarray(sp, bool),
-                "type": info["type"][inst]}
+        cols = {"instance": gid, "rank": rank, "loc": loc, "cut": cut,
+                "cnode": np.asarray(full["cnode"], np.int64)[rows], "sp": sp}
         n = len(rows)
         for k in ("wait", "total", "compl", "time", "sr_kind", "sr_arg", "ref2"):
             col = np.zeros(n, np.float64 if k in ("wait", "total", "compl", "time") else np.int64)
             col[sp] = pt[k]
             cols[k] = col
         # sr_arg names an instance (SR_GROUP, SR_GROUP_SP): its global id, not the owner's dense one
-        group = np.isin(cols["sr_kind"], (BP.SR_GROUP, BP.SR_GROUP_SP)) & cols["sp"]
-        dense_to_gid = np.empty(int(inst.max()) + 1, np.int64)
+        group = np.isin(cols["sr_kind"], (BP.SR_GROUP, BP.SR_GROUP_SP)) & sp
+        ni = int(inst.max()) + 1
+        dense_to_gid = np.empty(ni, np.int64)
         dense_to_gid[inst] = gid
         cols["sr_arg"][group] = dense_to_gid[cols["sr_arg"][group]]
-        # every share with a member gets every member row of the instance (the member list), flagged
-        # whether the row is its own
+        # per instance: its target, whether every member is a point of it, whether the communicator's ranks are
+        # its members (then a member share's block of the communicator stands for its list)
+        target = np.flatnonzero(sp & (cols["ref2"] == 1))
+        t_row = np.full(ni, -1, np.int64)
+        t_row[inst[target]] = target
+        comm = np.full(ni, -1, np.int64)
+        comm[inst] = np.asarray(info["comm"], np.int64)
+        all_points = np.ones(ni, bool)
+        np.logical_and.at(all_points, inst, sp)
+        o = np.lexsort((rank, inst))
+        m_off = np.concatenate([[0], np.cumsum(np.bincount(inst, minlength=ni))])
+        block = np.zeros(ni, bool)
+        for g in np.flatnonzero(all_points):
+            block[g] = np.array_equal(rank[o[m_off[g]:m_off[g + 1]]], self.comm_ranks(int(comm[g])))
+        has_t = t_row >= 0
+        t_share = np.where(has_t, self.loc_owner[loc[np.maximum(t_row, 0)]], -1)
+        per_inst = {"instance": dense_to_gid, "type": info["type"], "comm": comm,
+                    "t_rank": np.where(has_t, rank[np.maximum(t_row, 0)], -1),
+                    "t_loc": np.where(has_t, loc[np.maximum(t_row, 0)], -1),
+                    "t_cut": np.where(has_t, cut[np.maximum(t_row, 0)], -1), "t_share": t_share}
         out = [None] * K
         for d in np.unique(dest_of_row):
-            insts = np.unique(gid[dest_of_row == d])
-            sel = np.flatnonzero(np.isin(gid, insts))
-            out[int(d)] = {k: v[sel] for k, v in cols.items()}
+            mine = dest_of_row == d
+            gs = np.unique(inst[mine])
+            listed = gs[(t_share[gs] == d) | ~block[gs]]  # instances whose member list this share gets
+            sel = o[np.isin(inst[o], listed)]
+            out[int(d)] = {"own": {k: v[np.flatnonzero(mine)] for k, v in cols.items()},
+                           "inst": {k: v[gs] for k, v in per_inst.items()},
+                           "members": {"instance": gid[sel], "rank": rank[sel], "sp": sp[sel]}}
         return out
 
+    def comm_ranks(self, comm: int) -> np.ndarray:
+        """The global ranks of communicator ``comm`` ascending, from the definitions (empty where they list
+        none)."""
+        got = self._comm_ranks.get(comm)
+        if got is None:
+            d = self.ctx.trace.defs.comms.get(comm)
+            got = np.unique(np.asarray(d.ranks, np.int64)) if d is not None and len(d.ranks) else \
+                np.zeros(0, np.int64)
+            self._comm_ranks[comm] = got
+        return got
 
     # ------------------------------------------------------------------ 3
     def stage3(self, inbox):
-        ctx, s, K, M, P = self.ctx, self.s, self.K, self.M, self.P
+        ctx, K, M, P = self.ctx, self.K, self.M, self.P
         L = ctx.n_locations
         parts = []
         if len(M):
@@ -333,20 +371,11 @@ class _Work:
         if self.ci is not None:  # the own members' points as they survived
             ci = self.ci
             cpt = idx[self.role == 4]
-            rows = np.flatnonzero(ci["own"])
-            ci["own_point"][rows] = lookup(self.ref[cpt] * L + sp_loc[cpt], cpt,
-                                           ci["local_inst"][rows] * L + ci["local_loc"][rows])
-            pay = [None] * K
-            member_share = self.rank_owner[ci["rank"]]
-            for d in np.unique(member_share):
-                if d == s:
-                    continue
-                insts = np.unique(ci["instance"][member_share == d])
-                sel = rows[np.isin(ci["instance"][rows], insts)]
-                if len(sel):
-                    pay[int(d)] = {"instance": ci["instance"][sel], "rank": ci["rank"][sel],
-                                   "alive": ci["own_point"][sel] >= 0}
-            out[_ALIVE_COLL] = pay
+            ci["own_point"][:] = lookup(self.ref[cpt] * L + sp_loc[cpt], cpt, ci["local_inst"] * L + ci["local_loc"])
+            # a collective's cut point is its own event's: no other point takes it, so each survives (what the
+            # other member shares assume without asking)
+            if (ci["own_point"][ci["sp"]] < 0).any():
+                raise RuntimeError("share_backward: a collective member's point met another point at its cut")
         # each pair's own ends as they survived; the other end's fate to its share
         self.w_of = np.full(self.n_pairs, -1, np.int64)
         self.c_of = np.full(self.n_pairs, -1, np.int64)
@@ -385,32 +414,38 @@ class _Work:
         return out
 
     def _collective_part(self, inbox) -> list:
-        """The points of the own collective members (from their instances' owners) and, per local instance
-        (one with an own member), its member list ``self.ci`` (rows by instance, then rank)."""
+        """The points of the own collective members (from their instances' owners); per local instance (one with
+        an own member) its target and member list (``self.inst``, ``self.members``: see
+        ``_collective_points``)."""
         got = [p for p in inbox.get(_COLL_POINTS, []) if p is not None]
         self.ci = None
+        self.inst_gid = np.zeros(0, np.int64)
         if not got:
-            self.inst_gid = np.zeros(0, np.int64)
             return []
-        ci = {k: np.concatenate([p[k] for p in got]) for k in got[0]}
+        cat = (lambda part: {k: np.concatenate([p[part][k] for p in got]) for k in got[0][part]})
+        ci, inst, mem = cat("own"), cat("inst"), cat("members")
         o = np.lexsort((ci["rank"], ci["instance"]))
         ci = {k: v[o] for k, v in ci.items()}
         g2l = np.full(len(self.loc_owner), -1, np.int64)
         g2l[self.glob] = np.arange(len(self.glob))
-        ci["own"] = self.loc_owner[ci["loc"]] == self.s
         ci["local_loc"] = g2l[ci["loc"]]
-        self.inst_gid, inv = np.unique(ci["instance"], return_inverse=True)
-        ci["local_inst"] = inv.reshape(-1).astype(np.int64)
-        ci["own_point"] = np.full(len(o), -1, np.int64)
+        o = np.argsort(inst["instance"], kind="stable")
+        self.inst = {k: v[o] for k, v in inst.items()}
+        self.inst_gid = self.inst["instance"]
+        ci["local_inst"] = np.searchsorted(self.inst_gid, ci["instance"]).astype(np.int64)
+        ci["own_point"] = np.full(len(ci["rank"]), -1, np.int64)
+        o = np.lexsort((mem["rank"], mem["instance"]))
+        self.members = {k: v[o] for k, v in mem.items()}
+        self.members["local_inst"] = np.searchsorted(self.inst_gid, self.members["instance"]).astype(np.int64)
         self.ci = ci
-        sel = np.flatnonzero(ci["own"] & ci["sp"])
+        sel = np.flatnonzero(ci["sp"])
         sra = ci["sr_arg"][sel].copy()
         group = np.isin(ci["sr_kind"][sel], (BP.SR_GROUP, BP.SR_GROUP_SP))
         sra[group] = np.searchsorted(self.inst_gid, sra[group])
         return [BP.points_part(loc=ci["local_loc"][sel], cut=ci["cut"][sel], wait=ci["wait"][sel],
-                              total=ci["total"][sel], compl=ci["compl"][sel], cnode=ci["cnode"][sel],
-                              time=ci["time"][sel], mpi=1, sr_kind=ci["sr_kind"][sel], sr_arg=sra, role=4,
-                              ref=ci["local_inst"][sel], ref2=ci["ref2"][sel])]
+                               total=ci["total"][sel], compl=ci["compl"][sel], cnode=ci["cnode"][sel],
+                               time=ci["time"][sel], mpi=1, sr_kind=ci["sr_kind"][sel], sr_arg=sra, role=4,
+                               ref=ci["local_inst"][sel], ref2=ci["ref2"][sel])]
 
     # ------------------------------------------------------------------ 4
     def stage4(self, inbox):
@@ -427,31 +462,44 @@ class _Work:
             self.alive = (np.where(self.w_own, self.w_of >= 0, far) & np.where(self.c_own, self.c_of >= 0, far))
         else:
             self.alive = np.zeros(0, bool)
-        # collective members: own point ids, REMOTE for the other shares' surviving points, -1 for none
+        # collective members: per local instance its rows of grp, ranks ascending: its member list where this
+        # share got one (own point ids, REMOTE for the other shares' points, -1 for none), else its communicator's
+        # block (every rank a point: REMOTE); the block of a communicator is held once
         n_inst = len(self.inst_gid)
         if self.ci is not None:
-            ci = self.ci
-            grp_sp = ci["own_point"].copy()
-            far = np.zeros(len(grp_sp), bool)
-            ckey = combined_key(ci["instance"], ci["rank"])
-            for p in inbox.get(_ALIVE_COLL, []):
-                if p is not None:
-                    far[positions_of(ckey, combined_key(p["instance"], p["rank"]))] = p["alive"]
-            grp_sp[~ci["own"] & far] = REMOTE
-            t_rows = np.flatnonzero(ci["sp"] & (ci["ref2"] == 1))  # the member causing the waits
-            self.t_row = np.full(n_inst, -1, np.int64)
-            self.t_row[ci["local_inst"][t_rows]] = t_rows
-            t_alive = (self.t_row >= 0) & (grp_sp[np.maximum(self.t_row, 0)] >= 0)
-            self.n_m = np.bincount(ci["local_inst"][grp_sp >= 0], minlength=n_inst)
-            self.exists = (self.n_m > 0) & t_alive
-            self.t_own = np.zeros(n_inst, bool)
-            self.t_own[t_alive] = ci["own"][self.t_row[t_alive]]
-            self.grp_off = csr(ci["local_inst"], n_inst)
-            self.grp = np.stack([ci["rank"], grp_sp], axis=1)
+            ci, mem, inst = self.ci, self.members, self.inst
+            own_id = positions_of(combined_key(ci["instance"], ci["rank"]), combined_key(mem["instance"], mem["rank"]))
+            m_sp = np.where(mem["sp"], REMOTE, -1)
+            mine = own_id >= 0
+            m_sp[mine] = ci["own_point"][own_id[mine]]
+            listed = np.zeros(n_inst, bool)
+            listed[mem["local_inst"]] = True
+            blocks, rows = {}, []
+            at = 0
+            for c in np.unique(inst["comm"][~listed]):
+                r = self.comm_ranks(int(c))
+                blocks[int(c)] = (at, at + len(r))
+                rows.append(np.stack([r, np.full(len(r), REMOTE)], axis=1))
+                at += len(r)
+            self.grp_lo, self.grp_hi = np.zeros(n_inst, np.int64), np.zeros(n_inst, np.int64)
+            for g in np.flatnonzero(~listed):
+                self.grp_lo[g], self.grp_hi[g] = blocks[int(inst["comm"][g])]
+            m_off = csr(mem["local_inst"], n_inst)
+            self.grp_lo[listed] = at + m_off[:-1][listed]
+            self.grp_hi[listed] = at + m_off[1:][listed]
+            self.members_at = at  # grp row of the first listed member (share_inputs sets the ghosts there)
+            rows.append(np.stack([mem["rank"], m_sp], axis=1))
+            self.grp = np.concatenate(rows).astype(np.int64)
+            self.n_m = np.bincount(mem["local_inst"][m_sp >= 0], minlength=n_inst)
+            self.t_own = inst["t_share"] == self.s
+            # a handling exists where the target is a point (it survives: see stage 3) and some member is one
+            self.exists = (inst["t_rank"] >= 0) & np.where(self.t_own, self.n_m > 0, True)
         else:
             self.n_m = np.zeros(0, np.int64)
             self.exists = self.t_own = np.zeros(0, bool)
-            self.grp_off, self.grp = np.zeros(1, np.int64), np.zeros((0, 2), np.int64)
+            self.grp_lo = self.grp_hi = np.zeros(0, np.int64)
+            self.grp = np.zeros((0, 2), np.int64)
+            self.members_at = 0
         # the own points' first segment (the maps are read from the time maps between two points)
         S = ctx.table("time_segments")
         self.seg_off = location_offsets(np.asarray(S["loc"]), L)
@@ -470,10 +518,10 @@ class _Work:
         if self.ci is not None:
             ci = self.ci
             m = np.flatnonzero((ci["own_point"] >= 0) & self.exists[ci["local_inst"]] & ~self.t_own[ci["local_inst"]])
-            t_rank = ci["rank"][self.t_row[ci["local_inst"][m]]]
+            t_rank = self.inst["t_rank"][ci["local_inst"][m]]
             send_pt.append(ci["own_point"][m])
             send_rank.append(t_rank)
-            send_dest.append(self.rank_owner[t_rank])
+            send_dest.append(self.inst["t_share"][ci["local_inst"][m]])
             send_key.append(ci["instance"][m])
             send_kind.append(np.ones(len(m), np.int64))
             send_mrank.append(ci["rank"][m])
@@ -482,7 +530,7 @@ class _Work:
         dest = np.concatenate(send_dest) if send_dest else np.zeros(0, np.int64)
         m_off, m_cnode, m_value = interval_maps(self.seg_off, self.sp_off, np.asarray(S["cut"]), np.asarray(S["cnode"]),
                                                 np.asarray(S["time"], np.float64), self.sp_i, self.sp_f,
-                                                self.grp_off, self.grp, pt, rank, ctx.n_cnodes)
+                                                self.grp_lo, self.grp_hi, self.grp, pt, rank, ctx.n_cnodes)
         self.em_point, self.em_dest = pt, dest
         self.em_slot = np.zeros(len(pt), np.int64)
         out = [None] * K

@@ -54,9 +54,13 @@ def assemble(w, ghosts: list) -> ShareBackward:
         p2p_g = np.flatnonzero(g_kind == 0)
         w_pt[positions_of(w.pair_key, g_key[p2p_g])] = gid[p2p_g]
     grp = w.grp.copy()
-    if w.ci is not None:
+    if w.ci is not None:  # a ghost member: its row of its instance's member list
         coll_g = np.flatnonzero(g_kind == 1)
-        grp[positions_of(combined_key(w.ci["instance"], w.ci["rank"]), combined_key(g_key[coll_g], g_rank[coll_g])), 1] = gid[coll_g]
+        at = positions_of(combined_key(w.members["instance"], w.members["rank"]),
+                          combined_key(g_key[coll_g], g_rank[coll_g]))
+        if (at < 0).any():
+            raise RuntimeError("share_backward: a ghost member of an instance without its member list here")
+        grp[w.members_at + at, 1] = gid[coll_g]
     # points: own, then ghosts (a ghost's location is the waiter's, or -1: only its wait and map are read)
     sp_i = np.zeros((n_own + n_g, 7), w.sp_i.dtype)
     sp_i[:n_own] = w.sp_i
@@ -88,25 +92,29 @@ def assemble(w, ghosts: list) -> ShareBackward:
         far = k[~here]
         cp_next[w.w_of[far]] = link(w.partner[far], w.glob[w.c_loc[far]], w.c_cut[far])
     if w.ci is not None and len(w.exists):
-        ci = w.ci
+        ci, inst, mem = w.ci, w.inst, w.members
         handled = w.exists & w.t_own
         gi = np.flatnonzero(handled)
-        t_rows = w.t_row[gi]
-        hs.append((np.full(len(gi), BP.H_COLL), ci["type"][t_rows], ci["own_point"][t_rows], gi, w.n_m[gi]))
-        mem = np.flatnonzero(handled[ci["local_inst"]] & (grp[:, 1] >= 0))  # by instance, then rank
-        if (grp[mem, 1] == REMOTE).any():
+        t_pt = ci["own_point"][positions_of(combined_key(ci["instance"], ci["rank"]),
+                                            combined_key(inst["instance"][gi], inst["t_rank"][gi]))]
+        hs.append((np.full(len(gi), BP.H_COLL), inst["type"][gi], t_pt, gi, w.n_m[gi]))
+        rows = w.members_at + np.flatnonzero(handled[mem["local_inst"]])  # by instance, then rank
+        rows = rows[grp[rows, 1] >= 0]
+        if (grp[rows, 1] == REMOTE).any():
             raise RuntimeError("share_backward: a member of an instance handled here sent no ghost point")
-        members.append(grp[mem, 1])
+        members.append(grp[rows, 1])
         # the critical path of a waiting own member goes on at its instance's target
         m = np.flatnonzero((ci["own_point"] >= 0) & w.exists[ci["local_inst"]])
         g = ci["local_inst"][m]
-        tr = w.t_row[g]
         p = ci["own_point"][m]
-        waits = (sp_f[p, 0] > 0) & (m != tr)
+        waits = (sp_f[p, 0] > 0) & (ci["rank"][m] != inst["t_rank"][g])
         here = waits & w.t_own[g]
-        cp_next[p[here]] = ci["own_point"][tr[here]]
+        if here.any():
+            cp_next[p[here]] = ci["own_point"][positions_of(combined_key(ci["instance"], ci["rank"]),
+                                                            combined_key(inst["instance"][g[here]],
+                                                                         inst["t_rank"][g[here]]))]
         far = waits & ~w.t_own[g]
-        cp_next[p[far]] = link(w.rank_owner[ci["rank"][tr[far]]], ci["loc"][tr[far]], ci["cut"][tr[far]])
+        cp_next[p[far]] = link(inst["t_share"][g[far]], inst["t_loc"][g[far]], inst["t_cut"][g[far]])
     latest, n_bm, mp = barrier_groups(role, ref, ref2, 8, cp_next)
     if len(n_bm):
         gi = np.flatnonzero((n_bm > 0) & (latest >= 0))
@@ -178,7 +186,7 @@ def assemble(w, ghosts: list) -> ShareBackward:
         seg_time=np.asarray(S["time"], np.float64), n_cuts=n_cuts,
         sp_off=w.sp_off, sp_loc=sp_i[:, 0], sp_cut=sp_i[:, 1], sp_wait=sp_f[:, 0], sp_total=sp_f[:, 1],
         sp_compl=sp_f[:, 2], sp_cnode=sp_i[:, 2], sp_time=sp_f[:, 3], sp_mpi=sp_i[:, 3], sp_sr_kind=sp_i[:, 4],
-        sp_sr_arg=sp_i[:, 5], grp_off=w.grp_off, grp_rank=grp[:, 0], grp_sp=grp[:, 1],
+        sp_sr_arg=sp_i[:, 5], grp_lo=w.grp_lo, grp_hi=w.grp_hi, grp_rank=grp[:, 0], grp_sp=grp[:, 1],
         join_off=csr(P["loc"][jo], L), join_cut=np.asarray(P["cut"][jo], np.int64),
         cp_next=np.concatenate([cp_next, np.full(n_g, -1, np.int64)]),
         cp_stop=np.concatenate([role == 6, np.zeros(n_g, bool)]), cp_start_loc=start_loc, cp_start_sp=start_sp,

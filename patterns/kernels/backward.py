@@ -243,22 +243,24 @@ def local_map(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, mv, mk, j, prev, t,
 # synchronisation between points
 # ----------------------------------------------------------------------------
 @numba.njit(cache=True, nogil=True, inline="always")
-def _in_group(grp_off, grp, g, rank, sp_only):
-    """Whether ``rank`` is a member of collective instance ``g`` (and, if ``sp_only``, has a point there)."""
-    lo, hi = grp_off[g], grp_off[g + 1]
+def _in_group(grp_lo, grp_hi, grp, g, rank, sp_only):
+    """Whether ``rank`` is a member of collective instance ``g`` (and, if ``sp_only``, has a point there): its
+    members are rows ``grp_lo[g]:grp_hi[g]`` of ``grp``, ranks ascending (instances of one communicator may
+    share their rows)."""
+    lo, hi = grp_lo[g], grp_hi[g]
     while lo < hi:
         mid = (lo + hi) >> 1
         if grp[mid, 0] < rank:
             lo = mid + 1
         else:
             hi = mid
-    if lo < grp_off[g + 1] and grp[lo, 0] == rank:
+    if lo < grp_hi[g] and grp[lo, 0] == rank:
         return (not sp_only) or grp[lo, 1] >= 0
     return False
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def synchronises(sp_i, grp_off, grp, j, rank):
+def synchronises(sp_i, grp_lo, grp_hi, grp, j, rank):
     """Whether point ``j`` synchronised with ``rank`` (Scalasca's mSynchRanks)."""
     k = sp_i[j, P_SRK]
     if k == SR_ALL:
@@ -266,18 +268,18 @@ def synchronises(sp_i, grp_off, grp, j, rank):
     if k == SR_ONE:
         return sp_i[j, P_SRA] == rank
     if k == SR_GROUP:
-        return _in_group(grp_off, grp, sp_i[j, P_SRA], rank, False)
+        return _in_group(grp_lo, grp_hi, grp, sp_i[j, P_SRA], rank, False)
     if k == SR_GROUP_SP:
-        return _in_group(grp_off, grp, sp_i[j, P_SRA], rank, True)
+        return _in_group(grp_lo, grp_hi, grp, sp_i[j, P_SRA], rank, True)
     return False
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def previous_mpi(off, sp_i, grp_off, grp, j, rank):
+def previous_mpi(off, sp_i, grp_lo, grp_hi, grp, j, rank):
     """The last MPI point before ``j`` on its location that synchronised with ``rank``, or -1."""
     lo = off[SP, sp_i[j, P_LOC]]
     for q in range(j - 1, lo - 1, -1):
-        if sp_i[q, P_MPI] and synchronises(sp_i, grp_off, grp, q, rank):
+        if sp_i[q, P_MPI] and synchronises(sp_i, grp_lo, grp_hi, grp, q, rank):
             return q
     return -1
 
@@ -294,7 +296,8 @@ def previous_omp(off, sp_i, loc, j):
 
 
 @numba.njit(cache=True, nogil=True)
-def interval_maps(seg_off, sp_off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, grp_off, grp, points, ranks, n_cnodes):
+def interval_maps(seg_off, sp_off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, grp_lo, grp_hi, grp, points, ranks,
+                  n_cnodes):
     """Per ``points[k]``: its pruned time map since its last MPI point that synchronised with ``ranks[k]``
     (:func:`local_map`, what a wait state's handling compares the causer's map with), as CSR rows
     ``(offsets, call paths, seconds)``: what a share sends with a ghost point (``analyzer.distributed``)."""
@@ -310,7 +313,7 @@ def interval_maps(seg_off, sp_off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, grp
     for x in range(n):
         j = points[x]
         local_map(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, mv, mk, j,
-                  previous_mpi(off, sp_i, grp_off, grp, j, ranks[x]), 0, 1)
+                  previous_mpi(off, sp_i, grp_lo, grp_hi, grp, j, ranks[x]), 0, 1)
         m = mk[0, 2 * C]
         if k + m > cap:
             cap = 2 * (k + m)

@@ -87,7 +87,7 @@ def _add_costs(off, sp_f, cost, loc, prev, cur, kind, scale):
 
 
 @numba.njit(cache=True, nogil=True, _nrt=False)
-def _p2p(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off, grp, snap, cost, mv, mk, res, n_own,
+def _p2p(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_lo, grp_hi, grp, snap, cost, mv, mk, res, n_own,
          gm):
     w, c, typ = H[h, HA], H[h, HB], H[h, HT]
     rwait = sp_f[w, P_WAIT]
@@ -95,13 +95,13 @@ def _p2p(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off,
         return
     lc, lw = sp_i[c, P_LOC], sp_i[w, P_LOC]
     loc_m, rem_m, d, scr = 0, 1, 2, 3
-    prev = previous_mpi(off, sp_i, grp_off, grp, c, loc_rank[lw])
+    prev = previous_mpi(off, sp_i, grp_lo, grp_hi, grp, c, loc_rank[lw])
     _, wsum = local_map(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, mv, mk, c, prev, loc_m, scr)
     if w >= n_own:  # the waiter is another share's: the map it sent
         _ghost_map(gm, w - n_own, mv, mk, rem_m)
     else:
         local_map(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, mv, mk, w,
-                  previous_mpi(off, sp_i, grp_off, grp, w, loc_rank[lc]), rem_m, scr)
+                  previous_mpi(off, sp_i, grp_lo, grp_hi, grp, w, loc_rank[lc]), rem_m, scr)
     dsum = diff(mv, mk, loc_m, rem_m, d)
     den = dsum + wsum
     scale_w = min(rwait / den, 1.0) if den > 0 else 0.0
@@ -117,14 +117,14 @@ def _p2p(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off,
 
 
 @numba.njit(cache=True, nogil=True, _nrt=False)
-def _coll(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off, grp, cost, mv, mk, res, rem,
+def _coll(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_lo, grp_hi, grp, cost, mv, mk, res, rem,
           spmap, n_own, gm, delay, base, recent, d):
     """An MPI collective instance (Scalasca's CalculateCollectiveDelay and CalculateScales); ``delay`` [key, call
     path], ``base`` [key], ``recent`` [member, key] and ``d`` [call path]: scratch."""
     r, g, typ = H[h, HA], H[h, HB], H[h, HT]
     lr = sp_i[r, P_LOC]
     rank_r = loc_rank[lr]
-    glo, ghi = grp_off[g], grp_off[g + 1]
+    glo, ghi = grp_lo[g], grp_hi[g]
     # the previous points synchronising with the group: mPrevSp and the more recent ones per rank
     n_rem = 0
     for q in range(glo, ghi):
@@ -140,7 +140,7 @@ def _coll(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off
             superset = True
             for q in range(glo, ghi):
                 rk = grp[q, 0]
-                if rem[rk] == 1 and not synchronises(sp_i, grp_off, grp, j, rk):
+                if rem[rk] == 1 and not synchronises(sp_i, grp_lo, grp_hi, grp, j, rk):
                     superset = False
                     break
             if superset:
@@ -148,7 +148,7 @@ def _coll(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off
             else:
                 for q in range(glo, ghi):
                     rk = grp[q, 0]
-                    if rem[rk] == 1 and synchronises(sp_i, grp_off, grp, j, rk):
+                    if rem[rk] == 1 and synchronises(sp_i, grp_lo, grp_hi, grp, j, rk):
                         rem[rk] = 0
                         n_rem -= 1
                         spmap[q - glo] = j
@@ -185,7 +185,7 @@ def _coll(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off
                 _ghost_map(gm, p - n_own, mv, mk, lm)
             else:
                 local_map(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, mv, mk, p,
-                          previous_mpi(off, sp_i, grp_off, grp, p, rank_r), lm, scr)
+                          previous_mpi(off, sp_i, grp_lo, grp_hi, grp, p, rank_r), lm, scr)
             for x in range(m):
                 k = mk[tm, x]
                 d[x] = max(mv[times, k] - mv[lm, k], 0.0)
@@ -348,11 +348,11 @@ def _run(inp, h, off, snap, cost, mv, mk, res, rem, spmap, delay, sums, recent, 
     """Handle wait state ``h`` (the rare forced handlings; the hot loop of :func:`_replay` dispatches itself)."""
     k = inp.h[h, HK]
     if k == H_P2P:
-        _p2p(h, inp.h, off, inp.seg_cut, inp.seg_cnode, inp.seg_time, inp.sp_i, inp.sp_f, inp.loc_rank, inp.grp_off,
-             inp.grp, snap, cost, mv, mk, res, n_own, gm)
+        _p2p(h, inp.h, off, inp.seg_cut, inp.seg_cnode, inp.seg_time, inp.sp_i, inp.sp_f, inp.loc_rank, inp.grp_lo,
+             inp.grp_hi, inp.grp, snap, cost, mv, mk, res, n_own, gm)
     elif k == H_COLL:
-        _coll(h, inp.h, off, inp.seg_cut, inp.seg_cnode, inp.seg_time, inp.sp_i, inp.sp_f, inp.loc_rank, inp.grp_off,
-              inp.grp, cost, mv, mk, res, rem, spmap, n_own, gm, delay, sums, recent, dscr)
+        _coll(h, inp.h, off, inp.seg_cut, inp.seg_cnode, inp.seg_time, inp.sp_i, inp.sp_f, inp.loc_rank, inp.grp_lo,
+              inp.grp_hi, inp.grp, cost, mv, mk, res, rem, spmap, n_own, gm, delay, sums, recent, dscr)
     elif k == H_OMPBAR:
         _ompbar(h, inp.h, inp.hm_off, inp.hm_sp, off, inp.seg_cut, inp.seg_cnode, inp.seg_time, inp.sp_i, inp.sp_f,
                 cost, mv, mk, res, delay, sums)
@@ -432,15 +432,15 @@ def _replay(inp, cost, snap, res, flags, arrived, counted, waiting, ptr, n_own, 
     C = inp.n_cnodes
     H, tc_off, tc_kind, tc_h, hm_off, hm_sp = inp.h, inp.tc_off, inp.tc_kind, inp.tc_h, inp.hm_off, inp.hm_sp
     seg_cut, seg_cnode, seg_time, sp_i, sp_f = inp.seg_cut, inp.seg_cnode, inp.seg_time, inp.sp_i, inp.sp_f
-    loc_rank, grp_off, grp, join_off, join_cut, n_cuts = (inp.loc_rank, inp.grp_off, inp.grp, inp.join_off,
-                                                          inp.join_cut, inp.n_cuts)
+    loc_rank, grp_lo, grp_hi, grp = inp.loc_rank, inp.grp_lo, inp.grp_hi, inp.grp
+    join_off, join_cut, n_cuts = inp.join_off, inp.join_cut, inp.n_cuts
     ready, done = flags[0], flags[1]
     mv, mk = new_maps(4, C)
     off = offsets(inp.seg_off, inp.sp_off)
     rem = np.zeros(inp.n_ranks + 1, np.int8)
     max_grp = 1
-    for g in range(inp.grp_off.shape[0] - 1):
-        max_grp = max(max_grp, inp.grp_off[g + 1] - inp.grp_off[g])
+    for g in range(inp.grp_lo.shape[0]):
+        max_grp = max(max_grp, inp.grp_hi[g] - inp.grp_lo[g])
     spmap = np.empty(max_grp, np.int64)
     delay = np.zeros((N_KINDS + 1, C))
     sums = np.zeros(N_KINDS + 1)
@@ -528,10 +528,10 @@ def _replay(inp, cost, snap, res, flags, arrived, counted, waiting, ptr, n_own, 
                     _ompbar(run, H, hm_off, hm_sp, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, cost, mv, mk,
                             res, delay, sums)
                 elif hk == H_COLL:
-                    _coll(run, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off, grp, cost,
+                    _coll(run, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_lo, grp_hi, grp, cost,
                           mv, mk, res, rem, spmap, n_own, gm, delay, sums, recent, dscr)
                 elif hk == H_P2P:
-                    _p2p(run, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_off, grp, snap,
+                    _p2p(run, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_lo, grp_hi, grp, snap,
                          cost, mv, mk, res, n_own, gm)
                 else:
                     _idle(run, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, join_off, join_cut, n_cuts,

@@ -72,7 +72,7 @@ def synchronises(inp, j, rank):
     if k == 2:
         return arg == rank
     if k in (3, 4):
-        for q in range(int(inp.grp_off[arg]), int(inp.grp_off[arg + 1])):
+        for q in range(int(inp.grp_lo[arg]), int(inp.grp_hi[arg])):
             if inp.grp_rank[q] == rank:
                 return k == 3 or inp.grp_sp[q] >= 0
     return False
@@ -175,7 +175,7 @@ class Delay:
         r, g, typ = int(inp.h_a[h]), int(inp.h_b[h]), int(inp.h_type[h])
         lr = int(inp.sp_loc[r])
         rank_r = int(inp.loc_rank[lr])
-        members = list(range(int(inp.grp_off[g]), int(inp.grp_off[g + 1])))
+        members = list(range(int(inp.grp_lo[g]), int(inp.grp_hi[g])))
         remaining = {int(inp.grp_rank[q]) for q in members} - {rank_r}
         spmap, prev = {}, -1
         for j in reversed([q for q in points(inp, lr) if q < r and inp.sp_mpi[q]]):
