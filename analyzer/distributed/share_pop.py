@@ -13,16 +13,21 @@ are many, and each costs a few calls under MPI):
 
 * the clocks of own sends whose receiver is another share's, to the receiver's share;
 * per collective instance with members elsewhere, once all its own members arrived, a report on them to
-  every other share with members of it (which shares those are: one exchange before the rounds).  Each
-  member share folds the reports into the latest arrival, the root's and the type of the member last in
-  location order, as the serial replay takes them, and computes its members' leave times as the serial
-  replay does: the share whose members arrive last goes on in the same round, the others in the next (one
-  round per instance on a chain of waits, where a report to an owner share and its answer took two);
+  every other share with members of it (which shares those are: one exchange before the rounds), where
+  those shares number at most :data:`DIRECT_SHARES`.  Each member share folds the reports into the latest
+  arrival, the root's and the type of the member last in location order, as the serial replay takes them,
+  and computes its members' leave times as the serial replay does: the share whose members arrive last goes
+  on in the same round, the others in the next (one round per instance on a chain of waits);
+* where more shares hold members (a world communicator over K shares: K x (K - 1) reports per instance the
+  direct way, some 10^6 at K = 1024), the report goes to the instance's owner share instead, ``instance % K``
+  (to itself where it is a member: handed over in the network without a copy), which folds them alike and,
+  once every member share reported, sends each other member share the fold (``result``): at most 2 K
+  messages per instance, two rounds on a chain of waits (the members' reports, the owner's results);
 * with those reports, to the receiver's share where it holds members of the instance too, the clocks of the
   sends that own members reach after the instance before anything could make them wait, as what the walk
   will add to the member's leave time: that share computes each clock when the instance ends there, bit for
   bit the walk's, and its receiver goes on in that round instead of one later (an allreduce followed by a
-  halo exchange: one round per iteration, not two);
+  halo exchange: one round per iteration, not two; through an owner: two, not three);
 * a member let pass at its collective (a cycle of waits) leaves it at its arrival, not at the instance's
   end: its predicted clocks are taken back (unused: the instance is complete nowhere while everything
   waits) and sent when walked.
@@ -45,7 +50,7 @@ from __future__ import annotations
 import numpy as np
 
 from patterns.kernels.ideal import COLLECTIVE, QN, USED, WAITING, IdealState, ideal_advance, ideal_pass, ideal_state
-from patterns.kernels.ideal_shares import RECEIVE_ERRORS, ideal_pack, ideal_receive
+from patterns.kernels.ideal_shares import RECEIVE_ERRORS, ideal_pack, ideal_receive, owner_state
 from patterns.pop import ideal_inputs, location_spans, profile_arrays, useful_time
 
 from .network import EVERY, Network, route, run_stages
@@ -54,6 +59,10 @@ from .rounds import NOT_STUCK, Status, run_rounds
 __all__ = ["share_pop_profiles"]
 
 SPANS, HOLDERS, PEERS, ROUND, FINALS = "pop_spans", "pop_holders", "pop_peers", "pop_round", "pop_finals"
+#: the most member shares of a collective instance whose reports go to each member share directly (one round
+#: per instance, m (m - 1) reports for m member shares); wider instances go through their owner share (two
+#: rounds, 2 m messages)
+DIRECT_SHARES = 8
 
 
 def share_pop_profiles(net: Network, ctxs, store=None) -> dict[int, dict]:
@@ -64,6 +73,7 @@ def share_pop_profiles(net: Network, ctxs, store=None) -> dict[int, dict]:
     ``mapped.MappedStore`` (``--memory``: every share in this process): each share's walk is mapped after each
     of its steps and its pages released."""
     K = net.n_shares
+    direct = DIRECT_SHARES  # read once: every share of the run takes the same paths
 
     def spans(s, state, inbox):
         ctx = ctxs[s]
@@ -81,11 +91,13 @@ def share_pop_profiles(net: Network, ctxs, store=None) -> dict[int, dict]:
         return state, out
 
     def peers(s, state, inbox):
-        w = _Walk(s, K, ctxs[s], *state, inbox[SPANS])
+        w = _Walk(s, K, direct, ctxs[s], *state, inbox[SPANS])
+        to_members, owned = _peers(inbox.get(HOLDERS, []), direct)
+        w.take_owned(owned)
         if store is not None:  # its arrays are made here, once: mapped now, released as the rounds need
             w = store.map(w)
             store.trim()
-        return w, route(K, {PEERS: _peers(inbox.get(HOLDERS, []))})
+        return w, route(K, {PEERS: to_members})
 
     def step(s, w, inbox, stuck):
         w, out, status = _step(s, K, w, inbox, stuck)
@@ -115,13 +127,14 @@ def _inputs(ctx):
     return x, need
 
 
-def _peers(got: list) -> dict[int, dict]:
+def _peers(got: list, direct: int) -> tuple[dict[int, dict], dict]:
     """As the owner of instances: per share holding members of some, those instances, each with the set of
     every share holding members of it (one per distinct set: the instances of a communicator have the same,
-    so what a share holds is one number per instance, not one per instance and member share)."""
+    so what a share holds is one number per instance, not one per instance and member share); and the
+    instances with more than ``direct`` member shares, whose reports come here, with their sets alike."""
     got = [(src, p["instance"]) for src, p in enumerate(got) if p is not None]
     if not got:
-        return {}
+        return {}, _numbered(np.zeros(0, np.int64), np.zeros(0, np.int64), [])
     inst = np.concatenate([i for _, i in got])
     src = np.concatenate([np.full(len(i), q, np.int64) for q, i in got])
     o = np.lexsort((src, inst))
@@ -139,11 +152,17 @@ def _peers(got: list) -> dict[int, dict]:
     out = {}
     for d in np.unique(src).tolist():
         mine = src == d
-        used, local = np.unique(row_set[mine], return_inverse=True)
-        out[d] = {"instance": inst[mine], "set": local.reshape(-1),
-                  "set_off": np.r_[0, np.cumsum([len(members[k]) for k in used])].astype(np.int64),
-                  "set_share": np.concatenate([members[k] for k in used])}
-    return out
+        out[d] = _numbered(inst[mine], row_set[mine], members)
+    wide = size > direct
+    return out, _numbered(inst[starts[wide]], set_of[wide], members)
+
+
+def _numbered(inst: np.ndarray, sets: np.ndarray, members: list) -> dict:
+    """Instances ``inst`` with their sets of member shares ``members[sets[i]]``, the sets used numbered anew."""
+    used, local = np.unique(sets, return_inverse=True)
+    return {"instance": inst, "set": local.reshape(-1).astype(np.int64),
+            "set_off": np.r_[0, np.cumsum([len(members[k]) for k in used])].astype(np.int64),
+            "set_share": np.concatenate([members[k] for k in used]) if len(used) else np.zeros(0, np.int64)}
 
 
 def _global_ids(ctx) -> np.ndarray:
@@ -152,9 +171,9 @@ def _global_ids(ctx) -> np.ndarray:
 
 
 def _most_rounds(ctx) -> int:
-    """A share's part of a bound on the rounds: each round passes a cut point, or posts a send clock or an
-    instance report, or (nobody moved) precedes a round that passes one."""
-    return 2 * len(ctx.table("sync_points")) + len(ctx.table("messages")) + len(ctx.table("collectives"))
+    """A share's part of a bound on the rounds: each round passes a cut point, or posts a send clock, an
+    instance report or an owner's results, or (nobody moved) precedes a round that passes one."""
+    return 2 * len(ctx.table("sync_points")) + len(ctx.table("messages")) + 2 * len(ctx.table("collectives"))
 
 
 def _extreme(f, v: np.ndarray) -> float:
@@ -165,8 +184,8 @@ class _Walk:
     """A share's ideal replay between rounds: its inputs, the kernel's state, where its messages and instance
     reports go.  ``first``: the own locations' first events (NaN: none); ``x``, ``need``: :func:`_inputs`."""
 
-    def __init__(self, s: int, K: int, ctx, first: np.ndarray, x, need: np.ndarray, spans: list):
-        self.s, self.K, self.ctx = s, K, ctx
+    def __init__(self, s: int, K: int, direct: int, ctx, first: np.ndarray, x, need: np.ndarray, spans: list):
+        self.s, self.K, self.direct, self.ctx = s, K, direct, ctx
         got = [p for p in spans if p is not None]
         self.limit = sum(p["rounds"] for p in got) + 2
         firsts = np.array([p["first"] for p in got], np.float64)
@@ -270,6 +289,14 @@ class _Walk:
         if ((p_set >= 0) != self.c_remote).any():
             raise RuntimeError(f"share {self.s}: the member shares of a collective instance are not known")
 
+    def take_owned(self, owned: dict) -> None:
+        """The instances this share owns whose reports come here (``_peers``), with their member shares, and
+        what it folds of them; ``o_done[:o_done_n[0]]``: those whose results go out this round."""
+        self.o_instance, self.o_set = owned["instance"], owned["set"]
+        self.o_off, self.o_share = owned["set_off"], owned["set_share"]
+        self.o_int, self.o_flt = owner_state(len(self.o_instance))
+        self.o_done, self.o_done_n = np.zeros(len(self.o_instance), np.int64), np.zeros(1, np.int64)
+
     def receive(self, got: list) -> None:
         """The records the other shares sent (``patterns.kernels.ideal_shares``), in share order, into the
         walk's state."""
@@ -289,7 +316,8 @@ class _Walk:
             i_seg[j + 1], f_seg[j + 1] = i_seg[j] + len(p["i"]), f_seg[j] + len(p["f"])
         err = ideal_receive(ints, floats, i_seg, f_seg, self.glob, self.seq_span, self.imp_keys, self.imp_rows,
                             x.c_instance, x.c_off, x.c_loc, x.c_rows, x.c_type, x.c_root, self.c_need, self.c_root_own,
-                            self.r_root_loc, self.r_last_loc, st.sent, st.msg_wait, st.c_arr, st.c_got, st.c_at,
+                            self.r_root_loc, self.r_last_loc, self.o_instance, self.o_set, self.o_off, self.o_int,
+                            self.o_flt, self.o_done, self.o_done_n, st.sent, st.msg_wait, st.c_arr, st.c_got, st.c_at,
                             st.c_leave, st.c_rmax, st.c_rroot, st.queue, st.inq, st.ctr, st.c_pred, st.pred,
                             st.pred_at, st.pool, st.pool_ctr)
         if err:
@@ -325,16 +353,18 @@ class _Walk:
         return int(self.state.ctr[1])
 
     def post(self) -> list:
-        """This round's records for each share (None: nothing): send clocks, instance reports, predicted and
-        revoked clocks."""
+        """This round's records for each share (None: nothing): send clocks, instance reports, an owner's
+        results, predicted and revoked clocks."""
         x, st = self.x, self.state
         i_off, ints, f_off, floats = ideal_pack(
-            self.K, st.out_msg[:st.out_n[0]], self.revoked, st.out_coll[:st.out_n[1]], self.m_dest, self.m_rloc,
-            self.m_seq, st.sent, self.p_set, self.p_off, self.p_share, x.c_off, x.c_loc, x.c_rows, x.c_root, x.c_inst,
-            x.c_instance, self.c_need, st.c_arr, st.c_got, st.c_at, self.own_count, self.own_last_loc, self.own_type,
-            self.glob, x.cut_off, x.kind, x.row, x.comp, x.b_inst, x.m_team, x.m_master, self.m_remote, st.ptr,
-            self.pred_inst)
+            self.K, self.s, self.direct, st.out_msg[:st.out_n[0]], self.revoked, st.out_coll[:st.out_n[1]],
+            self.o_done[:self.o_done_n[0]], self.m_dest, self.m_rloc, self.m_seq, st.sent, self.p_set, self.p_off,
+            self.p_share, self.o_instance, self.o_set, self.o_off, self.o_share, self.o_int, self.o_flt, x.c_off,
+            x.c_loc, x.c_rows, x.c_root, x.c_inst, x.c_instance, self.c_need, st.c_arr, st.c_got, st.c_at,
+            self.own_count, self.own_last_loc, self.own_type, self.glob, x.cut_off, x.kind, x.row, x.comp, x.b_inst,
+            x.m_team, x.m_master, self.m_remote, st.ptr, self.pred_inst)
         self.revoked = np.zeros(0, np.int64)
+        self.o_done_n[0] = 0
         out: list = [None] * self.K
         for d in np.flatnonzero(i_off[1:] > i_off[:-1]).tolist():
             out[d] = {"i": ints[i_off[d]:i_off[d + 1]], "f": floats[f_off[d]:f_off[d + 1]]}

@@ -3,7 +3,9 @@
 Every share's owned columns of every ``pop_*`` metric must equal the serial values bit for bit, and every
 share must get the serial T and T_ideal; over MemoryNetwork for K = 1, K < processes and K > processes
 (empty shares), on random hybrid traces whose messages and collectives cross shares, on a hand-built
-trace whose ideal run is known, and on an inconsistent one (a cycle of receives across two shares).
+trace whose ideal run is known, and on an inconsistent one (a cycle of receives across two shares).  Every
+test runs twice: each instance's reports to every member share directly, and each through its owner share
+(``share_pop.DIRECT_SHARES``).
 """
 
 from __future__ import annotations
@@ -13,19 +15,28 @@ import pytest
 from random_hybrid_traces import random_builder
 
 import tracefmt
+from analyzer.distributed import share_pop
 from analyzer.distributed.network import MemoryNetwork, run_stages
 from analyzer.distributed.share_pop import share_pop_profiles
 from analyzer.distributed.share_replay import share_stages
 from analyzer.replay import replay
 from analyzer.replay.engine import partition
 from patterns.api import compute_results
-from patterns.kernels.ideal_shares import PREDICTED, REVOKED
+from patterns.kernels.ideal_shares import KINDS, OWNED, PREDICTED, REPORTS, RESULTS, REVOKED
 from patterns.pop import NAMES, REQUIRES, pop_profile
 from patterns.registry import load_patterns
 
 N_PROCESSES = 5
 KS = (1, 2, 3, 7)  # 7 > 5 processes: some shares are empty
 BASE = ("execution", "mpi", "omp_time")
+#: DIRECT_SHARES of each path: every instance through its owner share, every instance direct
+PATHS = {"owner": 1, "direct": 1 << 30}
+
+
+@pytest.fixture(autouse=True, params=sorted(PATHS))
+def path(request, monkeypatch) -> str:
+    monkeypatch.setattr(share_pop, "DIRECT_SHARES", PATHS[request.param])
+    return request.param
 
 
 def _base(ctx):
@@ -195,8 +206,6 @@ def test_contexts_with_global_location_ids():
 
 def _rounds(monkeypatch) -> list:
     """The rounds of every POP replay by shares from now on (``run_rounds`` as share_pop calls it)."""
-    from analyzer.distributed import share_pop
-
     seen, run = [], share_pop.run_rounds
 
     def counted(net, step, limit=None):
@@ -232,17 +241,61 @@ def chain(n: int):
 
 
 @pytest.mark.parametrize("K", [2, 3])
-def test_one_round_per_collective_instance_on_a_chain(monkeypatch, K):
-    """Each share sends its members' arrivals to every other member share, which ends the instance itself:
-    one round per instance (not two: members to an owner share, the owner to the members), and one to
-    finish."""
+def test_rounds_per_collective_instance_on_a_chain(monkeypatch, path, K):
+    """Direct: each share sends its members' arrivals to every other member share, which ends the instance
+    itself: one round per instance, and one to finish.  Through the owner: two (the members' reports to the
+    owner share, its results to them)."""
     n = 12
     trace = chain(n)
     serial = _serial(trace)
     seen = _rounds(monkeypatch)
     _check(trace, serial, K)
     assert _crossing(trace, K)[1] == n
-    assert seen == [n + 1]
+    assert seen == [(1 if path == "direct" else 2) * n + 1]
+
+
+class _Records(MemoryNetwork):
+    """A MemoryNetwork that counts the records of each kind in the POP replay's round payloads."""
+
+    def __init__(self, K):
+        super().__init__(K)
+        self.records = np.zeros(KINDS, np.int64)
+
+    def post(self, share, outbox):
+        for p in outbox.get("pop_round", []):
+            if p is not None:
+                self.records += p["i"][:KINDS]
+        super().post(share, outbox)
+
+
+def _records(trace, K) -> np.ndarray:
+    shares = partition(trace, K)
+    done = run_stages(MemoryNetwork(K), share_stages(trace, shares, set(REQUIRES), compact=True))
+    net = _Records(K)
+    share_pop_profiles(net, {s: _base(r.context) for s, r in done.items()})
+    return net.records
+
+
+def test_reports_per_instance_on_a_chain(path):
+    """Three member shares per instance: direct, 3 x 2 reports; through the owner (a member here), 3 reports to
+    it (its own handed to itself) and 2 results."""
+    n = 12
+    got = _records(chain(n), 3)
+    if path == "direct":
+        assert (got[REPORTS], got[OWNED], got[RESULTS]) == (6 * n, 0, 0)
+    else:
+        assert (got[REPORTS], got[OWNED], got[RESULTS]) == (0, 3 * n, 2 * n)
+
+
+@pytest.mark.parametrize("K", [3, 4])
+def test_direct_and_owner_instances_in_one_run(monkeypatch, K):
+    """DIRECT_SHARES 2: the instances of the two-rank communicators go direct, the world's (K member shares)
+    through their owners, in the same rounds; bit for bit the serial metrics."""
+    monkeypatch.setattr(share_pop, "DIRECT_SHARES", 2)
+    trace = communicators()
+    _check(trace, _serial(trace), K)
+    got = _records(trace, K)
+    assert got[REPORTS] and got[OWNED] and got[RESULTS]
 
 
 def ring(n: int):
@@ -271,10 +324,10 @@ def ring(n: int):
 
 
 @pytest.mark.parametrize("K", [2, 3])
-def test_sends_right_after_a_collective_cost_no_round(monkeypatch, K):
+def test_sends_right_after_a_collective_cost_no_round(monkeypatch, path, K):
     """A member share computes the clocks of the sends the other members reach right after the instance when
     it ends there (their computations came with the arrivals): an allreduce and a ring of messages across
-    the shares take one round, not two."""
+    the shares take the instance's rounds only (one direct, two through the owner), not one more."""
     n = 10
     trace = ring(n)
     serial = _serial(trace)
@@ -282,21 +335,7 @@ def test_sends_right_after_a_collective_cost_no_round(monkeypatch, K):
     _check(trace, serial, K)
     msgs, colls = _crossing(trace, K)
     assert colls == n and msgs >= n
-    assert seen == [n + 1]
-
-
-class _Records(MemoryNetwork):
-    """A MemoryNetwork that counts the records of each kind in the POP replay's round payloads."""
-
-    def __init__(self, K):
-        super().__init__(K)
-        self.records = np.zeros(4, np.int64)
-
-    def post(self, share, outbox):
-        for p in outbox.get("pop_round", []):
-            if p is not None:
-                self.records += p["i"][:4]
-        super().post(share, outbox)
+    assert seen == [(1 if path == "direct" else 2) * n + 1]
 
 
 def passed_at_a_collective():
@@ -332,11 +371,8 @@ def test_a_member_let_pass_at_its_collective_takes_its_predicted_clocks_back():
     assert serial["_ideal"] == 7.0
     for K in (2, 3):
         _check(trace, serial, K)
-    shares = partition(trace, 3)
-    done = run_stages(MemoryNetwork(3), share_stages(trace, shares, set(REQUIRES), compact=True))
-    net = _Records(3)
-    share_pop_profiles(net, {s: _base(r.context) for s, r in done.items()})
-    assert net.records[PREDICTED] and net.records[REVOKED]
+    records = _records(trace, 3)
+    assert records[PREDICTED] and records[REVOKED]
 
 
 def communicators():
