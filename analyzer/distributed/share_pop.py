@@ -8,8 +8,8 @@ of the shares' extremes is the serial one exactly.  The replay runs per share ov
 rounds (``analyzer.distributed.rounds``): each round a share takes what arrived, walks its locations until
 each is blocked on something remote or done (:func:`patterns.kernels.ideal.ideal_advance`, the serial
 replay's loop, its state kept between rounds) and posts what others wait for, as one ``"pop_round"``
-payload per share of the records of ``patterns.kernels.ideal_shares`` (one int and one float array: rounds
-are many, and each costs a few calls under MPI):
+payload per share of the records of ``patterns.kernels.ideal_shares`` (bytes: rounds are many, and each
+costs a few calls under MPI):
 
 * the clocks of own sends whose receiver is another share's, to the receiver's share;
 * per collective instance with members elsewhere, once all its own members arrived, a report on them to
@@ -304,17 +304,16 @@ class _Walk:
         if not got:
             return
         x, st = self.x, self.state
-        ints = np.concatenate([p["i"] for p in got]) if len(got) > 1 else got[0]["i"]
-        floats = np.concatenate([p["f"] for p in got]) if len(got) > 1 else got[0]["f"]
-        need = (st.pool_ctr[USED] if st.pool_ctr[WAITING] else 0) + len(floats)
+        ints = np.frombuffer(b"".join(got) if len(got) > 1 else got[0], np.int64)
+        need = (st.pool_ctr[USED] if st.pool_ctr[WAITING] else 0) + len(ints)
         if need > len(st.pool):  # room for every computation of a predicted clock that may come
             pool = np.zeros(max(need, 2 * len(st.pool)))
             pool[:len(st.pool)] = st.pool
             self.state = st = st._replace(pool=pool)
-        i_seg, f_seg = np.zeros(len(got) + 1, np.int64), np.zeros(len(got) + 1, np.int64)
+        seg = np.zeros(len(got) + 1, np.int64)
         for j, p in enumerate(got):
-            i_seg[j + 1], f_seg[j + 1] = i_seg[j] + len(p["i"]), f_seg[j] + len(p["f"])
-        err = ideal_receive(ints, floats, i_seg, f_seg, self.glob, self.seq_span, self.imp_keys, self.imp_rows,
+            seg[j + 1] = seg[j] + len(p) // 8
+        err = ideal_receive(ints, ints.view(np.float64), seg, self.glob, self.seq_span, self.imp_keys, self.imp_rows,
                             x.c_instance, x.c_off, x.c_loc, x.c_rows, x.c_type, x.c_root, self.c_need, self.c_root_own,
                             self.r_root_loc, self.r_last_loc, self.o_instance, self.o_set, self.o_off, self.o_int,
                             self.o_flt, self.o_done, self.o_done_n, st.sent, st.msg_wait, st.c_arr, st.c_got, st.c_at,
@@ -356,7 +355,7 @@ class _Walk:
         """This round's records for each share (None: nothing): send clocks, instance reports, an owner's
         results, predicted and revoked clocks."""
         x, st = self.x, self.state
-        i_off, ints, f_off, floats = ideal_pack(
+        seg, buf = ideal_pack(
             self.K, self.s, self.direct, st.out_msg[:st.out_n[0]], self.revoked, st.out_coll[:st.out_n[1]],
             self.o_done[:self.o_done_n[0]], self.m_dest, self.m_rloc, self.m_seq, st.sent, self.p_set, self.p_off,
             self.p_share, self.o_instance, self.o_set, self.o_off, self.o_share, self.o_int, self.o_flt, x.c_off,
@@ -366,8 +365,8 @@ class _Walk:
         self.revoked = np.zeros(0, np.int64)
         self.o_done_n[0] = 0
         out: list = [None] * self.K
-        for d in np.flatnonzero(i_off[1:] > i_off[:-1]).tolist():
-            out[d] = {"i": ints[i_off[d]:i_off[d + 1]], "f": floats[f_off[d]:f_off[d + 1]]}
+        for d in np.flatnonzero(seg[1:] > seg[:-1]).tolist():
+            out[d] = buf[seg[d]:seg[d + 1]].tobytes()
         return out
 
     def status(self, moved: bool) -> Status:

@@ -1,13 +1,14 @@
 """What the ideal-network replay by shares (``analyzer.distributed.share_pop``) exchanges each round, packed per
-destination share into one int64 and one float64 array, and the kernels that pack and unpack it around the
-walk of ``patterns.kernels.ideal``.  One payload of two arrays per destination and one kernel call each way:
-a round costs few messages and few Python calls, and rounds are many (one per collective instance).
+destination share into one buffer of 8-byte words, and the kernels that pack and unpack it around the walk of
+``patterns.kernels.ideal``.  One payload per destination (sent as bytes: a pickled array costs some 120 bytes
+of header, more than a round's few records) and one kernel call each way: a round costs few messages and few
+Python calls, and rounds are many (one per collective instance).
 
-A share's payload to another: ``ints`` starts with the number of records of each kind (:data:`CLOCKS`,
-:data:`REPORTS`, :data:`RESULTS`, :data:`OWNED`, :data:`REVOKED`, :data:`PREDICTED`), then the records, kind
-after kind; ``floats`` holds their values in the same order (the predicted clocks last: theirs vary in number).
-A message is named by its receiver (global location) and the receiver's sequence number of it (the same on
-both shares), an instance by its id over all shares.
+A share's payload to another: int64 words, the number of records of each kind (:data:`CLOCKS`,
+:data:`REPORTS`, :data:`RESULTS`, :data:`OWNED`, :data:`REVOKED`, :data:`PREDICTED`), then the records'
+ints, kind after kind, then their float64 values in the same order (the predicted clocks last: theirs vary
+in number).  A message is named by its receiver (global location) and the receiver's sequence number of it
+(the same on both shares), an instance by its id over all shares.
 
 ==========  =================================================  =======================================
 kind        ints                                               floats
@@ -153,8 +154,8 @@ def ideal_pack(K, s, direct, msg_rows, rev_rows, coll, done, m_dest, m_rloc, m_s
     as the owner, a result for the instances ``done`` (rows of ``o_instance``: every member share reported) to
     each member share but ``s`` (``o_share[o_off[k]:o_off[k + 1]]``, ``k = o_set[j]``); for the instances not
     ended here, the predicted clocks (those messages rows are marked: ``m_remote`` cleared, ``pred_inst`` the
-    instance).  Returns ``(i_off, ints, f_off, floats)``: share d's records are ``ints[i_off[d]:i_off[d + 1]]``,
-    and so on (none: an empty range)."""
+    instance).  Returns ``(seg, buf)``: share d's payload is ``buf[seg[d]:seg[d + 1]]`` (none: an empty
+    range), its floats written through a float64 view of ``buf``."""
     n_open = 0
     for g in coll:
         if c_arr[g] + c_got[g] < c_need[g]:
@@ -192,23 +193,24 @@ def ideal_pack(K, s, direct, msg_rows, rev_rows, coll, done, m_dest, m_rloc, m_s
             n_f[m_dest[p_rows[j]]] += p_off_c[j + 1] - p_off_c[j]
     for r in rev_rows:
         cnt[m_dest[r], REVOKED] += 1
-    i_off, f_off = np.zeros(K + 1, np.int64), np.zeros(K + 1, np.int64)
+    seg = np.zeros(K + 1, np.int64)
     at_i, at_f = np.zeros((K, KINDS), np.int64), np.zeros((K, KINDS), np.int64)  # where each kind's next record goes
     for d in range(K):
         n_i, n_fl = 0, n_f[d]
         for k in range(KINDS):
             n_i += cnt[d, k] * _INTS[k]
             n_fl += cnt[d, k] * _FLOATS[k]
-        i_off[d + 1] = i_off[d] + (n_i + KINDS if n_i else 0)
-        f_off[d + 1] = f_off[d] + n_fl
-        at_i[d, 0], at_f[d, 0] = i_off[d] + KINDS, f_off[d]
+        n_i += KINDS if n_i else 0
+        seg[d + 1] = seg[d] + n_i + n_fl
+        at_i[d, 0], at_f[d, 0] = seg[d] + KINDS, seg[d] + n_i
         for k in range(1, KINDS):
             at_i[d, k] = at_i[d, k - 1] + cnt[d, k - 1] * _INTS[k - 1]
             at_f[d, k] = at_f[d, k - 1] + cnt[d, k - 1] * _FLOATS[k - 1]
-    ints, floats = np.empty(i_off[K], np.int64), np.empty(f_off[K])
+    ints = np.empty(seg[K], np.int64)
+    floats = ints.view(np.float64)  # the same words
     for d in range(K):
-        if i_off[d + 1] > i_off[d]:
-            ints[i_off[d]:i_off[d] + KINDS] = cnt[d]
+        if seg[d + 1] > seg[d]:
+            ints[seg[d]:seg[d] + KINDS] = cnt[d]
     for r in msg_rows:
         d = m_dest[r]
         a = at_i[d, CLOCKS]
@@ -255,7 +257,7 @@ def ideal_pack(K, s, direct, msg_rows, rev_rows, coll, done, m_dest, m_rloc, m_s
         a = at_i[d, REVOKED]
         ints[a], ints[a + 1] = m_rloc[r], m_seq[r]
         at_i[d, REVOKED] += 2
-    return i_off, ints, f_off, floats
+    return seg, ints
 
 
 @numba.njit(cache=True, nogil=True)
@@ -290,12 +292,12 @@ def _fold(g, n, latest, root_loc, root_t, last_loc, typ, c_got, c_rmax, c_rroot,
 
 
 @numba.njit(cache=True, nogil=True)
-def ideal_receive(ints, floats, i_seg, f_seg, glob, seq_span, imp_keys, imp_rows, c_instance, c_off, c_loc, c_rows,
+def ideal_receive(ints, floats, seg, glob, seq_span, imp_keys, imp_rows, c_instance, c_off, c_loc, c_rows,
                   c_type, c_root, c_need, c_root_own, r_root_loc, r_last_loc, o_instance, o_set, o_off, o_int, o_flt,
                   o_done, o_done_n, sent, msg_wait, c_arr, c_got, c_at, c_leave, c_rmax, c_rroot, queue, inq, ctr,
                   c_pred, pred, pred_at, pool, pool_ctr):
-    """The records other shares sent this share (``ints[i_seg[j]:i_seg[j + 1]]`` and so on: source after
-    source, in share order) into the walk's state: revoked clocks first (their predictions leave the lists),
+    """The records other shares sent this share (``ints[seg[j]:seg[j + 1]]``: source after source, in share
+    order; ``floats``: the same words as float64) into the walk's state: revoked clocks first (their predictions leave the lists),
     then predicted clocks (kept until their instance ends here, or used at once if it has; ``pool`` must have
     room for every float received after its ``USED`` ones), clocks (their waiting receivers queued), then the
     reports and results, folded in share order into each instance's part elsewhere (``c_got``, ``c_rmax``; the
@@ -309,11 +311,13 @@ def ideal_receive(ints, floats, i_seg, f_seg, glob, seq_span, imp_keys, imp_rows
     if pool_ctr[WAITING] == 0:
         pool_ctr[USED] = 0
     for phase in (REVOKED, PREDICTED, CLOCKS, REPORTS, RESULTS, OWNED):
-        for src in range(i_seg.shape[0] - 1):
-            i0, f = i_seg[src], f_seg[src]
-            if i0 == i_seg[src + 1]:
+        for src in range(seg.shape[0] - 1):
+            i0 = seg[src]
+            if i0 == seg[src + 1]:
                 continue
-            a = i0 + KINDS
+            a = f = i0 + KINDS
+            for k in range(KINDS):  # the floats follow every record's ints
+                f += ints[i0 + k] * _INTS[k]
             for k in range(phase):
                 a += ints[i0 + k] * _INTS[k]
                 f += ints[i0 + k] * _FLOATS[k]

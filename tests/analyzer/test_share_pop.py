@@ -264,7 +264,7 @@ class _Records(MemoryNetwork):
     def post(self, share, outbox):
         for p in outbox.get("pop_round", []):
             if p is not None:
-                self.records += p["i"][:KINDS]
+                self.records += np.frombuffer(p, np.int64)[:KINDS]
         super().post(share, outbox)
 
 
