@@ -230,10 +230,15 @@ G_GATHER = 41.6
 DENSE_PER_SHARE = 4
 #: bytes per call-tree node a share sends to every other share (parent, region, callsite: builder arrays)
 TREE_NODE = 24
+#: POP's ideal replay by shares (analyzer/distributed/share_pop.py): instances with at most this many member
+#: shares exchange their arrival reports directly (m (m - 1) per instance), wider ones through the instance's
+#: owner (2 (m - 1))
+POP_DIRECT_SHARES = 8
 
 
 def model_constants(tables: dict, m0_bytes: float, serial: dict[str, dict], two: dict[str, dict],
-                    processes: int, pipeline: str = "gather", e0_two: float | None = None) -> dict:
+                    processes: int, pipeline: str = "gather", e0_two: float | None = None,
+                    four: dict[str, dict] | None = None, e0_four: float | None = None) -> dict:
     """The model's constants, from runs on one trace of ``tables['events']`` events.
 
     ``m0_bytes``: peak of a serial analysis of a trace 1/100 the size (interpreter, kernels loaded);
@@ -241,7 +246,10 @@ def model_constants(tables: dict, m0_bytes: float, serial: dict[str, dict], two:
     row with 2 ranks, where measured, and ``e0_two`` the events of rank 0's share there (default E/2).
     From those rows: today's gather (``pipeline`` "gather"): bytes per event sent (g) and a walking rank's
     bytes per event (w); the per-share pipeline: the collective rows per instance and share that travel
-    (c, core set) and the fallback's bytes per event (g_fb: all minus core).
+    (c, core set) and the fallback's bytes per event (g_fb: all minus core); where the ``--mpi`` rows with 4
+    ranks (``four``, rank 0's share ``e0_four`` events) are there too, the root-cause analysis by shares
+    (all minus core at K = 2 and 4): a rank's extra peak rc_M0 + rc_m e, the exchange rc_x E plus rc_r bytes
+    per POP arrival report (I instances, each with m (m - 1) reports while direct).
     """
     E = tables["events"]
     e1 = E - (E / 2 if e0_two is None else e0_two)  # events outside rank 0's share at K = 2
@@ -270,7 +278,27 @@ def model_constants(tables: dict, m0_bytes: float, serial: dict[str, dict], two:
                 c["c_coll"] = max(0.0, (core["bytes_exchanged"] - rest) / per)
         if core and full and core.get("bytes_exchanged") is not None and full.get("bytes_exchanged") and e1 > 0:
             c["g_fb"] = max(0.0, (full["bytes_exchanged"] - core["bytes_exchanged"]) / e1)
+        core4, full4 = (four or {}).get("core"), (four or {}).get("all")
+        if core and full and core4 and full4:
+            e2 = E / 2 if e0_two is None else e0_two
+            e4 = E / 4 if e0_four is None else e0_four
+            d2 = (full["rank0_peak_mb"] - core["rank0_peak_mb"]) * 2**20
+            d4 = (full4["rank0_peak_mb"] - core4["rank0_peak_mb"]) * 2**20
+            c["rc_m"] = max(0.0, (d2 - d4) / (e2 - e4)) if e2 != e4 else 0.0
+            c["rc_M0"] = max(0.0, d2 - c["rc_m"] * e2)
+            x2 = full["bytes_exchanged"] - core["bytes_exchanged"]
+            x4 = full4["bytes_exchanged"] - core4["bytes_exchanged"]
+            inst = c["rows"].get("collectives", 0.0) * E / processes  # each spans every process here
+            m2, m4 = min(2, processes), min(4, processes)
+            per = inst * (_reports(m4) - _reports(m2))
+            c["rc_r"] = max(0.0, (x4 - x2) / per) if per > 0 else 0.0
+            c["rc_x"] = max(0.0, (x2 - inst * _reports(m2) * c["rc_r"]) / E)
     return c
+
+
+def _reports(m: float) -> float:
+    """POP arrival reports and results per collective instance with ``m`` member shares."""
+    return m * (m - 1) if m <= POP_DIRECT_SHARES else 2 * (m - 1)
 
 
 def model_gather(c: dict, s: str, E: float, K: int, e0: float | None = None, emax: float | None = None) -> dict:
@@ -341,12 +369,22 @@ def model_share(c: dict, E: float, K: int, L: float | None = None, C: float | No
     results = c["metrics"] * C * L * 8
     rank0 = rank(e0) + results
     fallback, g_fb = 0.0, 0.0
-    if global_patterns:
+    other = rank(emax) if K > 1 else None
+    if global_patterns and "rc_m" in c:  # the root-cause analysis by shares (share_root_cause)
+        # each rank: its share at the fitted extra slope, and the critical path's two [C, L] arrays (its impact
+        # metrics sum over every location)
+        extra = (lambda e: c["rc_M0"] + c["rc_m"] * e + 2 * C * L * 8)
+        rank0 += extra(e0)
+        other = rank(emax) + extra(emax) if K > 1 else None
+        inst = r_coll * E / procs
+        parts["root_cause"] = c["rc_x"] * E + inst * _reports(ke) * c["rc_r"] if K > 1 else 0.0
+    elif global_patterns:  # today's fallback: delay, critical path and POP on rank 0 over gathered tables
         g_fb = c.get("g_fb", sets.get("all", {}).get("g", G_GATHER))
         rank0 = c["M0"] + m_all * E + results + fixed
         fallback = g_fb * (E - e0) if K > 1 else 0.0
+        other = rank(emax) + g_fb * emax if K > 1 else None
     total = sum(parts.values())
-    return {"rank0": rank0, "other": rank(emax) + g_fb * emax if K > 1 else None, "exchanged": total,
+    return {"rank0": rank0, "other": other, "exchanged": total,
             "exchanged_per_rank": total / K, "parts": parts, "fallback": fallback}
 
 
@@ -392,7 +430,12 @@ def print_model(consts: dict, rows: list[dict], pipeline: str, at=MODEL_AT, out=
     if "c_coll" in consts or "g_fb" in consts:
         print(f"  per share, fitted at K=2: collective rows per instance and share c "
               f"{consts.get('c_coll', COLL_CANDIDATES):.2f}"
-              + (f", fallback g_fb {consts['g_fb']:.1f} B/event" if "g_fb" in consts else ""), file=out)
+              + ("" if "rc_m" in consts or "g_fb" not in consts else f", fallback g_fb {consts['g_fb']:.1f} B/event"),
+              file=out)
+    if "rc_m" in consts:
+        print(f"  root-cause analysis by shares, fitted at K=2 and 4: a rank's extra peak {consts['rc_M0'] / 2**20:.0f} MB "
+              f"+ {consts['rc_m']:.1f} B/event of its share; exchange {consts['rc_x']:.1f} B/event + "
+              f"{consts['rc_r']:.0f} B per POP arrival report", file=out)
     print(f"{'set':>5} {'K':>3} {'rank0 MB':>9} {'model':>7} {'other MB':>9} {'model':>7} {'exch MB':>9} {'model':>7}",
           file=out)
     checked = []
@@ -404,7 +447,7 @@ def print_model(consts: dict, rows: list[dict], pipeline: str, at=MODEL_AT, out=
         e0, emax = (ev[0], max(ev[1:], default=0)) if ev else (None, None)
         if pipeline == "gather":
             m = model_gather(consts, r["set"], E, K, e0, emax)
-        else:  # the ranks count the fallback's gather with the rest
+        else:  # the ranks count the fallback's gather (where there is one) with the rest
             m = model_share(consts, E, K, f=crossing(K, consts["P0"]), global_patterns=r["set"] == "all",
                             e0=e0, emax=emax)
             m = dict(m, exchanged=m["exchanged"] + m["fallback"])
@@ -420,7 +463,8 @@ def print_model(consts: dict, rows: list[dict], pipeline: str, at=MODEL_AT, out=
     evaluated = {}
     for glob in (False, True):
         m = model_share(consts, E1, int(K1), L1, C1, f1, global_patterns=glob)
-        label = "all patterns (delay/critical path/POP on rank 0)" if glob else "core patterns"
+        label = ("all patterns (delay/critical path/POP by shares)" if "rc_m" in consts else
+                 "all patterns (delay/critical path/POP on rank 0)") if glob else "core patterns"
         print(f"  {label}: rank 0 {_gb(m['rank0'])} GB, other ranks {_gb(m['other'])} GB each; exchanged "
               f"{_gb(m['exchanged'])} GB in all ({_mb(m['exchanged_per_rank'])} MB per rank: "
               + ", ".join(f"{k} {_gb(v)} GB" for k, v in m["parts"].items())
@@ -595,12 +639,14 @@ def main(argv=None) -> int:
                     pipeline = "gather" if any((p.get("traffic") or {}).get("gather_bytes_sent")
                                                for r in rows for p in r.get("per_rank", [])) else "share"
                 two = {r["set"]: r for r in rows if r["mode"] == "mpi" and r.get("ranks") == 2}
+                four = {r["set"]: r for r in rows if r["mode"] == "mpi" and r.get("ranks") == 4}
                 procs = _processes(trace)
                 m0 = ((previous or {}).get("model") or {}).get("constants", {}).get("M0")  # as measured then
                 m0 = m0 or _small_peak(trace, tables, procs, args.dir)
                 shares = {k: share_events(trace, k) for k in ks}
                 consts = model_constants(tables, m0, serial, two, procs, pipeline,
-                                         e0_two=share_events(trace, 2)[0])
+                                         e0_two=share_events(trace, 2)[0], four=four,
+                                         e0_four=share_events(trace, 4)[0])
                 entry["model"] = print_model(consts, rows, pipeline, at, shares=shares)
                 entry["model"].update(constants=consts, pipeline=pipeline)
         report["traces"].append(entry)
