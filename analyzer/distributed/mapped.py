@@ -12,6 +12,7 @@ resident is the working set of one share's step, not every share's data.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import mmap
 import os
@@ -32,17 +33,21 @@ class MappedStore:
     def __init__(self, directory: str, min_bytes: int | None = None, budget: int | None = None):
         self.directory = directory
         self.min_bytes = MIN_BYTES if min_bytes is None else int(min_bytes)
-        self.budget = budget  # resident bytes above which trim() releases every mapping (None: always)
+        self.budget = budget  # resident bytes a step may reach before trim() releases every mapping (None: always)
+        self._steps: collections.deque = collections.deque()  # what the recent steps added to the resident bytes
+        self._keys: set = set()  # the shares seen in trim()
+        self._after = None  # resident bytes when trim() last returned
         self._maps: list = []  # weak references to every mapping made
         self.mapped_bytes = 0  # written to the files
         self._n = 0
         self._roots: dict[int, tuple] = {}  # id of a mapped array -> (weak reference to it, its mapped copy)
         os.makedirs(directory, exist_ok=True)
 
-    def array(self, a: np.ndarray) -> np.ndarray:
+    def array(self, a: np.ndarray, key=None) -> np.ndarray:
         """``a`` as a mapped array (a copy in a new file), or ``a`` itself if small or already mapped.  A view of
         another array becomes the same view of that array's mapped copy (columns of a packed array stay
-        columns of it: written through one, read through the other)."""
+        columns of it: written through one, read through the other).  ``key``: whose data it is (a share), for
+        :meth:`trim`."""
         if isinstance(a, np.memmap) or _mapped_base(a) is not None or a.dtype.hasobject:
             return a
         got = self._roots.get(id(a))
@@ -52,7 +57,7 @@ class MappedStore:
         while isinstance(root.base, np.ndarray):
             root = root.base
         if root is not a and root.flags.c_contiguous:
-            mapped = self.array(root)
+            mapped = self.array(root, key)
             if not isinstance(mapped, np.memmap):
                 return a
             offset = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
@@ -66,68 +71,112 @@ class MappedStore:
         self.mapped_bytes += c.nbytes
         mapped = np.memmap(path, dtype=c.dtype, mode="r+", shape=c.shape)
         if getattr(mapped, "_mmap", None) is not None:
-            self._maps.append(weakref.ref(mapped._mmap))
+            self._maps.append((key, weakref.ref(mapped._mmap)))
         # a later view of it maps onto this copy; weakly held: the original goes once nothing else holds it
         self._roots[id(a)] = (weakref.ref(a), mapped)
         return mapped
 
-    def empty(self, shape, dtype=np.float64, fill=None) -> np.ndarray:
+    def empty(self, shape, dtype=np.float64, fill=None, key=None) -> np.ndarray:
         """A new mapped array (zeros, or ``fill``), for data a replay writes as it goes."""
         a = np.zeros(shape, dtype)
         if fill is not None:
             a[...] = fill
-        return self.array(a) if a.nbytes >= self.min_bytes else a
+        return self.array(a, key) if a.nbytes >= self.min_bytes else a
 
-    def map(self, obj, skip=("trace",)):
+    def map(self, obj, skip=("trace",), key=None):
         """``obj`` with every large array in it mapped: dicts, lists and objects changed in place, tuples
         (named ones too) and dataclasses without a ``__dict__`` rebuilt; returns the object to use.  Keys and
-        attributes named in ``skip`` are left as they are (a context's trace reader)."""
-        return self._map(obj, set(), frozenset(skip))
+        attributes named in ``skip`` are left as they are (a context's trace reader).  ``key``: as for
+        :meth:`array`."""
+        return self._map(obj, set(), frozenset(skip), key)
 
-    def _map(self, obj, seen: set, skip):
+    def _map(self, obj, seen: set, skip, key=None):
         if isinstance(obj, np.ndarray):
-            return self.array(obj)
+            return self.array(obj, key)
         if id(obj) in seen or obj is None or isinstance(obj, (str, bytes, int, float, bool, np.generic)):
             return obj
         seen.add(id(obj))
         if isinstance(obj, dict):
             for k in list(obj):
                 if k not in skip:
-                    obj[k] = self._map(obj[k], seen, skip)
+                    obj[k] = self._map(obj[k], seen, skip, key)
             return obj
         if isinstance(obj, list):
-            obj[:] = [self._map(x, seen, skip) for x in obj]
+            obj[:] = [self._map(x, seen, skip, key) for x in obj]
             return obj
         if isinstance(obj, tuple):
-            items = [self._map(x, seen, skip) for x in obj]
+            items = [self._map(x, seen, skip, key) for x in obj]
             return obj._make(items) if hasattr(obj, "_fields") else type(obj)(items)
         if hasattr(obj, "__dict__") and not isinstance(obj, type):
             for k, v in list(vars(obj).items()):
                 if k not in skip:
-                    setattr(obj, k, self._map(v, seen, skip))
+                    setattr(obj, k, self._map(v, seen, skip, key))
             return obj
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-            return dataclasses.replace(obj, **{f.name: self._map(getattr(obj, f.name), seen, skip)
+            return dataclasses.replace(obj, **{f.name: self._map(getattr(obj, f.name), seen, skip, key)
                                                for f in dataclasses.fields(obj) if f.name not in skip})
         return obj
 
-    def trim(self) -> int:
-        """If this process's resident memory is above the budget (or there is none), release the pages of every
-        mapping made (their contents stay in the files and the page cache); returns how many were released.  A
-        step touches a window of its share's data: releasing only when over the budget keeps the page faults
-        and system calls of the rounds few."""
-        if self.budget is not None and resident_bytes() <= self.budget:
-            return 0
+    @property
+    def growth(self) -> int:
+        """The most one of the last two rounds' steps (two per share) added to the resident bytes: what the next
+        step is expected to add.  Not the stage's maximum: a round's first steps fault in much of each share's
+        data, later ones little, and keeping room for the first steps' growth released pages round after round."""
+        return max(self._steps, default=0)
+
+    def new_stage(self) -> int:
+        """Before a stage whose steps grow the process by an amount not known yet: every mapping released, so its
+        first step starts without any share's pages, and the growth measured afresh (a stage's rounds grow a
+        share by far less than the stage that built its data); returns how many mappings were released."""
+        self._steps.clear()
+        return self.release_all()
+
+    def release_all(self) -> int:
+        """Release the pages of every mapping now; returns how many were released."""
         n = 0
         live = []
-        for ref in self._maps:
+        for k, ref in self._maps:
             m = ref()
             if m is None or m.closed:
                 continue
-            live.append(ref)
+            live.append((k, ref))
             m.madvise(mmap.MADV_DONTNEED)
             n += 1
         self._maps = live
+        self._after = resident_bytes()
+        return n
+
+    def trim(self, key=None) -> int:
+        """Called after each step (of the share ``key``): if this process's resident memory plus what the next step
+        is expected to add (:attr:`growth`) would pass the budget (or there is none), release the pages of the mappings made for
+        ``key``, and if that is not enough of every mapping (their contents stay in the files and the page
+        cache); returns how many were released.  The rounds step the shares in turn, so the share just stepped
+        is the one needed last: releasing it first keeps the other shares' pages for their steps (releasing
+        every share each time faulted all of them back in, round after round).  Releasing only when the next
+        step could pass the budget keeps the page faults and system calls few, and counting a step's growth
+        keeps its peak, not only its end, within the budget (a trace met before is the guide, not a bound)."""
+        now = resident_bytes()
+        if self._after is not None:
+            self._steps.append(now - self._after)
+            self._keys.add(key)
+            while len(self._steps) > 2 * len(self._keys):
+                self._steps.popleft()
+        n = 0
+        if key is not None and (self.budget is None or now + self.growth > self.budget):
+            live = []
+            for k, ref in self._maps:
+                m = ref()
+                if m is None or m.closed:
+                    continue
+                live.append((k, ref))
+                if k == key:
+                    m.madvise(mmap.MADV_DONTNEED)
+                    n += 1
+            self._maps = live
+            now = resident_bytes()
+        if self.budget is None or now + self.growth > self.budget:
+            return self.release_all()  # every mapping, the key's among them
+        self._after = now
         return n
 
     @staticmethod

@@ -122,17 +122,17 @@ def analyze_by_shares(trace, pats, net: Network, salvage: bool = False, progress
         states = run_stages(net, [stages[0]] + [take_fallback(st) for st in stages[1:]])
         rc_net, store = net, None
     elif by_shares:  # --memory: each share's context mapped as soon as it is built, the rest in this process
-        # pages released whenever the process holds more than 90 % of the limit (the rest: the step running; a
-        # lower mark releases so often that the rounds spend their time faulting the same pages back in)
+        # a share's pages released after its step when the next step could take the process past 95 % of the
+        # limit (MappedStore.trim; the rest: what the step allocates besides its share's pages)
         limit = getattr(net, "memory_limit", None)
-        store = MappedStore(os.path.join(net.directory, "mapped"), budget=None if limit is None else int(0.9 * limit))
+        store = MappedStore(os.path.join(net.directory, "mapped"), budget=None if limit is None else int(0.95 * limit))
         bound_heap()
         states = {}
 
         def mapped_context(s, state, inbox):
             result, outbox = stages[-1](s, state, inbox)
-            states[s] = store.map(result)
-            store.trim()
+            states[s] = store.map(result, key=s)
+            store.trim(s)
             return None, outbox
 
         run_stages(net, [stages[0]] + [take_fallback(st) for st in stages[1:-1]] + [take_fallback(mapped_context)])
@@ -147,9 +147,11 @@ def analyze_by_shares(trace, pats, net: Network, salvage: bool = False, progress
             # the exchanges kept their own states: each share's context is the one the replay left
             out = results_stage(s, states[s], inbox)
             if store is not None:
-                store.trim()
+                store.trim(s)
             return out
 
+        if store is not None:
+            store.new_stage()
         run_stages(rc_net, [results_after])
         net = rc_net
     else:

@@ -100,6 +100,8 @@ def share_backward_inputs(net, ctxs: dict, shares: list, store=None) -> dict:
     and its pages released, so one share's step is resident at a time."""
     work = {s: _Work(ctxs[s], s, shares) for s in net.local}
     for stage in backward_stages(work):
+        if store is not None:  # each stage grows a share by its own amount: the first share starts bare
+            store.new_stage()
         run_stages(net, [stage if store is None else _mapped(stage, work, store)])
     return {s: w.result for s, w in work.items()}
 
@@ -107,8 +109,8 @@ def share_backward_inputs(net, ctxs: dict, shares: list, store=None) -> dict:
 def _mapped(stage, work: dict, store):
     def run(s, state, inbox):
         out = stage(s, state, inbox)
-        store.map(work[s])
-        store.trim()
+        store.map(work[s], key=s)
+        store.trim(s)
         return out
     return run
 

@@ -86,8 +86,8 @@ def share_pop_profiles(net: Network, ctxs, store=None) -> dict[int, dict]:
                               "last": _extreme(np.nanmax, last), "rounds": _most_rounds(ctx)}}
         state = (first, x, need)
         if store is not None:  # every share's inputs are held until the next stage
-            state = store.map(state)
-            store.trim()
+            state = store.map(state, key=s)
+            store.trim(s)
         return state, out
 
     def peers(s, state, inbox):
@@ -95,14 +95,14 @@ def share_pop_profiles(net: Network, ctxs, store=None) -> dict[int, dict]:
         to_members, owned = _peers(inbox.get(HOLDERS, []), direct)
         w.take_owned(owned)
         if store is not None:  # its arrays are made here, once: mapped now, released as the rounds need
-            w = store.map(w)
-            store.trim()
+            w = store.map(w, key=s)
+            store.trim(s)
         return w, route(K, {PEERS: to_members})
 
     def step(s, w, inbox, stuck):
         w, out, status = _step(s, K, w, inbox, stuck)
         if store is not None:
-            store.trim()
+            store.trim(s)
         return w, out, status
 
     walks = run_stages(net, [spans, peers])

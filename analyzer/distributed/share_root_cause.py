@@ -47,8 +47,8 @@ def share_delay(net, sbs: dict, store=None) -> dict:
     states = {s: DelayState(sb.inp) for s, sb in sbs.items()}
     if store is not None:
         for s in states:
-            store.map(states[s])
-            store.trim()
+            store.map(states[s], key=s)
+            store.trim(s)
     ghost_of = {}  # per share: source share -> ghost id of each position in that source's list
     for s, sb in sbs.items():
         by = {}
@@ -82,7 +82,7 @@ def share_delay(net, sbs: dict, store=None) -> dict:
         status = Status(int(left), bool(moved or len(em) or len(ids) or force >= 0),
                         int(sb.global_location[blocked]) if blocked >= 0 else NOT_STUCK)
         if store is not None:
-            store.trim()
+            store.trim(s)
         return state, {_COSTS: out}, status
 
     run_rounds(net, step)
@@ -121,7 +121,7 @@ def share_critical_path(net, ctxs: dict, sbs: dict, store=None) -> dict:
                 out[int(sb.rl_share[k])] = (int(sb.rl_loc[k]), int(sb.rl_cut[k]), int(budget))
         sent = any(x is not None for x in out)
         if store is not None and walks:
-            store.trim()
+            store.trim(s)
         return True, {_TOKEN: out}, Status(1 if sent else 0, bool(walks), NOT_STUCK)
 
     run_rounds(net, step)
@@ -130,7 +130,7 @@ def share_critical_path(net, ctxs: dict, sbs: dict, store=None) -> dict:
     for s in sbs:
         t[s] = own_time(ctxs[s], sbs[s].inp, sbs[s].n_own)
         if store is not None:
-            store.trim()
+            store.trim(s)
 
     def columns(s, state, inbox):
         o = np.asarray(ctxs[s].owned, np.int64)
@@ -181,6 +181,7 @@ def root_cause_by_shares(net, ctxs: dict, shares: list, pats, store=None) -> dic
 
         sbs = share_backward_inputs(net, ctxs, shares, store)
         if "patterns.delay" in mods:
+            _stage_starts(store)
             for s, (res, n) in share_delay(net, sbs, store).items():
                 prof = {}
                 for k, kind in enumerate(KINDS):
@@ -189,6 +190,7 @@ def root_cause_by_shares(net, ctxs: dict, shares: list, pats, store=None) -> dic
                 ctxs[s].derived["patterns.delay"] = prof
                 forced[s] = int(n)
         if "patterns.critical_path" in mods:
+            _stage_starts(store)
             for s, prof in share_critical_path(net, ctxs, sbs, store).items():
                 ctxs[s].derived["patterns.critical_path"] = prof
         del sbs
@@ -196,11 +198,21 @@ def root_cause_by_shares(net, ctxs: dict, shares: list, pats, store=None) -> dic
         from .share_pop import share_pop_profiles
 
         first = [p for p in pats if p.name in ("execution", "mpi", "omp_time")]
-        for ctx in ctxs.values():
+        _stage_starts(store)
+        for s, ctx in ctxs.items():
             compute_results(ctx, [p for p in first if p.name not in ctx.results])
+            if store is not None:
+                store.trim(s)
+        _stage_starts(store)
         for s, prof in share_pop_profiles(net, ctxs, store).items():
             ctxs[s].derived["patterns.pop"] = prof
     return {s: {"delay_forced": n} for s, n in forced.items()}
+
+
+def _stage_starts(store) -> None:
+    """A new stage grows each share by its own amount: its first share starts without any share's pages."""
+    if store is not None:
+        store.new_stage()
 
 
 def root_cause_problems(parts: list) -> list[str]:

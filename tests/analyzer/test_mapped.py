@@ -73,3 +73,26 @@ def test_the_original_goes_once_mapped(tmp_path):
     gone = weakref.ref(obj["a"])
     store.map(obj)
     assert gone() is None
+
+
+def test_trim_releases_the_share_just_stepped_first_and_keeps_room_for_the_next_step(tmp_path):
+    """Two shares' 32 MiB each, stepped in turn: trim() keeps both while the next step's expected growth (the
+    32 MiB a step faulted in) fits the budget, then releases the share just stepped (needed last in the turn),
+    and everything only when that is not enough."""
+    from analyzer.distributed.mapped import resident_bytes
+
+    mib = 1 << 20
+    store = MappedStore(str(tmp_path), min_bytes=16)
+    data = {s: store.map({"a": np.full(4 * mib, float(s + 1))}, key=s) for s in (0, 1)}
+    store.new_stage()
+    r0 = resident_bytes()
+    store.budget = r0 + 80 * mib
+    assert data[0]["a"].sum() == 4 * mib and store.trim(0) == 0  # 32 + 32 expected: fits
+    assert store.growth >= 30 * mib
+    assert data[1]["a"].sum() == 8 * mib and store.trim(1) == 1  # 64 + 32 would not: share 1 released
+    assert resident_bytes() - r0 < 48 * mib  # share 0's pages stayed
+    store.budget = r0 + 40 * mib
+    assert data[0]["a"].sum() == 4 * mib and store.trim(0) == 1  # 32 + 32 > 40: share 0 released, then fits
+    store.budget = r0 - 16 * mib
+    assert store.trim(0) == 2  # not even the bare process fits: every mapping released
+    np.testing.assert_array_equal(data[1]["a"][:3], 2.0)  # the values come back from the files
