@@ -5,9 +5,9 @@ further each round: under ``--mpi`` each rank holds its share, but under ``--mem
 of them, which is what the limit forbids.  :class:`MappedStore` moves the large arrays of a share's data into
 files of the spill folder and puts mapped views of them in their place; the replays then read and write
 them as before (numba takes a ``np.memmap`` as an array), the operating system brings in the pages a round
-touches, and :meth:`MappedStore.release` hands a share's pages back after its step (``madvise(DONTNEED)``:
-their contents stay in the files and the page cache; the next touch maps them again), so what stays
-resident is the working set of one share's step, not every share's data.
+touches, and :meth:`MappedStore.trim` hands pages back after a share's step when the next step could pass
+the budget (``madvise(DONTNEED)``: their contents stay in the files and the page cache; the next touch maps
+them again), so what stays resident is within the limit, not every share's data.
 """
 
 from __future__ import annotations
@@ -133,28 +133,20 @@ class MappedStore:
 
     def release_all(self) -> int:
         """Release the pages of every mapping now; returns how many were released."""
-        n = 0
-        live = []
-        for k, ref in self._maps:
-            m = ref()
-            if m is None or m.closed:
-                continue
-            live.append((k, ref))
-            m.madvise(mmap.MADV_DONTNEED)
-            n += 1
-        self._maps = live
+        n = self._release_mappings(None)
         self._after = resident_bytes()
         return n
 
     def trim(self, key=None) -> int:
-        """Called after each step (of the share ``key``): if this process's resident memory plus what the next step
-        is expected to add (:attr:`growth`) would pass the budget (or there is none), release the pages of the mappings made for
-        ``key``, and if that is not enough of every mapping (their contents stay in the files and the page
-        cache); returns how many were released.  The rounds step the shares in turn, so the share just stepped
-        is the one needed last: releasing it first keeps the other shares' pages for their steps (releasing
-        every share each time faulted all of them back in, round after round).  Releasing only when the next
-        step could pass the budget keeps the page faults and system calls few, and counting a step's growth
-        keeps its peak, not only its end, within the budget (a trace met before is the guide, not a bound)."""
+        """Called after each step (of the share ``key``): if this process's resident memory plus what the next
+        step is expected to add (:attr:`growth`) would pass the budget (or there is none), release the pages of
+        the mappings made for ``key``, and if that is not enough of every mapping (their contents stay in the
+        files and the page cache); returns how many were released.  The rounds step the shares in turn, so the
+        share just stepped is the one needed last: releasing it first keeps the other shares' pages for their
+        steps (releasing every share each time faulted all of them back in, round after round).  Releasing
+        only when the next step could pass the budget keeps the page faults and system calls few, and counting
+        a step's growth keeps its peak, not only its end, within the budget (the steps met before are the
+        guide, not a bound)."""
         now = resident_bytes()
         if self._after is not None:
             self._steps.append(now - self._after)
@@ -163,20 +155,26 @@ class MappedStore:
                 self._steps.popleft()
         n = 0
         if key is not None and (self.budget is None or now + self.growth > self.budget):
-            live = []
-            for k, ref in self._maps:
-                m = ref()
-                if m is None or m.closed:
-                    continue
-                live.append((k, ref))
-                if k == key:
-                    m.madvise(mmap.MADV_DONTNEED)
-                    n += 1
-            self._maps = live
+            n = self._release_mappings(key)
             now = resident_bytes()
         if self.budget is None or now + self.growth > self.budget:
             return self.release_all()  # every mapping, the key's among them
         self._after = now
+        return n
+
+    def _release_mappings(self, key) -> int:
+        """``madvise(DONTNEED)`` on the live mappings made for ``key`` (None: all); forgets the closed ones."""
+        n = 0
+        live = []
+        for k, ref in self._maps:
+            m = ref()
+            if m is None or m.closed:
+                continue
+            live.append((k, ref))
+            if key is None or k == key:
+                m.madvise(mmap.MADV_DONTNEED)
+                n += 1
+        self._maps = live
         return n
 
     @staticmethod
