@@ -16,12 +16,19 @@ import math
 import os
 import re
 
-__all__ = ["parse_size", "default_limit", "MemoryPlan", "plan_memory", "BASE_BYTES", "WHOLE_BYTES_PER_EVENT",
-           "SHARE_BYTES_PER_EVENT", "FALLBACK_BYTES_PER_EVENT"]
+__all__ = ["parse_size", "default_limit", "MemoryPlan", "plan_memory", "BASE_BYTES", "ROOT_CAUSE_BASE_BYTES",
+           "ROOT_CAUSE_BUDGET", "WHOLE_BYTES_PER_EVENT", "SHARE_BYTES_PER_EVENT", "FALLBACK_BYTES_PER_EVENT"]
 
 #: interpreter, numpy, numba, the compiled kernels and the shares' exchange (measured: about 100 MB for
 #: an analysis of a tiny trace in one piece, 150-180 MB by shares)
 BASE_BYTES = 180 << 20
+#: the same with the root-cause analysis by shares, which keeps every share's context in the one process (mapped:
+#: what stays is the heap of their small arrays and objects, and the code of some 20 more kernels; measured
+#: between its stages, every mapped page released: 221-239 MB for 16 shares of a 10^7-event trace)
+ROOT_CAUSE_BASE_BYTES = 240 << 20
+#: the part of the limit the root-cause analysis by shares plans for and keeps its mapped pages under
+#: (``MappedStore`` budget): the rest absorbs the difference between one share's step and the steps before it
+ROOT_CAUSE_BUDGET = 0.9
 #: peak bytes per event of the analysis in one piece without the global patterns (10^7-event benchmark
 #: trace: 565 MB)
 WHOLE_BYTES_PER_EVENT = 50.0
@@ -33,10 +40,11 @@ SHARE_BYTES_PER_EVENT = 75.0
 #: analysis in one piece with every pattern: about 1.2 GB at 10^7 events)
 FALLBACK_BYTES_PER_EVENT = 120.0
 #: with the root-cause analysis (delay, critical path, POP): the analysis in one piece (10^7-event benchmark
-#: trace: 1030 MB), and a share building its timeline tables and backward replay's inputs before they are
-#: mapped to the spill folder (share_root_cause, mapped.py)
+#: trace: 1030 MB), and a share's step over its data mapped from the spill folder (share_root_cause, mapped.py:
+#: the delay replay's first round faults in most of its share's inputs; measured 106-125 MiB above the process
+#: for a share of 625 k events, 16 x 4 benchmark trace)
 WHOLE_ROOT_CAUSE_BYTES_PER_EVENT = 105.0
-SHARE_ROOT_CAUSE_BYTES_PER_EVENT = 130.0
+SHARE_ROOT_CAUSE_BYTES_PER_EVENT = 200.0
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
           "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
@@ -115,7 +123,8 @@ def plan_memory(trace, limit: int, global_patterns=(), root_cause: bool = False)
     estimate = int(BASE_BYTES + whole * events + fallback)
     if estimate <= limit:
         return MemoryPlan(1, limit, estimate, events)
-    room = limit - BASE_BYTES - fallback
+    base = ROOT_CAUSE_BASE_BYTES if root_cause else BASE_BYTES
+    room = (ROOT_CAUSE_BUDGET * limit if root_cause else limit) - base - fallback
     names = ", ".join(sorted(global_patterns))
     if global_patterns and room < per_share * max(counts) and BASE_BYTES + fallback >= limit / 2:
         raise ValueError(f"--memory {_gb(limit)}: the patterns that need the whole trace's tables at once ({names}) "
@@ -124,7 +133,8 @@ def plan_memory(trace, limit: int, global_patterns=(), root_cause: bool = False)
     biggest = per_share * max(counts)
     if room < biggest:
         raise ValueError(f"--memory {_gb(limit)}: the largest process alone has {max(counts)} events and needs "
-                         f"about {_gb(BASE_BYTES + biggest)}; an analysis share holds at least one whole process")
+                         f"about {_gb((base + biggest) / (ROOT_CAUSE_BUDGET if root_cause else 1.0))}; an analysis "
+                         f"share holds at least one whole process")
     # the fewest shares whose largest (whole processes, as engine.partition cuts them) fits the room
     from analyzer.replay.engine import partition
 

@@ -31,6 +31,7 @@ from patterns.tables import Table
 
 from . import MISMATCHES, ROOT_CAUSE_PROBLEMS
 from .mapped import MappedStore, bound_heap
+from .memory import ROOT_CAUSE_BUDGET
 from .network import MemoryNetwork, Network, run_stages
 from .share_collectives import mismatch_problems
 from .share_patterns import compute_owned, gather_rows, nonzero_rows, split_by_scope
@@ -122,10 +123,11 @@ def analyze_by_shares(trace, pats, net: Network, salvage: bool = False, progress
         states = run_stages(net, [stages[0]] + [take_fallback(st) for st in stages[1:]])
         rc_net, store = net, None
     elif by_shares:  # --memory: each share's context mapped as soon as it is built, the rest in this process
-        # a share's pages released after its step when the next step could take the process past 95 % of the
-        # limit (MappedStore.trim; the rest: what the step allocates besides its share's pages)
+        # a share's pages released after its step when the next step could take the process past 90 % of the
+        # limit (MappedStore.trim; the rest: a step growing more than the steps before it)
         limit = getattr(net, "memory_limit", None)
-        store = MappedStore(os.path.join(net.directory, "mapped"), budget=None if limit is None else int(0.95 * limit))
+        store = MappedStore(os.path.join(net.directory, "mapped"),
+                            budget=None if limit is None else int(ROOT_CAUSE_BUDGET * limit))
         bound_heap()
         states = {}
 
@@ -146,6 +148,9 @@ def analyze_by_shares(trace, pats, net: Network, salvage: bool = False, progress
         def results_after(s, state, inbox):
             # the exchanges kept their own states: each share's context is the one the replay left
             out = results_stage(s, states[s], inbox)
+            # its results are in the outbox: the context goes, with the caches its patterns left in it (under
+            # --memory they are not mapped, and every share's would add up in the one process)
+            states[s] = None
             if store is not None:
                 store.trim(s)
             return out

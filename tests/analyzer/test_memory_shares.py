@@ -22,6 +22,7 @@ ROOT_CAUSE = "delay,critical_path,performance_impact,pop_resources"
 def tiny_budget(monkeypatch):
     """1 KB per event and no base: a limit of E x 500 B then needs two or more shares."""
     monkeypatch.setattr(memory, "BASE_BYTES", 0)
+    monkeypatch.setattr(memory, "ROOT_CAUSE_BASE_BYTES", 0)
     monkeypatch.setattr(memory, "WHOLE_BYTES_PER_EVENT", 1000.0)
     monkeypatch.setattr(memory, "SHARE_BYTES_PER_EVENT", 1000.0)
     monkeypatch.setattr(memory, "FALLBACK_BYTES_PER_EVENT", 0.0)
@@ -164,3 +165,23 @@ def test_every_array_mapped_gives_the_json_of_one_piece(tmp_path, tiny_budget, m
     assert main([str(trace), "-q", "--json", str(bounded), "-o", str(tmp_path / "b.cubex"), "--memory", str(limit)]) == 0
     assert bounded.read_bytes() == whole.read_bytes()
 
+
+
+def test_the_root_cause_plan_keeps_its_shares_within_the_mapped_pages_budget(tmp_path, tiny_budget, monkeypatch):
+    """With the root-cause analysis the plan sizes the shares for ROOT_CAUSE_BUDGET of the limit (the part the
+    mapped pages are kept under) above its own base: a limit the largest process fits only in whole is refused
+    there, in one line that names the limit it needs, and taken without the root-cause analysis."""
+    import tracefmt
+
+    trace = tmp_path / "t.elg"
+    random_builder(36, n_ranks=3, n_threads=2, steps=20).write(trace)
+    t = tracefmt.open(str(trace))
+    big = _largest_process(trace)
+    monkeypatch.setattr(memory, "ROOT_CAUSE_BASE_BYTES", 100_000)
+    limit = big * 1000 + 100_000  # the largest process and the base: all of the limit, more than 90 % of it
+    assert memory.plan_memory(t, limit, (), root_cause=False).n_shares >= 2
+    with pytest.raises(ValueError) as err:
+        memory.plan_memory(t, limit, (), root_cause=True)
+    need = (big * 1000 + 100_000) / memory.ROOT_CAUSE_BUDGET
+    assert "largest process" in str(err.value) and f"{need / 2**20:.0f} MiB" in str(err.value)
+    assert memory.plan_memory(t, int(need) + 1, (), root_cause=True).n_shares >= 2
