@@ -123,7 +123,7 @@ def analyze_by_shares(trace, pats, net: Network, salvage: bool = False, progress
         states = run_stages(net, [stages[0]] + [take_fallback(st) for st in stages[1:]])
         rc_net, store = net, None
     elif by_shares:  # --memory: each share's context mapped as soon as it is built, the rest in this process
-        # a share's pages released after its step when the next step could take the process past 90 % of the
+        # a share's pages released after its step when the next step could take the process past 80 % of the
         # limit (MappedStore.trim; the rest: a step growing more than the steps before it)
         limit = getattr(net, "memory_limit", None)
         store = MappedStore(os.path.join(net.directory, "mapped"),

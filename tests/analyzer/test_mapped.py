@@ -96,3 +96,21 @@ def test_trim_releases_the_share_just_stepped_first_and_keeps_room_for_the_next_
     store.budget = r0 - 16 * mib
     assert store.trim(0) == 2  # not even the bare process fits: every mapping released
     np.testing.assert_array_equal(data[1]["a"][:3], 2.0)  # the values come back from the files
+
+
+def test_a_share_not_yet_stepped_in_the_stage_is_expected_to_fault_in_all_it_has_mapped(tmp_path):
+    """A stage's first round: a share that waits early touches little, one after it may touch all its data, so
+    until a share has stepped, trim() keeps room for all it has mapped, not for the steps seen so far."""
+    from analyzer.distributed.mapped import resident_bytes
+
+    mib = 1 << 20
+    store = MappedStore(str(tmp_path), min_bytes=16)
+    small = store.map({"a": np.ones(mib)}, key=0)  # 8 MiB
+    store.map({"a": np.ones(8 * mib)}, key=1)  # 64 MiB
+    store.new_stage()
+    r0 = resident_bytes()
+    store.budget = r0 + 48 * mib
+    assert small["a"].sum() == mib
+    assert store.growth >= 64 * mib  # share 1 has not stepped: all of its 64 MiB
+    assert store.trim(0) >= 1  # 8 + 64 > 48: released, though the step seen added 8
+    assert resident_bytes() - r0 < 4 * mib
