@@ -186,39 +186,6 @@ class MappedStore:
         self._maps = live
         return n
 
-    @staticmethod
-    def release(obj, skip=("trace",)) -> int:
-        """Drop the resident pages of every mapped array reachable from ``obj`` (they are read again from the
-        page cache or the file when next touched); returns how many mappings were released."""
-        done: set = set()
-        MappedStore._release(obj, done, set(), frozenset(skip))
-        return len(done)
-
-    @staticmethod
-    def _release(obj, done: set, seen: set, skip) -> None:
-        if isinstance(obj, np.ndarray):
-            base = obj if isinstance(obj, np.memmap) else _mapped_base(obj)
-            m = getattr(base, "_mmap", None)
-            if m is not None and id(m) not in done:
-                done.add(id(m))
-                m.madvise(mmap.MADV_DONTNEED)
-            return
-        if id(obj) in seen or obj is None:
-            return
-        seen.add(id(obj))
-        if isinstance(obj, dict):
-            items = [v for k, v in obj.items() if k not in skip]
-        elif isinstance(obj, (list, tuple)):
-            items = obj
-        elif hasattr(obj, "__dict__") and not isinstance(obj, type):
-            items = [v for k, v in vars(obj).items() if k not in skip]
-        elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-            items = [getattr(obj, f.name) for f in dataclasses.fields(obj) if f.name not in skip]
-        else:
-            return
-        for x in items:
-            MappedStore._release(x, done, seen, skip)
-
 
 def _mapped_base(a: np.ndarray):
     """The mapped array ``a`` is a view of, or None."""

@@ -38,7 +38,7 @@ def test_large_arrays_are_mapped_with_their_values_and_writes_survive_a_release(
     assert not isinstance(h.small, np.memmap) and not isinstance(h.trace, np.memmap)
     np.testing.assert_array_equal(h.big, np.arange(100_000))
     _bump(h.big)  # numba writes through the mapping
-    assert store.release(h) == 3
+    assert store.release_all() == 3
     np.testing.assert_array_equal(h.big, np.arange(100_000) + 1.0)  # read back from the page cache or the file
     assert store.map(h) is h and store.mapped_bytes == 800_000 + 200_000 + 320_000  # mapped once
 
@@ -61,7 +61,7 @@ def test_views_stay_views_of_the_mapped_copy(tmp_path):
     assert obj["col"][7] == 3.5 and obj["tail"][0, 0] == 0.0
     obj["tail"][0, 1] = 1.25
     assert obj["packed"][5000, 1] == 1.25
-    assert store.release(obj) == 1
+    assert store.release_all() == 1
     assert obj["col"][7] == 3.5
 
 

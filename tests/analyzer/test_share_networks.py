@@ -336,10 +336,11 @@ def fails_on(*bad, exc=lambda s: ReplayError(f"time goes backwards on share {s}"
 def unpicklable(share, state, inbox):  # the last share sends share 0 what pickle cannot carry
     return None, {"x": [(lambda: share) if share == k - 1 else None] + [None] * (k - 1)}
 
-def report(name, stages):
+def report(name, run):
+    # run(net) on a fresh network; each rank writes what it raised
     net = MpiNetwork(comm)
     try:
-        run_stages(net, stages)
+        run(net)
         got = "none"
     except ShareFailed as exc:
         got = f"ShareFailed: {exc}"
@@ -350,9 +351,9 @@ def report(name, stages):
         print(f"{name} rank {comm.rank}: {got}", file=f)
 
 # the first failing share (in share order) is the one rank 0 reports, the others say ShareFailed
-report("later", [ok, fails_on(k - 1, k - 2), ok])
-report("own", [ok, fails_on(0, k - 1, exc=lambda s: KeyError(f"k{s}"))])
-report("pickle", [unpicklable, ok])
+report("later", lambda net: run_stages(net, [ok, fails_on(k - 1, k - 2), ok]))
+report("own", lambda net: run_stages(net, [ok, fails_on(0, k - 1, exc=lambda s: KeyError(f"k{s}"))]))
+report("pickle", lambda net: run_stages(net, [unpicklable, ok]))
 # in rounds (the sparse exchange of few, small payloads): share k - 2 fails in the third round
 from analyzer.distributed.rounds import NOT_STUCK, Status, run_rounds
 
@@ -362,20 +363,7 @@ def rounds_failing(share, state, inbox, stuck):
         raise ReplayError(f"time goes backwards on share {share}", path="t.elg", location=share)
     return state, {"x": [state if d == (share + 1) % k else None for d in range(k)]}, Status(1, True, NOT_STUCK)
 
-def report_rounds(name, step):
-    net = MpiNetwork(comm)
-    try:
-        run_rounds(net, step, limit=10)
-        got = "none"
-    except ShareFailed as exc:
-        got = f"ShareFailed: {exc}"
-    except Exception as exc:
-        got = f"{type(exc).__name__}: {exc}"
-    net.close()
-    with open(f"{sys.argv[1]}/rank{comm.rank}.txt", "a") as f:
-        print(f"{name} rank {comm.rank}: {got}", file=f)
-
-report_rounds("rounds", rounds_failing)
+report("rounds", lambda net: run_rounds(net, rounds_failing, limit=10))
 # the last one is not caught: rank 0 prints one error line and every rank exits non-zero
 net = MpiNetwork(comm)
 try:
