@@ -72,10 +72,11 @@ def _charge(acc, seen, touched, n_touched, node, x):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _flush(acc, seen, touched, n_touched, interval, e_int, e_node, e_time, k, keep):
-    """Append the accumulated times as entries of ``interval`` (unless ``keep`` is False); reset."""
+    """Append the accumulated times as entries of ``interval`` (unless ``keep`` is False; none of zero seconds:
+    a time map holds what was spent); reset."""
     for j in range(n_touched):
         node = touched[j]
-        if keep:
+        if keep and acc[node] != 0.0:
             e_int[k] = interval
             e_node[k] = node
             e_time[k] = acc[node]
@@ -316,7 +317,7 @@ def _cut(etype, time, ea, ec, ed, ee, call_node, call_enter, region_role, region
                     nt = _charge(acc, seen, touched, nt, px_node, span)
                     if px_caller >= 0:
                         nt = _charge(acc, seen, touched, nt, px_caller, -span)
-                else:  # the parallel region's interval is closed already: late entries
+                elif span > 0:  # the parallel region's interval is closed already: late entries
                     e_int[k], e_node[k], e_time[k] = px_interval, px_node, span
                     k += 1
                     if px_caller >= 0:
