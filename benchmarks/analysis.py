@@ -210,9 +210,11 @@ r2 = resource.getrusage(resource.RUSAGE_SELF)
 peak = hwm()
 cpu = (r2.ru_utime + r2.ru_stime) - (r1.ru_utime + r1.ru_stime)
 again = None
-events = int(cube.attrs["expert-analyze::events"]) if cube is not None else 0  # None: an MPI rank but the first
-if comm is None:  # the same call once more: JIT loaded, allocator warm (the first result dropped: held, its
-    del cube      # tables and caches would make every array of the second call fresh memory)
+events = int(cube.attrs["expert-analyze::events"]) if cube is not None else 0  # None on MPI ranks but rank 0
+if comm is None:
+    # the same call once more: JIT loaded, allocator warm; the first result is dropped first (held, its tables
+    # and caches would make every array of the second call fresh memory)
+    del cube
     t3 = time.perf_counter()
     analyze(path, patterns=pats, plugins=False, jobs=jobs)
     again = time.perf_counter() - t3
