@@ -12,8 +12,11 @@ from tracefmt.layout import EventType
 
 pytestmark = pytest.mark.runtime
 
+# The inner teams wait for each other (all four threads at once), else libomp may hand the first inner team's
+# worker, already back in its pool, to the second one, and the run has three threads instead of four.
 NESTED = r"""
 #include <omp.h>
+static int arrived;
 int main(void)
 {
     for (int rep = 0; rep < 2; rep++) {
@@ -21,8 +24,14 @@ int main(void)
         {
             #pragma omp parallel num_threads(2)
             {
-                volatile int x = omp_get_thread_num();
-                (void)x;
+                int now;
+                double give_up = omp_get_wtime() + 10.0;
+                #pragma omp atomic
+                arrived++;
+                do {
+                    #pragma omp atomic read
+                    now = arrived;
+                } while (now < 4 * (rep + 1) && omp_get_wtime() < give_up);
             }
         }
     }
