@@ -125,7 +125,8 @@ def plan_memory(trace, limit: int, global_patterns=(), root_cause: bool = False)
     if estimate <= limit:
         return MemoryPlan(1, limit, estimate, events)
     base = ROOT_CAUSE_BASE_BYTES if root_cause else BASE_BYTES
-    room = (ROOT_CAUSE_BUDGET * limit if root_cause else limit) - base - fallback
+    usable = ROOT_CAUSE_BUDGET if root_cause else 1.0  # the part of the limit the shares are sized for
+    room = usable * limit - base - fallback
     names = ", ".join(sorted(global_patterns))
     if global_patterns and room < per_share * max(counts) and BASE_BYTES + fallback >= limit / 2:
         raise ValueError(f"--memory {_gb(limit)}: the patterns that need the whole trace's tables at once ({names}) "
@@ -134,7 +135,7 @@ def plan_memory(trace, limit: int, global_patterns=(), root_cause: bool = False)
     biggest = per_share * max(counts)
     if room < biggest:
         raise ValueError(f"--memory {_gb(limit)}: the largest process alone has {max(counts)} events and needs "
-                         f"about {_gb((base + biggest) / (ROOT_CAUSE_BUDGET if root_cause else 1.0))}; an analysis "
+                         f"about {_gb((base + biggest) / usable)}; an analysis "
                          f"share holds at least one whole process")
     # the fewest shares whose largest (whole processes, as engine.partition cuts them) fits the room
     from analyzer.replay.engine import partition

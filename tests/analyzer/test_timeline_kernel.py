@@ -23,6 +23,12 @@ def _path(tree, node):
     return tuple(reversed(out))
 
 
+def _spent(maps):
+    """``{interval: {path: seconds}}`` without the entries of zero seconds and the intervals left empty."""
+    out = {j: {p: t for p, t in m.items() if t != 0.0} for j, m in maps.items()}
+    return {j: m for j, m in out.items() if m}
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_timeline_kernel_matches_reference(seed):
     trace = random_trace(seed, n_ranks=2 + seed % 3, n_threads=1 + seed % 3, steps=15 + seed)
@@ -41,10 +47,7 @@ def test_timeline_kernel_matches_reference(seed):
             got.setdefault(int(j), {}).setdefault(_path(share.tree, int(node)), 0.0)
             got[int(j)][_path(share.tree, int(node))] += float(t)
         # a time map holds what was spent: the kernel writes no entry of zero seconds
-        got = {j: {p: t for p, t in v.items() if t != 0.0} for j, v in got.items()}
-        got = {j: v for j, v in got.items() if v}
-        intervals = {j: {p: t for p, t in v.items() if t != 0.0} for j, v in intervals.items()}
-        intervals = {j: v for j, v in intervals.items() if v}
+        got, intervals = _spent(got), _spent(intervals)
         assert got.keys() == intervals.keys()
         for j in got:
             assert got[j].keys() == intervals[j].keys()
