@@ -162,16 +162,13 @@ def location_fragments(loc: int, cols, calls, region_role, flags, is_worker: boo
 
 def _join(b_loc, b_key, a_loc, a_key) -> np.ndarray:
     """Per (a_loc, a_key): the first row of (b_loc, b_key) with the same location and key, or -1 (keys are
-    integers or times; a NaN time matches nothing)."""
+    integers or times; a NaN time matches nothing).  Locations as int32 and the table columns as they are
+    (no copies of the large ones: ``KJ.first_rows``)."""
     if len(a_loc) == 0 or len(b_loc) == 0:
         return np.full(len(a_loc), -1, np.int64)
-    if np.asarray(b_key).dtype.kind == "f":
-        b_key, a_key = np.asarray(b_key, np.float64) + 0.0, np.asarray(a_key, np.float64) + 0.0  # -0.0 -> 0.0
-        b_bits, a_bits = b_key.view(np.int64), a_key.view(np.int64)
-    else:
-        b_key = b_bits = np.asarray(b_key, np.int64)
-        a_key = a_bits = np.asarray(a_key, np.int64)
-    return KJ.first_rows(np.asarray(b_loc, np.int64), b_key, b_bits, np.asarray(a_loc, np.int64), a_key, a_bits)
+    kt = np.float64 if np.asarray(b_key).dtype.kind == "f" or np.asarray(a_key).dtype.kind == "f" else np.int64
+    return KJ.first_rows(np.ascontiguousarray(b_loc, np.int32), np.ascontiguousarray(b_key, kt),
+                         np.ascontiguousarray(a_loc, np.int32), np.ascontiguousarray(a_key, kt))
 
 
 def _loc_of(frag: dict) -> int:

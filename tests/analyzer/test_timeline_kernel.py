@@ -121,8 +121,30 @@ def test_first_rows_matches_reference(seed):
     if seed % 4 < 2:  # sorted per location, as the replay's tables are
         o = np.lexsort((b_key, b_loc))
         b_loc, b_key = b_loc[o], b_key[o]
+    elif seed % 4 == 2:  # keys rising within each location, the locations interleaved
+        o = np.argsort(b_key, kind="stable")
+        b_loc, b_key = b_loc[o], b_key[o]
     got = _join(b_loc, b_key, a_loc, a_key)
     assert got.tolist() == first_rows_reference(b_loc, b_key, a_loc, a_key)
+
+
+@pytest.mark.parametrize("grouped", [True, False])
+def test_first_rows_walks_rising_keys_grouped_or_not(grouped):
+    """Keys rising within each location are walked (no hash table), whether the locations come grouped (read
+    in place) or interleaved (through the counting sort); the rows are the reference's either way."""
+    from analyzer.replay.kernels.keyjoin import walk_rows
+
+    rng = np.random.default_rng(5)
+    b_loc = np.repeat(np.arange(4, dtype=np.int32), 50)
+    b_key = np.concatenate([np.sort(rng.choice(200, 50, replace=False)) for _ in range(4)]).astype(np.float64)
+    if not grouped:
+        o = np.argsort(b_key, kind="stable")
+        b_loc, b_key = b_loc[o], b_key[o]
+    a_loc = rng.integers(-1, 5, 300).astype(np.int32)
+    a_key = rng.integers(0, 201, 300).astype(np.float64)
+    out = np.full(len(a_loc), -1, np.int64)
+    assert walk_rows(b_loc, b_key, a_loc, a_key, out)
+    assert out.tolist() == first_rows_reference(b_loc, b_key, a_loc, a_key) == _join(b_loc, b_key, a_loc, a_key).tolist()
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -1,14 +1,15 @@
 """Joining rows by a (location, key) pair in one pass: the links of the cut points to their table rows.
 
-``first_rows(b_loc, b_key, b_bits, a_loc, a_key, a_bits)`` gives, for every row ``i`` of *a*, the
-smallest ``j`` with ``b_loc[j] == a_loc[i]`` and ``b_key[j] == a_key[i]``, or -1.  Keys are int64 or
-float64 (compared with ``==``: a NaN matches nothing; -0.0 equals 0.0).  The tables joined here hold each
-location's rows in event order, so *b*'s keys rise within each location: then *b* is grouped by location
-(a stable counting sort) and every row of *a* found by walking forward in its location's run from where
-the previous row of that location stopped (a binary search where *a*'s keys go back).  Otherwise an
-open-addressing hash table over *b* does it; ``*_bits`` are its int64 hash inputs, equal for equal
-keys (the key itself for integers, the bits of ``time + 0.0`` for times).  Either way no sort of
-both sides by (location, key), which is what the same join costs in NumPy.
+``first_rows(b_loc, b_key, a_loc, a_key)`` gives, for every row ``i`` of *a*, the smallest ``j`` with
+``b_loc[j] == a_loc[i]`` and ``b_key[j] == a_key[i]``, or -1.  Keys are int64 or float64 (compared with
+``==``: a NaN matches nothing; -0.0 equals 0.0).  The tables joined here hold each location's rows in
+event order, so *b*'s keys rise within each location: then every row of *a* is found by walking forward
+in its location's run of *b* from where the previous row of that location stopped (a binary search where
+*a*'s keys go back); *b* is read where it lies when it is grouped by location already (the replay's tables
+are), else through a stable counting sort.  Otherwise an open-addressing hash table over *b* does it, on
+int64 hash inputs equal for equal keys (the key itself for integers, the bits of ``time + 0.0`` for
+times).  Either way no sort of both sides by (location, key), which is what the same join costs in NumPy,
+and no copy of the columns: at 10^7 events the barrier join alone made 40 MB of int64 and +0.0 copies.
 
 ``fill_rows`` and ``remap`` are the other two steps of linking cut points (``analyzer.replay.timeline``).
 
@@ -32,7 +33,8 @@ def _slot(loc, bits, shift):
 
 
 @numba.njit(cache=True, nogil=True)
-def _hashed(b_loc, b_key, b_bits, a_loc, a_key, a_bits, out):
+def hashed_rows(b_loc, b_key, b_bits, a_loc, a_key, a_bits, out):
+    """What :func:`walk_rows` does, through an open-addressing hash table over *b* (any order, any keys)."""
     nb = b_loc.shape[0]
     cap, bits = 16, 4
     while cap < 2 * nb + 2:
@@ -61,36 +63,40 @@ def _hashed(b_loc, b_key, b_bits, a_loc, a_key, a_bits, out):
 
 
 @numba.njit(cache=True, nogil=True)
-def first_rows(b_loc, b_key, b_bits, a_loc, a_key, a_bits):
-    """Per row of *a*: the first row of *b* with the same location and key, -1 where there is none."""
+def walk_rows(b_loc, b_key, a_loc, a_key, out) -> bool:
+    """``out[i]`` := the first row of *b* with the location and key of row ``i`` of *a* (-1 where there is
+    none; ``out`` comes filled with -1), by walking *b*'s location runs.  False, and ``out`` untouched, where
+    *b* has a negative location, a NaN key, keys that fall within a location or locations too sparse to
+    count: the caller then hashes (:func:`hashed_rows`).  *b* grouped by location already (the replay's
+    tables are) is walked where it lies, else through a counting sort of its rows."""
     na, nb = a_loc.shape[0], b_loc.shape[0]
-    out = np.full(na, -1, np.int64)
     if na == 0 or nb == 0:
-        return out
+        return True
     n_loc = 0
+    grouped = True
     for j in range(nb):
         if b_loc[j] < 0 or b_key[j] != b_key[j]:  # a negative location or a NaN: no runs to walk
-            _hashed(b_loc, b_key, b_bits, a_loc, a_key, a_bits, out)
-            return out
+            return False
+        if j and b_loc[j] < b_loc[j - 1]:
+            grouped = False
         n_loc = max(n_loc, b_loc[j] + 1)
     if n_loc > 4 * nb + (1 << 16):  # locations too sparse to count per location
-        _hashed(b_loc, b_key, b_bits, a_loc, a_key, a_bits, out)
-        return out
+        return False
     off = np.zeros(n_loc + 1, np.int64)
     for j in range(nb):
         off[b_loc[j] + 1] += 1
     for l in range(n_loc):
         off[l + 1] += off[l]
-    fill = off[:-1].copy()
-    by_loc = np.empty(nb, np.int64)  # b's rows grouped by location, in row order within each
-    for j in range(nb):
-        by_loc[fill[b_loc[j]]] = j
-        fill[b_loc[j]] += 1
+    by_loc = np.empty(0 if grouped else nb, np.int64)  # b's rows grouped by location, in row order within each
+    if not grouped:
+        fill = off[:-1].copy()
+        for j in range(nb):
+            by_loc[fill[b_loc[j]]] = j
+            fill[b_loc[j]] += 1
     for l in range(n_loc):
         for x in range(off[l] + 1, off[l + 1]):
-            if b_key[by_loc[x]] < b_key[by_loc[x - 1]]:
-                _hashed(b_loc, b_key, b_bits, a_loc, a_key, a_bits, out)
-                return out
+            if b_key[_row(by_loc, grouped, x)] < b_key[_row(by_loc, grouped, x - 1)]:
+                return False
     ptr = off[:-1].copy()  # per location: the first row of its run whose key is not below the last key asked
     last = np.empty(n_loc, b_key.dtype)
     asked = np.zeros(n_loc, np.bool_)
@@ -102,13 +108,13 @@ def first_rows(b_loc, b_key, b_bits, a_loc, a_key, a_bits):
         end = off[l + 1]
         if asked[l] and key >= last[l]:
             p = ptr[l]
-            while p < end and b_key[by_loc[p]] < key:
+            while p < end and b_key[_row(by_loc, grouped, p)] < key:
                 p += 1
         else:  # the first row of this location, or a key below the last one: search the whole run
             lo, hi = off[l], end
             while lo < hi:
                 mid = (lo + hi) >> 1
-                if b_key[by_loc[mid]] < key:
+                if b_key[_row(by_loc, grouped, mid)] < key:
                     lo = mid + 1
                 else:
                     hi = mid
@@ -116,9 +122,30 @@ def first_rows(b_loc, b_key, b_bits, a_loc, a_key, a_bits):
         ptr[l] = p
         last[l] = key
         asked[l] = True
-        if p < end and b_key[by_loc[p]] == key:
-            out[k] = by_loc[p]
+        if p < end and b_key[_row(by_loc, grouped, p)] == key:
+            out[k] = _row(by_loc, grouped, p)
+    return True
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _row(by_loc, grouped, x):
+    """The row of *b* at place ``x`` of its location-grouped order."""
+    return x if grouped else by_loc[x]
+
+
+def first_rows(b_loc, b_key, a_loc, a_key) -> np.ndarray:
+    """Per row of *a*: the first row of *b* with the same location and key, -1 where there is none.  Locations
+    int32, keys both int64 or both float64 (as ``analyzer.replay.timeline._join`` passes them); the hash
+    inputs are made only where the walk cannot do it."""
+    out = np.full(len(a_loc), -1, np.int64)
+    if not walk_rows(b_loc, b_key, a_loc, a_key, out):
+        hashed_rows(b_loc, b_key, _bits(b_key), a_loc, a_key, _bits(a_key), out)
     return out
+
+
+def _bits(key: np.ndarray) -> np.ndarray:
+    """int64 hash inputs equal for equal keys: the key itself, or the bits of ``time + 0.0`` (-0.0 -> 0.0)."""
+    return (key + 0.0).view(np.int64) if key.dtype.kind == "f" else key
 
 
 @numba.njit(cache=True, nogil=True)
