@@ -450,12 +450,14 @@ def write_points(claim, p_kind, p_row, p_loc, p_cut, p_cnode, fork_kind, m_team,
     Fork points: time the member's ENTER, total its ENTER - the fork (0 unless positive and finite), completion
     its ENTER - the team's first ENTER (likewise), role 7, the team, 1 on its master.  Barrier points: time the
     ENTER, wait the latest ENTER of the instance - its own (0 unless positive), total EXIT - ENTER, role 8, the
-    instance as a dense id, 1 for the latest arrival (the lowest thread among equal ones).  Three passes over the
-    sync_points rows: the teams' first ENTER and the instances' latest, who arrived then, the points."""
+    instance as a dense id, 1 for the latest arrival (the lowest thread among equal ones).  Two passes over the
+    sync_points rows: the teams' first ENTER and the instances' latest with who arrived then, the points."""
     n_p = claim.shape[0]
     first = np.full(t_fork.shape[0], np.inf)  # the teams' first member ENTER (np.minimum: NaN wins)
     latest = np.full(top, -np.inf)  # by instance id (np.maximum: NaN wins)
     rank = np.zeros(top + 1, np.int64)  # the instances present, then their dense ids
+    big = np.iinfo(np.int64).max
+    who = np.full(top, big, np.int64)  # the lowest thread entering at the latest ENTER (none where that is NaN)
     for g in range(n_p):
         r = p_row[g]
         if r < 0:
@@ -473,20 +475,16 @@ def write_points(claim, p_kind, p_row, p_loc, p_cut, p_cnode, fork_kind, m_team,
             e = b_enter[r]
             if e != e or latest[v] != latest[v]:
                 latest[v] = np.nan
-            elif e > latest[v]:
-                latest[v] = e
+                who[v] = big
+            elif e >= latest[v]:
+                th = np.int64(loc_thread[p_loc[g]])
+                if e > latest[v]:
+                    latest[v] = e
+                    who[v] = th
+                elif th < who[v]:
+                    who[v] = th
     for v in range(top):
         rank[v + 1] += rank[v]
-    big = np.iinfo(np.int64).max
-    who = np.full(top, big, np.int64)
-    for g in range(n_p):
-        r = p_row[g]
-        if r >= 0 and p_kind[g] == bar_kind:
-            v = b_inst[r]
-            if b_enter[r] == latest[v]:
-                th = np.int64(loc_thread[p_loc[g]])
-                if th < who[v]:
-                    who[v] = th
     k = 0
     for g in range(n_p):
         c = claim[g]

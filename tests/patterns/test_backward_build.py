@@ -355,11 +355,20 @@ def test_wait_sums_is_the_bincount(seed):
         assert not wait_sums(sp_i, sp_f, out) and not out.any()
 
 
+def _same_packed(got, want):
+    """Two packings of the points are the same arrays (the segment column aside: it is filled later)."""
+    for g, w in zip(got[:2], want[:2]):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        assert np.array_equal(g[:, :6] if g.shape[1] == 7 else g, w[:, :6] if w.shape[1] == 7 else w, equal_nan=True)
+    for g, w in zip(got[2], want[2]):  # role, ref, ref2
+        assert g.tolist() == w.tolist()
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_openmp_points_straight_from_the_tables_are_the_parts_packed(seed):
     """pack_with_openmp (the OpenMP points written from the tables, the others scattered) gives the arrays that
-    openmp_points, point_order and pack_points give; where a barrier names no instance it declines (the caller
-    then packs part by part)."""
+    openmp_points, point_order and pack_points give, also with equal arrivals and a NaN ENTER at a barrier; where
+    a barrier names no instance it declines (the caller then packs part by part)."""
     from random_hybrid_traces import random_trace
 
     from analyzer.replay import replay
@@ -381,12 +390,20 @@ def test_openmp_points_straight_from_the_tables_are_the_parts_packed(seed):
                     ctx.n_locations)
     want = pack_points(old, sizes, o, len(S))
     assert got is not None
-    for g, w in zip(got[:2], want[:2]):
-        assert g.dtype == w.dtype and g.shape == w.shape
-        assert np.array_equal(g[:, :6] if g.shape[1] == 7 else g, w[:, :6] if w.shape[1] == 7 else w, equal_nan=True)
-    for g, w in zip(got[2], want[2]):  # role, ref, ref2
-        assert g.tolist() == w.tolist()
+    _same_packed(got, want)
     B = ctx.table("omp_barriers")
     if len(B):
+        # equal arrivals (the lowest thread counts as the latest) and a NaN ENTER (nobody is the latest there)
+        inst, e = np.asarray(B["instance"]), np.asarray(B["enter"], np.float64).copy()
+        ids = np.unique(inst)
+        latest = np.full(ids.max() + 1, -np.inf)
+        np.maximum.at(latest, inst, e)
+        even = np.isin(inst, ids[::2])
+        e[even] = latest[inst[even]]
+        last = inst == ids[-1]  # its last member (in walk order) brings the NaN, after the others set the latest
+        e[last] = np.where(np.arange(np.count_nonzero(last)) == np.count_nonzero(last) - 1, np.nan, 1.0)
+        B["enter"] = e
+        old = parts + openmp_points(ctx, P)
+        _same_packed(pack_with_openmp(ctx, P, parts, len(S)), pack_points(old, sizes, o, len(S)))
         B["instance"] = np.where(np.arange(len(B)) == 0, -1, B["instance"])
         assert pack_with_openmp(ctx, P, parts, len(S)) is None
