@@ -196,7 +196,14 @@ def _build(ctx) -> BackwardInputs:
                threads[loc_rank[masters]]))
     fm = fpt[(ref2[fpt] == 1) & is_master[sp_loc[fpt]]] if len(fpt) else fpt
     hs.append((np.full(len(fm), H_IDLE), np.full(len(fm), OMPIDLE), fm, sp_loc[fm], threads[loc_rank[sp_loc[fm]]]))
-    h_kind, h_type, h_a, h_b, h_n = (np.concatenate([np.asarray(x[k], np.int64) for x in hs]) for k in range(5))
+    # the handlings' columns written straight into the packed array the kernels read (named columns: its views)
+    h = np.empty((sum(len(x[0]) for x in hs), 5), np.int64)
+    at = 0
+    for x in hs:
+        for k in range(5):
+            h[at:at + len(x[0]), k] = x[k]
+        at += len(x[0])
+    h_kind, h_type, h_a, h_b, h_n = h.T
     group = (h_kind == H_COLL) | (h_kind == H_OMPBAR)
     hm_off = np.zeros(len(h_kind) + 1, np.int64)
     hm_off[1:] = np.cumsum(np.where(group, h_n, 0))
@@ -230,8 +237,6 @@ def _build(ctx) -> BackwardInputs:
     point_segments(seg_off, seg_cut, sp_off, sp_cut, sp_i[:, 6])
     grp = np.empty((len(grp_rank), 2), np.int64)
     grp[:, 0], grp[:, 1] = grp_rank, grp_sp
-    h = np.zeros((len(h_kind), 5), np.int64)
-    h[:, 0], h[:, 1], h[:, 2], h[:, 3], h[:, 4] = h_kind, h_type, h_a, h_b, h_n
     return BackwardInputs(
         n_cnodes=ctx.n_cnodes, n_locations=L, loc_rank=loc_rank, n_ranks=n_ranks,
         seg_off=seg_off, seg_cut=seg_cut, seg_cnode=np.asarray(S["cnode"]),  # int32 as stored: no 5.5 M-row copy
