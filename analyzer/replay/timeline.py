@@ -171,6 +171,19 @@ def _join(b_loc, b_key, a_loc, a_key) -> np.ndarray:
                          np.ascontiguousarray(a_loc, np.int32), np.ascontiguousarray(a_key, kt))
 
 
+def _link_kind(row, kind, want, loc, when, b_loc, b_time) -> None:
+    """``row`` of the cut points of kind ``want`` := the first row of (b_loc, b_time) at their location and
+    time (-1 where none is): walked straight over the cut points' columns where the table allows it
+    (``KJ.walk_rows``), else joined on the gathered points."""
+    if len(loc) == 0 or len(b_loc) == 0:
+        return
+    b_loc, b_time = np.ascontiguousarray(b_loc, np.int32), np.ascontiguousarray(b_time, np.float64)
+    if not KJ.walk_rows(b_loc, b_time, np.ascontiguousarray(loc, np.int32), np.ascontiguousarray(when, np.float64),
+                        np.ascontiguousarray(kind, np.int8), want, row):
+        sel = np.flatnonzero(kind == want)
+        row[sel] = _join(b_loc, b_time, loc[sel], when[sel])
+
+
 def _loc_of(frag: dict) -> int:
     """The location of a per-location fragment (-1 when it has no row: any place will do)."""
     return int(frag["loc"][0]) if len(frag["loc"]) else -1
@@ -277,15 +290,12 @@ def build_timeline(frags: dict[str, list], tables: dict[str, Table], new_id: np.
     members = tables.get("omp_team_members")
     teams = tables.get("omp_teams")
     if members is not None and len(members) and teams is not None:
-        sel = np.flatnonzero(kind == K.FORK)
-        row[sel] = _join(members["loc"], members["enter"], loc[sel], cuts["time"][sel])
+        _link_kind(row, kind, K.FORK, loc, cuts["time"], members["loc"], members["enter"])
     B = tables.get("omp_barriers")
     if B is not None and len(B):
-        sel = np.flatnonzero(kind == K.OMP_BARRIER)
-        row[sel] = _join(B["loc"], B["exit"], loc[sel], cuts["time"][sel])
+        _link_kind(row, kind, K.OMP_BARRIER, loc, cuts["time"], B["loc"], B["exit"])
     if teams is not None and len(teams):
-        sel = np.flatnonzero(kind == K.JOIN)
-        row[sel] = _join(teams["master_loc"], teams["join_time"], loc[sel], cuts["time"][sel])
+        _link_kind(row, kind, K.JOIN, loc, cuts["time"], teams["master_loc"], teams["join_time"])
     segments = Table({"loc": segs["loc"].astype(np.int32, copy=False), "cut": segs["cut"].astype(cut_dt, copy=False),
                       "cnode": _remapped(segs["cnode"], new_id, owned),
                       "time": segs["time"].astype(np.float64, copy=False)})

@@ -143,8 +143,39 @@ def test_first_rows_walks_rising_keys_grouped_or_not(grouped):
     a_loc = rng.integers(-1, 5, 300).astype(np.int32)
     a_key = rng.integers(0, 201, 300).astype(np.float64)
     out = np.full(len(a_loc), -1, np.int64)
-    assert walk_rows(b_loc, b_key, a_loc, a_key, out)
-    assert out.tolist() == first_rows_reference(b_loc, b_key, a_loc, a_key) == _join(b_loc, b_key, a_loc, a_key).tolist()
+    assert walk_rows(b_loc, b_key, a_loc, a_key, np.zeros(0, np.int8), 0, out)
+    want = first_rows_reference(b_loc, b_key, a_loc, a_key)
+    assert out.tolist() == want == _join(b_loc, b_key, a_loc, a_key).tolist()
+    # with a kind filter: the rows of that kind get their row where they have one, every other row is untouched
+    kind = rng.integers(0, 3, len(a_loc)).astype(np.int8)
+    out = np.full(len(a_loc), -7, np.int32)
+    assert walk_rows(b_loc, b_key, a_loc, a_key, kind, 2, out)
+    assert out.tolist() == [w if k == 2 and w >= 0 else -7 for k, w in zip(kind.tolist(), want)]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_linking_one_kind_in_place_is_the_join_of_its_points(seed):
+    """_link_kind (the cut points of one kind linked straight in the table's column) gives those points the
+    rows the join of the gathered points gives, walked (rising times per location) or hashed (falling times,
+    NaN), and leaves the other points as they were."""
+    from analyzer.replay.timeline import _link_kind
+
+    rng = np.random.default_rng(seed)
+    nb, na = int(rng.integers(0, 40)), int(rng.integers(0, 80))
+    b_loc = np.sort(rng.integers(0, 4, nb)).astype(np.int32)
+    b_time = rng.choice([0.0, -0.0, 0.5, 1.0, 1.5, 2.0] + ([np.nan] if seed % 4 == 3 else []), nb)
+    if seed % 2 == 0:  # rising per location, as the replay's tables are
+        o = np.lexsort((b_time, b_loc))
+        b_loc, b_time = b_loc[o], b_time[o]
+    loc = rng.integers(-1, 5, na).astype(np.int32)
+    when = rng.choice([0.0, -0.0, 0.5, 1.0, 2.0, 3.0, np.nan], na)
+    kind = rng.integers(8, 11, na).astype(np.int8)
+    row = np.full(na, -5, np.int32)
+    row[kind == 9] = -1  # the points of the kind linked start unlinked
+    _link_kind(row, kind, 9, loc, when, b_loc, b_time)
+    sel = kind == 9
+    assert row[sel].tolist() == _join(b_loc, b_time, loc[sel], when[sel]).tolist()
+    assert (row[~sel] == -5).all()
 
 
 @pytest.mark.parametrize("seed", range(6))

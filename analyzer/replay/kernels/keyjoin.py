@@ -63,12 +63,14 @@ def hashed_rows(b_loc, b_key, b_bits, a_loc, a_key, a_bits, out):
 
 
 @numba.njit(cache=True, nogil=True)
-def walk_rows(b_loc, b_key, a_loc, a_key, out) -> bool:
-    """``out[i]`` := the first row of *b* with the location and key of row ``i`` of *a* (-1 where there is
-    none; ``out`` comes filled with -1), by walking *b*'s location runs.  False, and ``out`` untouched, where
-    *b* has a negative location, a NaN key, keys that fall within a location or locations too sparse to
-    count: the caller then hashes (:func:`hashed_rows`).  *b* grouped by location already (the replay's
-    tables are) is walked where it lies, else through a counting sort of its rows."""
+def walk_rows(b_loc, b_key, a_loc, a_key, a_kind, want, out) -> bool:
+    """``out[i]`` := the first row of *b* with the location and key of row ``i`` of *a*, where there is one
+    (``out`` stays as it is elsewhere), by walking *b*'s location runs; with ``a_kind`` not empty only the rows
+    of *a* of kind ``want`` (the cut points of one kind linked straight into the table's column: no gathered
+    copies of their locations and times).  False, and ``out`` untouched, where *b* has a negative location,
+    a NaN key, keys that fall within a location or locations too sparse to count: the caller then hashes
+    (:func:`hashed_rows`).  *b* grouped by location already (the replay's tables are) is walked where it
+    lies, else through a counting sort of its rows."""
     na, nb = a_loc.shape[0], b_loc.shape[0]
     if na == 0 or nb == 0:
         return True
@@ -100,7 +102,10 @@ def walk_rows(b_loc, b_key, a_loc, a_key, out) -> bool:
     ptr = off[:-1].copy()  # per location: the first row of its run whose key is not below the last key asked
     last = np.empty(n_loc, b_key.dtype)
     asked = np.zeros(n_loc, np.bool_)
+    every = a_kind.shape[0] == 0
     for k in range(na):
+        if not every and a_kind[k] != want:
+            continue
         l = a_loc[k]
         if l < 0 or l >= n_loc:
             continue
@@ -138,9 +143,12 @@ def first_rows(b_loc, b_key, a_loc, a_key) -> np.ndarray:
     int32, keys both int64 or both float64 (as ``analyzer.replay.timeline._join`` passes them); the hash
     inputs are made only where the walk cannot do it."""
     out = np.full(len(a_loc), -1, np.int64)
-    if not walk_rows(b_loc, b_key, a_loc, a_key, out):
+    if not walk_rows(b_loc, b_key, a_loc, a_key, _EVERY, 0, out):
         hashed_rows(b_loc, b_key, _bits(b_key), a_loc, a_key, _bits(a_key), out)
     return out
+
+
+_EVERY = np.zeros(0, np.int8)  # walk_rows: no kind filter
 
 
 def _bits(key: np.ndarray) -> np.ndarray:
