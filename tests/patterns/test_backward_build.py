@@ -141,7 +141,7 @@ def test_offsets_are_the_counts(loc):
     assert location_offsets(loc, 4).tolist() == csr(loc, 4).tolist()
 
 
-@pytest.mark.parametrize("loc", [[], [0, 0, 1, 3, 3], [2, 0, 1], [0, 5], [-1, 0]])
+@pytest.mark.parametrize("loc", [[], [0, 0, 1, 3, 3], [1, 1, 2], [3], [2, 0, 1], [0, 5], [-1, 0], [0, 0, -1], [1, 4]])
 def test_grouped_offsets(loc):
     from patterns.kernels.backward_build import grouped_offsets
 
@@ -407,3 +407,4 @@ def test_openmp_points_straight_from_the_tables_are_the_parts_packed(seed):
         _same_packed(pack_with_openmp(ctx, P, parts, len(S)), pack_points(old, sizes, o, len(S)))
         B["instance"] = np.where(np.arange(len(B)) == 0, -1, B["instance"])
         assert pack_with_openmp(ctx, P, parts, len(S)) is None
+
