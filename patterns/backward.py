@@ -209,7 +209,9 @@ def _build(ctx) -> BackwardInputs:
     hm_off[1:] = np.cumsum(np.where(group, h_n, 0))
     hm_sp = np.concatenate(members).astype(np.int64, copy=False) if members else np.zeros(0, np.int64)
     # touches: (kind, handling) per location from the last cut backwards, ordered from the handlings themselves
-    sp_off = location_offsets(sp_loc, L)  # one pass (the points are grouped by location)
+    # the points are sorted by location: a search per location (a scan of the strided column would load a kernel
+    # of its own)
+    sp_off = np.searchsorted(sp_loc, np.arange(L + 1, dtype=sp_loc.dtype)).astype(np.int64)  # same type: no copy
     n_touch = 2 * int(np.count_nonzero(h_kind == H_P2P)) + len(hm_sp) + int(np.count_nonzero(h_kind == H_IDLE))
     tc_kind, tc_h, tc_off = np.empty(n_touch, np.int64), np.empty(n_touch, np.int64), np.empty(L + 1, np.int64)
     count = np.empty(n_sp + L + 1, np.int32 if n_touch < 2**31 else np.int64)
@@ -217,7 +219,7 @@ def _build(ctx) -> BackwardInputs:
     # critical path start: where the latest rank leaves MPI_Finalize, else the end of the master that ends last
     fin = np.flatnonzero((role == 5) & (ref2 == 1))
     n_fin = int((role == 5).sum())
-    mpi_ranks = len(np.unique(loc_rank[sp_loc[sp_i[:, 3].astype(bool)]])) if n_sp else 0
+    mpi_ranks = len(np.unique(loc_rank[_with_mpi_points(sp_i[:, 3], sp_off)]))
     if len(fin) and n_fin >= mpi_ranks:
         start_loc, start_sp = int(sp_loc[fin[0]]), int(fin[0])
     else:
@@ -251,6 +253,16 @@ def _build(ctx) -> BackwardInputs:
         h_kind=h[:, 0], h_type=h[:, 1], h_a=h[:, 2], h_b=h[:, 3], h_n=h[:, 4], hm_off=hm_off, hm_sp=hm_sp,
         tc_off=tc_off, tc_kind=tc_kind, tc_h=tc_h,
     )
+
+
+def _with_mpi_points(sp_mpi: np.ndarray, sp_off: np.ndarray) -> np.ndarray:
+    """Per location whether it has an MPI point (``sp_mpi`` non-zero; ``sp_off``: the points' location offsets),
+    reduced run by run (no gather of the points' locations)."""
+    has = np.zeros(len(sp_off) - 1, bool)
+    some = sp_off[1:] > sp_off[:-1]
+    if some.any():
+        has[some] = np.logical_or.reduceat(sp_mpi != 0, sp_off[:-1][some])
+    return has
 
 
 def _last_master(ctx) -> int:

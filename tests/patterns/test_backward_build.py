@@ -408,3 +408,17 @@ def test_openmp_points_straight_from_the_tables_are_the_parts_packed(seed):
         B["instance"] = np.where(np.arange(len(B)) == 0, -1, B["instance"])
         assert pack_with_openmp(ctx, P, parts, len(S)) is None
 
+
+@pytest.mark.parametrize("seed", range(8))
+def test_locations_with_mpi_points_are_those_of_the_gathered_points(seed):
+    """_with_mpi_points (run by run over the points' location offsets) marks the locations the gather of the
+    MPI points' locations names, with locations without points among them."""
+    from patterns.backward import _with_mpi_points
+
+    rng = np.random.default_rng(seed)
+    L, n = int(rng.integers(1, 6)), int(rng.integers(0, 30))
+    loc = np.sort(rng.integers(0, L, n))
+    mpi = rng.integers(0, 2, n).astype(np.int32)
+    want = np.zeros(L, bool)
+    want[np.unique(loc[mpi != 0])] = True
+    assert _with_mpi_points(mpi, np.searchsorted(loc, np.arange(L + 1))).tolist() == want.tolist()
