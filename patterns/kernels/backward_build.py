@@ -277,13 +277,23 @@ def first_per_point(loc, cut, p_loc, p_cut, cut_off, first):
 @numba.njit(cache=True, nogil=True)
 def max_by_loc(loc, value, out):
     """``np.maximum.at(out, loc, value)`` for integers (the number of cut points of each location); False,
-    having changed nothing, where a location lies outside ``out``."""
+    having changed nothing, where a location lies outside ``out``.  One pass: the maximum of a run of rows of
+    one location is kept in a register (its rows come together) and stored when the location changes."""
+    best = out.copy()  # one per location: out changes only when every row was in range
+    cur, top = -1, 0
     for i in range(loc.shape[0]):
-        if not 0 <= loc[i] < out.shape[0]:
+        l = loc[i]
+        if not 0 <= l < out.shape[0]:
             return False
-    for i in range(loc.shape[0]):
-        if value[i] > out[loc[i]]:
-            out[loc[i]] = value[i]
+        if l != cur:
+            if cur >= 0 and top > best[cur]:
+                best[cur] = top
+            cur, top = l, value[i]
+        elif value[i] > top:
+            top = value[i]
+    if cur >= 0 and top > best[cur]:
+        best[cur] = top
+    out[:] = best
     return True
 
 

@@ -176,12 +176,17 @@ def test_point_order_is_the_sort_without_repeats(seed):
     assert point_order(P, loc, cut, np.bincount(src, minlength=3), 3).tolist() == o[keep].tolist()
 
 
-def test_max_by_loc_is_maximum_at():
+@pytest.mark.parametrize("grouped", [False, True])
+def test_max_by_loc_is_maximum_at(grouped):
+    """Locations interleaved or in runs (as sync_points holds them), over an ``out`` that already holds values."""
     from patterns.kernels.backward_build import max_by_loc
 
     rng = np.random.default_rng(5)
-    loc, val = rng.integers(0, 4, 50).astype(np.int32), rng.integers(0, 30, 50)
-    got, want = np.zeros(5, np.int64), np.zeros(5, np.int64)
+    loc, val = rng.integers(0, 4, 50).astype(np.int32), rng.integers(-5, 30, 50)
+    if grouped:
+        loc = np.sort(loc)
+    got = rng.integers(0, 20, 5)
+    want = got.copy()
     assert max_by_loc(loc, val, got)
     np.maximum.at(want, loc, val)
     assert got.tolist() == want.tolist()
