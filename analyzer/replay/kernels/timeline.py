@@ -119,9 +119,7 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, call_enter, region_role
     n_recv = 0
     n_post = 0
     n_fork = 0
-    n_cand = 0  # events that can be cut points (an upper bound of the cut points)
-    n_roles = region_role.shape[0]
-    for i in range(n):
+    for i in range(n):  # the sizes of the per-kind tables (each event is at most one cut point: n bounds those)
         t = etype[i]
         if t == MPI_SEND:
             n_send += 1
@@ -131,26 +129,13 @@ def cut_timeline(etype, time, ea, ec, ed, ee, call_node, call_enter, region_role
             n_post += 1
         elif t == OMP_FORK:
             n_fork += 1
-            continue
-        elif t == ENTER:
-            r = np.int64(ea[i])
-            if not (r < n_roles and region_role[r] == ROLE_PARALLEL):
-                continue
-        elif t == EXIT or t == OMP_COLLEXIT:
-            r = np.int64(ea[i])
-            if not (r < n_roles and (region_flags[r] != 0 or region_role[r] == ROLE_BARRIER
-                                     or region_role[r] == ROLE_IBARRIER)):
-                continue
-        elif t != MPI_COLLEXIT and t != MPI_SEND_COMPLETE and t != OMP_JOIN:
-            continue
-        n_cand += 1
     c_loc, c_cut, cut_kind, cut_event, cut_time, cut_node, cut_enter = cuts
     e_loc, e_int, e_node, e_time = entries
     n_entries = 3 * n + 16
     room_cuts = min(c_loc.shape[0], c_cut.shape[0], cut_kind.shape[0], cut_event.shape[0], cut_time.shape[0],
                     cut_node.shape[0], cut_enter.shape[0]) - c0
     room_entries = min(e_loc.shape[0], e_int.shape[0], e_node.shape[0], e_time.shape[0]) - e0
-    if room_cuts < n_cand or room_entries < n_entries:
+    if room_cuts < n or room_entries < n_entries:
         raise ValueError("cut_timeline: too little room in the columns")
     # this location's rows (views: the loop below indexes from 0)
     cut_kind, cut_event, cut_time = cut_kind[c0:], cut_event[c0:], cut_time[c0:]
