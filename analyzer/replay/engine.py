@@ -179,13 +179,14 @@ def counter_metrics(defs):
 
 
 def walk_share(trace, locs, region_role, names, progress=None, timeline: bool = False, salvage: bool = False,
-               keep=None) -> Share:
+               keep=None, store=None) -> Share:
     """Walk the locations ``locs`` (whole processes, in walk order) with one call-tree builder.
 
     ``timeline``: also cut every location's time line (``analyzer.replay.timeline``).
     ``keep``: the fragment kinds to keep (default all; ``FRAGMENT_KINDS`` of the wanted tables): the
     kernel cuts every kind in its one pass, and the rows no wanted table is built from are dropped at once.
-    ``salvage``: repair a location whose time goes backwards (clamped, and reported) instead of failing."""
+    ``salvage``: repair a location whose time goes backwards (clamped, and reported) instead of failing.
+    ``store``: the timeline's columns for this share (``analyzer.replay.timeline.shared_stores``; default: its own)."""
     path = getattr(trace, "path", None)
     _, _, loc_proc, _ = location_meta(trace)
     share = Share(CallTreeBuilder())
@@ -194,7 +195,8 @@ def walk_share(trace, locs, region_role, names, progress=None, timeline: bool = 
         by_proc.setdefault(int(loc_proc[l]), []).append(int(l))
     counters = counter_metrics(trace.defs)
     events = _EventSource(trace, locs, salvage)
-    store = _timeline_store(trace, locs) if timeline else None
+    if timeline and store is None:
+        store = _timeline_store(trace, locs)
     try:
         for proc, plocs in by_proc.items():
             _walk_process(events, proc, plocs, region_role, names, path, share, progress, counters,
@@ -391,15 +393,19 @@ def merge_trees(trees: list[CallTreeBuilder]) -> tuple[CallTreeBuilder, list[np.
     return out, maps
 
 
-def remap_fragment(fr: dict, m: np.ndarray) -> dict:
+def remap_fragment(fr: dict, m: np.ndarray, in_place=()) -> dict:
     """A location's fragments (``{kind: {column: array}}``) with builder call-tree ids mapped by ``m`` (new
-    dicts; the arrays not mapped are shared)."""
+    dicts; the arrays not mapped are shared).  The kinds ``in_place`` are mapped in their own arrays (the
+    timeline's: views of columns joined without a copy, ``analyzer.replay.timeline.shared_stores``)."""
     out = {}
     for name, cols in fr.items():
         c2 = dict(cols)
         for k, v in cols.items():
             if k == "cnode" or k.endswith("_cnode") or k == "fork_node":
-                c2[k] = np.where(v >= 0, m[np.maximum(v, 0)], v)
+                if name in in_place:
+                    v[...] = np.where(v >= 0, m[np.maximum(v, 0)], v)
+                else:
+                    c2[k] = np.where(v >= 0, m[np.maximum(v, 0)], v)
         out[name] = c2
     return out
 
@@ -434,10 +440,15 @@ def replay(trace, tables=None, jobs: int = 1, progress=None, salvage: bool = Fal
                 progress(n)
 
         parts = [p for p in partition(trace, jobs) if p]
+        tl = TIMELINE_TABLES & want != set()
+        stores = [None] * len(parts)
+        if tl:  # one set of timeline columns for all shares, joined in place (timeline.shared_stores)
+            from .timeline import shared_stores
+
+            stores = shared_stores([[int(trace.n_events(l)) for l in p] for p in parts])
         with ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix="replay") as pool:
-            tl = TIMELINE_TABLES & want != set()
-            shares = list(pool.map(lambda p: walk_share(trace, p, role, names, tick if progress else None, tl,
-                                                        salvage, keep), parts))
+            shares = list(pool.map(lambda ps: walk_share(trace, ps[0], role, names, tick if progress else None, tl,
+                                                         salvage, keep, ps[1]), zip(parts, stores)))
     return assemble(trace, shares, want, owned=True)
 
 
@@ -494,7 +505,8 @@ def assemble(trace, shares: list[Share], want=None, owned: bool = False) -> Anal
     for s, m in zip(shares, maps):
         ident = len(shares) == 1
         for loc, (summ, fr, probs) in s.done.items():
-            done.append((order[loc], loc, summ, fr if ident else remap_fragment(fr, m), probs, m))
+            done.append((order[loc], loc, summ,
+                         fr if ident else remap_fragment(fr, m, ("cuts", "segments") if owned else ()), probs, m))
         s.done = {}  # the fragments live on only in `frags` below, to be freed as the tables are built
     done.sort(key=lambda x: x[0])  # fragments concatenate in walk order whatever the shares were
     counter_names = counter_metrics(defs)[0]

@@ -10,6 +10,9 @@ message, the collective member, the team member, the barrier member, the team).
 
 from __future__ import annotations
 
+import ctypes
+import sys
+
 import numpy as np
 
 from patterns.tables import SYNC_POINTS, TIME_SEGMENTS, Table
@@ -98,6 +101,29 @@ class Store:
         return c
 
 
+def shared_stores(shares: list[list[int]]) -> list[Store]:
+    """One :class:`Store` per share of the parallel replay (``shares``: each share's locations' event counts, in
+    walk order), all of them writing into one set of columns: share k's rows start where the room of the shares
+    before it ends.  ``build_timeline`` then joins the shares by moving each one's rows down to the end of the
+    rows before it, in those same columns (:func:`_joined`), where separate columns per share were joined into
+    fresh copies (170 MB at 10^7 events).  Where reserving room is not free, a store of its own per share."""
+    if not reserving_is_free() or len(shares) < 2:
+        return [Store(sum(s), len(s), max(s, default=0)) for s in shares]
+    need = [(sum(s) + len(s), 3 * sum(s) + 16 * len(s)) for s in shares]
+    largest = max((max(s, default=0) for s in shares), default=0)
+    try:
+        whole = Columns(sum(n[0] for n in need), sum(n[1] for n in need), _index_dtype(largest + 1))
+    except MemoryError:
+        return [Store(sum(s), len(s), max(s, default=0)) for s in shares]
+    stores, c, e = [], 0, 0
+    for (n_c, n_e), s in zip(need, shares):
+        st = Store(sum(s), len(s), largest)
+        st.columns = whole.part(c, c + n_c, e, e + n_e)
+        stores.append(st)
+        c, e = c + n_c, e + n_e
+    return stores
+
+
 def reserving_is_free() -> bool:
     """Whether memory allocated but never written costs nothing: Linux's heuristic or unconditional overcommit
     (``vm.overcommit_memory`` 0 or 1), not its strict accounting (2) or a system that does not say."""
@@ -121,6 +147,14 @@ class Columns:
         self.entries = (np.empty(n_entries, np.int32), np.empty(n_entries, cut_dt), np.empty(n_entries, np.int32),
                         np.empty(n_entries, np.float64))
         self.c = self.e = 0
+
+    def part(self, c_lo: int, c_hi: int, e_lo: int, e_hi: int) -> Columns:
+        """Columns that are the rows c_lo:c_hi of these cut-point columns and e_lo:e_hi of these entries."""
+        out = Columns.__new__(Columns)
+        out.cuts = tuple(x[c_lo:c_hi] for x in self.cuts)
+        out.entries = tuple(x[e_lo:e_hi] for x in self.entries)
+        out.c = out.e = 0
+        return out
 
 
 def _index_dtype(largest: int):
@@ -189,33 +223,85 @@ def _loc_of(frag: dict) -> int:
     return int(frag["loc"][0]) if len(frag["loc"]) else -1
 
 
-def _concat(frags: list[dict], dtypes: dict | None = None) -> dict:
+def _concat(frags: list[dict], dtypes: dict | None = None, compact: bool = False) -> dict:
     """The fragments' columns joined; ``dtypes``: the columns stored narrower than the fragments hold them
-    (the values are known to fit)."""
+    (the values are known to fit); ``compact``: see :func:`_joined` (the fragments are not read afterwards)."""
     if not frags:
         return {}
     dtypes = dtypes or {}
-    return {k: _joined([f[k] for f in frags], dtypes.get(k)) for k in frags[0]}
+    return {k: _joined([f[k] for f in frags], dtypes.get(k), compact) for k in frags[0]}
 
 
-def _joined(pieces: list[np.ndarray], dtype=None) -> np.ndarray:
+def _joined(pieces: list[np.ndarray], dtype=None, compact: bool = False) -> np.ndarray:
     """``np.concatenate(pieces, dtype=dtype)``; where the pieces lie one after the other in one array (the
     fragments of a share's locations walked in location order: views of its :class:`Columns`), a view of it
-    instead of a copy (not to be written to: the fragments may be another share's too)."""
+    instead of a copy (not to be written to: the fragments may be another share's too).  ``compact``: the pieces
+    are this call's alone; where they lie in one array in order with gaps between them (the shares of a parallel
+    replay: :func:`shared_stores`), each is moved down to the end of the one before and the view is returned:
+    the pieces' own contents are then gone."""
     full = [p for p in pieces if len(p)]
     base = full[0].base if full else None
     if isinstance(base, np.ndarray) and base.ndim == 1 and base.flags.c_contiguous and \
             all(p.base is base and p.dtype == base.dtype and p.flags.c_contiguous for p in full):
         at = full[0].ctypes.data
+        gaps = False
         for p in full:
-            if p.ctypes.data != at:
+            if p.ctypes.data < at:  # out of order or overlapping: only a copy joins them
                 break
+            gaps |= p.ctypes.data != at
             at += p.nbytes
         else:
+            if gaps and not compact:
+                return np.concatenate(pieces, dtype=dtype)
+            if gaps:  # each piece lies at or after its place: moved down in order, nothing is overwritten unread
+                at = full[0].ctypes.data
+                for p in full:
+                    if p.ctypes.data != at:
+                        _move_down(at, p.ctypes.data, p.nbytes)
+                    at += p.nbytes
             start = (full[0].ctypes.data - base.ctypes.data) // base.itemsize
             out = base[start:start + (at - full[0].ctypes.data) // base.itemsize]
             return out if dtype is None else out.astype(dtype, copy=False)
     return np.concatenate(pieces, dtype=dtype)
+
+
+def _move_down(dst: int, src: int, nbytes: int, chunk: int = 4 << 20) -> None:
+    """Move ``nbytes`` from address ``src`` down to ``dst`` (<= src) chunk by chunk, giving the pages the moved
+    rows leave behind back to the system as it goes (:func:`_release`): the pages the next chunks land on are then
+    those just given back (a VM faults memory the process never had in at a far higher cost)."""
+    done = 0
+    while done < nbytes:
+        n = min(chunk, nbytes - done)
+        ctypes.memmove(dst + done, src + done, n)
+        done += n
+        _release(max(dst + done, src), src + done)
+
+
+#: pages given back whole only where a transparent huge page (2 MiB) may back them: none is split
+_RELEASE_ALIGN = 2 << 20
+
+
+def _release(lo: int, hi: int) -> None:
+    """Give the whole 2 MiB pages of the addresses lo:hi back to the system (madvise MADV_DONTNEED: read again,
+    they would be zeros; nothing reads them again).  Nothing where libc has no madvise."""
+    lo = -(-lo // _RELEASE_ALIGN) * _RELEASE_ALIGN
+    hi = hi // _RELEASE_ALIGN * _RELEASE_ALIGN
+    if hi > lo and _MADVISE is not None:
+        _MADVISE(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), _MADV_DONTNEED)
+
+
+def _libc_madvise():
+    try:
+        f = ctypes.CDLL(None).madvise
+    except (OSError, AttributeError):
+        return None
+    f.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    f.restype = ctypes.c_int
+    return f
+
+
+_MADV_DONTNEED = 4  # Linux (and the BSDs)
+_MADVISE = _libc_madvise() if sys.platform.startswith("linux") else None
 
 
 def _remapped(node: np.ndarray, new_id: np.ndarray, owned: bool) -> np.ndarray:
@@ -242,8 +328,15 @@ def build_timeline(frags: dict[str, list], tables: dict[str, Table], new_id: np.
     # of the cut points' event indices only the collectives' are read (their link): not joined for all
     coll_event = np.concatenate([f["event"][f["kind"] == K.COLLECTIVE] for f in cut_frags]
                                 or [np.zeros(0, np.int64)])
-    cuts = _concat([{k: v for k, v in f.items() if k != "event"} for f in cut_frags], {"cut": cut_dt})
-    segs = _concat([frags["segments"][j] for j in order], {"cut": cut_dt})
+    # one fragment per location, in location order, its cut points numbered 1, 2, ...: the point (l, c) is
+    # row cut_off[l] + c - 1 (np.bincount of the joined column, from the fragments' sizes: before they are joined,
+    # which may move their rows)
+    n_rows = np.zeros(max((_loc_of(f) for f in cut_frags), default=-1) + 1, np.int64)
+    for f in cut_frags:
+        if len(f["loc"]):
+            n_rows[_loc_of(f)] += len(f["loc"])
+    cuts = _concat([{k: v for k, v in f.items() if k != "event"} for f in cut_frags], {"cut": cut_dt}, owned)
+    segs = _concat([frags["segments"][j] for j in order], {"cut": cut_dt}, owned)
     if not cuts:
         cuts = {k: np.zeros(0, dt) for k, dt in SYNC_POINTS.items()}
         cuts["cnode"] = np.zeros(0, np.int64)
@@ -252,13 +345,6 @@ def build_timeline(frags: dict[str, list], tables: dict[str, Table], new_id: np.
     new_id = np.asarray(new_id, np.int64)
     kind = cuts["kind"]
     loc = cuts["loc"]
-    # one fragment per location, in location order, its cut points numbered 1, 2, ...: the point (l, c) is
-    # row cut_off[l] + c - 1
-    # row cut_off[l] + c - 1 (np.bincount of the joined column, from the fragments' sizes)
-    n_rows = np.zeros(max((_loc_of(f) for f in cut_frags), default=-1) + 1, np.int64)
-    for f in cut_frags:
-        if len(f["loc"]):
-            n_rows[_loc_of(f)] += len(f["loc"])
     cut_off = np.concatenate([[0], np.cumsum(n_rows)]).astype(np.int64) if len(loc) else np.zeros(1, np.int64)
     row = np.full(len(kind), -1, row_dt)
     M = tables.get("messages")

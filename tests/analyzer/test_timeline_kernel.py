@@ -324,3 +324,72 @@ def test_joined_is_a_view_only_of_adjacent_pieces():
         out = _joined(pieces)
         assert out.base is None and out.tolist() == np.concatenate(pieces).tolist()
     assert _joined([np.zeros(0), np.zeros(0)]).tolist() == []
+
+
+def test_joined_compacts_ordered_pieces_with_gaps_in_their_array():
+    """The pieces of this call alone (``compact``), in one array in order with gaps between them: each is moved
+    down to the end of the one before and the result is a view of that array holding their concatenation.
+    Pieces out of order, overlapping or of other arrays are still joined by a copy."""
+    from analyzer.replay.timeline import _joined
+
+    a = np.arange(40, dtype=np.int64)
+    pieces = [a[2:5], a[9:9], a[9:15], a[20:21], a[30:38]]
+    want = np.concatenate(pieces)
+    assert _joined(pieces).base is None  # not compact: a copy, the pieces untouched
+    assert a.tolist() == list(range(40))
+    out = _joined(pieces, compact=True)
+    assert out.base is a and out.ctypes.data == a[2:].ctypes.data and out.tolist() == want.tolist()
+    b = np.arange(40, dtype=np.int64)
+    for bad in ([b[10:15], b[0:3]], [b[0:5], b[3:8]], [b[0:3], np.arange(3)]):
+        want = np.concatenate(bad)
+        out = _joined(bad, compact=True)
+        assert out.base is None and out.tolist() == want.tolist()
+
+
+def test_moving_rows_down_in_chunks_gives_back_only_pages_behind_them():
+    """Rows moved down over a distance shorter and longer than a chunk and a 2 MiB page arrive intact, and the
+    pages given back as the move goes (read again: zeros) are never those of rows moved or still to move."""
+    from analyzer.replay import timeline as TL
+
+    n = (12 << 20) // 8  # 12 MiB of int64
+    for gap, chunk in ((1, 1 << 20), (5 << 20, 1 << 20), (3 << 18, 4 << 20)):
+        a = np.zeros(n + gap, np.int64)
+        a[gap:] = np.arange(1, n + 1)
+        TL._move_down(a.ctypes.data, a[gap:].ctypes.data, n * 8, chunk)
+        assert np.array_equal(a[:n], np.arange(1, n + 1)), (gap, chunk)
+    a = np.ones(8 << 20, np.uint8)  # an anonymous mapping of its own: pages given back read as zeros
+    start, page = a.ctypes.data, 2 << 20
+    TL._release(start + 100, start + a.nbytes - 100)
+    lo, hi = -(-(start + 100) // page) * page - start, (start + a.nbytes - 100) // page * page - start
+    assert hi - lo >= page and a[:lo].all() and a[hi:].all()
+    if TL._MADVISE is not None:
+        assert not a[lo:hi].any()
+
+
+def test_the_shares_of_a_parallel_replay_write_one_set_of_columns_joined_in_place():
+    """With -j the shares' timeline columns are parts of one array each: the tables are views of it holding
+    the same rows as the serial replay's (the shares' rows moved together, no copy)."""
+    trace = random_trace(4, n_ranks=4, n_threads=2, steps=15)
+    want = ["sync_points", "time_segments"]
+    ref = replay(trace, tables=want).tables
+    got = replay(trace, tables=want, jobs=3).tables
+    for name in want:
+        for k in ref[name].columns():
+            assert got[name][k].dtype == ref[name][k].dtype
+            assert np.array_equal(got[name][k], ref[name][k]), (name, k)
+    t = got["sync_points"]["time"]
+    assert t.base is not None and t.base.shape[0] > len(t)  # a view of the reserved columns
+    assert got["time_segments"]["cnode"].base is not None  # call paths remapped in place
+
+
+def test_shared_stores_without_free_reservations_are_stores_of_their_own(monkeypatch):
+    from analyzer.replay import timeline as TL
+
+    monkeypatch.setattr(TL, "reserving_is_free", lambda: False)
+    stores = TL.shared_stores([[10, 20], [5]])
+    assert len(stores) == 2 and all(s.columns is None for s in stores)
+    monkeypatch.setattr(TL, "reserving_is_free", lambda: True)
+    a, b = TL.shared_stores([[10, 20], [5]])
+    assert a.columns.cuts[4].base is b.columns.cuts[4].base
+    assert b.columns.cuts[4].ctypes.data - a.columns.cuts[4].ctypes.data == (30 + 2) * 8
+    assert a.room(20) is a.columns and b.room(5) is b.columns
