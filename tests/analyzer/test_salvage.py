@@ -131,3 +131,34 @@ def test_expert_profile_gives_the_same_answer_on_a_truncated_trace(truncated, tm
     assert len(err) == 1 and f"{cut}: damaged or incomplete trace: {problems[0]}" in err[0] and "--salvage" in err[0]
     assert profile_main([str(cut), "--salvage"]) == 0
     assert capsys.readouterr().out.startswith("ompP-style profile of")
+
+
+def _backwards_reference(t):
+    """(events earlier than the one before, index of the first, largest amount below the latest time ahead)."""
+    n, first, worst, hi = 0, -1, 0.0, t[0] if len(t) else 0.0
+    for i in range(1, len(t)):
+        if t[i] < t[i - 1]:
+            n += 1
+            first = i if first < 0 else first
+        worst = max(worst, hi - t[i])
+        hi = max(hi, t[i])
+    return n, first, worst
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_order_check_matches_its_reference_in_order_or_not(seed):
+    from analyzer.replay.kernels.order import check_order
+
+    rng = np.random.default_rng(seed)
+    t = np.cumsum(rng.random(200 + seed))
+    cases = [t, t[:1], t[:0], np.full(5, 3.0)]
+    for k in range(1, 4):  # one to three steps back, one at the very end
+        u = t.copy()
+        at = rng.choice(np.arange(1, len(u)), size=k, replace=False)
+        u[at] -= rng.random(k) * 5
+        cases.append(u)
+    u = t.copy()
+    u[-1] = u[-2] - 0.25
+    cases.append(u)
+    for c in cases:
+        assert check_order(c) == _backwards_reference(c)

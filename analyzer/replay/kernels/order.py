@@ -16,6 +16,11 @@ def backwards(t):
     worst = 0.0
     if len(t) == 0:
         return n, first, worst
+    for i in range(1, len(t)):  # a count without a running maximum vectorises: in order, that is all
+        n += t[i] < t[i - 1]
+    if n == 0:
+        return n, first, worst
+    n = 0
     hi = t[0]
     for i in range(1, len(t)):
         if t[i] < t[i - 1]:
