@@ -107,14 +107,17 @@ def shared_stores(shares: list[list[int]]) -> list[Store]:
     before it ends.  ``build_timeline`` then joins the shares by moving each one's rows down to the end of the
     rows before it, in those same columns (:func:`_joined`), where separate columns per share were joined into
     fresh copies (170 MB at 10^7 events).  Where reserving room is not free, a store of its own per share."""
+    def own(s):
+        return Store(sum(s), len(s), max(s, default=0))
+
     if not reserving_is_free() or len(shares) < 2:
-        return [Store(sum(s), len(s), max(s, default=0)) for s in shares]
+        return [own(s) for s in shares]
     need = [(sum(s) + len(s), 3 * sum(s) + 16 * len(s)) for s in shares]
     largest = max((max(s, default=0) for s in shares), default=0)
     try:
         whole = Columns(sum(n[0] for n in need), sum(n[1] for n in need), _index_dtype(largest + 1))
     except MemoryError:
-        return [Store(sum(s), len(s), max(s, default=0)) for s in shares]
+        return [own(s) for s in shares]
     stores, c, e = [], 0, 0
     for (n_c, n_e), s in zip(need, shares):
         st = Store(sum(s), len(s), largest)
