@@ -259,8 +259,12 @@ def collective_mismatches(ctx) -> list[str]:
     if t is None or len(t["instance"]) == 0:
         return []
     inst = np.asarray(t["instance"], np.int64)
-    names = np.asarray(ctx.region_name, dtype=object)[np.asarray(t["region"], np.int64)]
-    _, name_id = np.unique(names.astype(str), return_inverse=True)
+    region = np.asarray(t["region"], np.int64)
+    # one id per distinct name, numbered over the regions (a handful) and gathered per member: the members' names
+    # as strings were a 100 k-row object array to sort at 10^7 events
+    region_names = np.asarray(ctx.region_name, dtype=object)
+    _, id_of_region = np.unique(region_names.astype(str), return_inverse=True)
+    name_id = id_of_region.reshape(-1)[region]
     n = int(inst.max()) + 1
     lo = np.full(n, np.iinfo(np.int64).max)
     hi = np.full(n, -1)
@@ -272,7 +276,7 @@ def collective_mismatches(ctx) -> list[str]:
     rows = np.flatnonzero(inst == bad[0])
     from .replay.matching import mismatch_problem  # numba kernels beside it: imported only when needed
 
-    ops = sorted(set(names[rows].tolist()))
+    ops = sorted(set(region_names[region[rows]].tolist()))
     return [mismatch_problem(len(bad), ops, int(t["comm"][rows[0]]), ctx.trace.defs.comms)]
 
 
