@@ -408,34 +408,31 @@ def omp_barrier_wait_instances(ctx) -> Table:
 
 
 def _omp_barrier_wait(ctx) -> Table:
+    from .kernels.barrier_waits import count_waits, latest_enters, write_waits  # numba: when analyzing
+
     bar = ctx.table("omp_barriers")
-    cnode = np.asarray(bar["cnode"], np.int64)
+    team, cnode = np.asarray(bar["team"]), np.asarray(bar["cnode"])
     instance = np.asarray(bar["instance"], np.int64)
-    enter = np.asarray(bar["enter"], np.float64)
-    valid = (np.asarray(bar["team"], np.int64) >= 0) & (cnode >= 0) & (instance >= 0)
-    idx = np.flatnonzero(valid)
-    dense, latest = idx, np.zeros(0)  # no valid row
-    if len(idx):
-        # the latest ENTER over every member of the instance, whatever the role of its call path
-        dense = instance[valid]
-        if int(dense.max()) >= 4 * len(dense):  # sparse ids (not from the replay): number them densely
-            _, dense = np.unique(dense, return_inverse=True)
-        latest = np.full(int(dense.max()) + 1, -np.inf)
-        np.maximum.at(latest, dense, enter[valid])
-    role = np.asarray(ctx.cnode_role(), np.int64)[cnode[idx]]
-    barrier = np.isin(role, [int(Role.OMP_BARRIER), int(Role.OMP_IMPLICIT_BARRIER)])
-    idx, dense, role = idx[barrier], dense[barrier], role[barrier]
-    wait = np.minimum(latest[dense], np.asarray(bar["exit"], np.float64)[idx]) - enter[idx]
-    if "task_busy" in bar:  # time spent running OpenMP tasks in the barrier is no wait (format 2.1)
-        wait = wait - np.asarray(bar["task_busy"], np.float64)[idx]
-    wait = _positive(wait)
-    keep = wait > 0
-    idx = idx[keep]
-    return Table({
-        "row": idx, "instance": instance[idx], "cnode": cnode[idx],
-        "loc": np.asarray(bar["loc"], np.int64)[idx], "enter": enter[idx], "wait": wait[keep],
-        "implicit": role[keep] == int(Role.OMP_IMPLICIT_BARRIER),
-    })
+    enter, exit_ = np.asarray(bar["enter"], np.float64), np.asarray(bar["exit"], np.float64)
+    has_busy = "task_busy" in bar  # time spent running OpenMP tasks in the barrier is no wait (format 2.1)
+    busy = np.asarray(bar["task_busy"], np.float64) if has_busy else enter
+    key, top = instance, (int(instance.max()) + 1 if len(instance) else 0)
+    if top > 4 * len(instance) + 16:  # sparse ids (not from the replay): the latest ENTERs by dense ids
+        _, key = np.unique(instance, return_inverse=True)
+        key = key.reshape(-1)
+        top = int(key.max()) + 1
+    # the latest ENTER over every member of the instance, whatever the role of its call path
+    latest = np.full(max(top, 0), -np.inf)
+    latest_enters(team, cnode, instance, key, enter, latest)
+    role = np.asarray(ctx.cnode_role())
+    args = (team, cnode, instance, key, enter, exit_, busy, has_busy)
+    roles = (role, role.dtype.type(Role.OMP_BARRIER), role.dtype.type(Role.OMP_IMPLICIT_BARRIER), latest)
+    n = count_waits(*args, *roles)
+    out = {"row": np.empty(n, np.int64), "instance": np.empty(n, np.int64), "cnode": np.empty(n, np.int64),
+           "loc": np.empty(n, np.int64), "enter": np.empty(n, np.float64), "wait": np.empty(n, np.float64),
+           "implicit": np.empty(n, np.bool_)}
+    write_waits(*args, np.asarray(bar["loc"]), *roles, *out.values())
+    return Table(out)
 
 
 def omp_lock_contention_instances(ctx) -> Table:
