@@ -168,7 +168,11 @@ def ideal_inputs(ctx, members=None) -> IdealInputs:
     c_root = (np.asarray(C["rank"]) == np.asarray(C["root"])) if len(C) else np.zeros(0, bool)
     b_inst = np.full(len(B), -1, np.int64)
     b_off, b_loc = np.zeros(1, np.int64), np.zeros(0, np.int64)
-    if len(B):
+    if _in_instance_order(B):  # the replay's table: its rows are the groups already
+        b_inst = np.asarray(B["instance"], np.int64)
+        b_loc = np.asarray(B["loc"], np.int64)
+        b_off = np.concatenate([[0], np.cumsum(np.bincount(b_inst))])
+    elif len(B):
         ok = np.asarray(B["team"], np.int64) >= 0
         rows = np.flatnonzero(ok)
         dense = dense_ids(np.asarray(B["instance"], np.int64)[rows])
@@ -187,6 +191,16 @@ def ideal_inputs(ctx, members=None) -> IdealInputs:
     return IdealInputs(cut_off, np.asarray(P["kind"]), np.asarray(P["row"]), comp, comp_last, c_inst, c_type,
                        c_root.astype(np.bool_), np.asarray(c_off, np.int64), c_loc, c_rows, c_instance, b_inst,
                        np.asarray(b_off, np.int64), b_loc, m_team, m_master.astype(np.bool_), t_off, t_loc, len(M))
+
+
+def _in_instance_order(B) -> bool:
+    """Whether every omp_barriers row has a team and the instances are numbered 0, 1, ... in row order (as the
+    replay writes the table): each instance's members are then a run of rows, in row order, with no sort."""
+    inst = np.asarray(B["instance"])
+    if not len(inst) or np.asarray(B["team"]).min() < 0:
+        return False
+    step = np.diff(inst)
+    return bool(inst[0] == 0 and step.min(initial=0) >= 0 and step.max(initial=0) <= 1)
 
 
 def ideal_elapsed(ctx) -> tuple[float, float]:

@@ -90,6 +90,36 @@ def test_ideal_replay_matches_reference(seed):
     assert ideal == pytest.approx(ideal_end(ctx), abs=1e-9)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_barrier_groups_taken_as_the_replay_orders_them_equal_the_sorted_ones(seed, monkeypatch):
+    import patterns.pop as pop
+
+    trace = random_trace(seed, n_ranks=2 + seed % 2, n_threads=2 + seed % 3, steps=20 + seed)
+    ctx = replay(trace, tables=PATTERNS[0].requires)
+    assert pop._in_instance_order(ctx.table("omp_barriers"))  # the replay's table takes the short way
+    fast = pop.ideal_inputs(ctx)
+    monkeypatch.setattr(pop, "_in_instance_order", lambda B: False)
+    slow = pop.ideal_inputs(ctx)
+    assert len(fast.b_loc) > 0
+    for name in ("b_inst", "b_off", "b_loc"):
+        a, b = getattr(fast, name), getattr(slow, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+
+
+def test_barrier_rows_out_of_instance_order_are_not_taken_as_groups():
+    from patterns.pop import _in_instance_order
+
+    def table(inst, team):
+        return {"instance": np.array(inst, np.int64), "team": np.array(team, np.int64)}
+
+    assert _in_instance_order(table([0, 0, 1, 1, 2], [0, 0, 1, 1, 0]))
+    assert not _in_instance_order(table([0, 1, 0, 1], [0, 0, 0, 0]))  # not grouped
+    assert not _in_instance_order(table([0, 0, 2, 2], [0, 0, 0, 0]))  # a gap in the numbering
+    assert not _in_instance_order(table([1, 1, 2], [0, 0, 0]))  # not from 0
+    assert not _in_instance_order(table([0, 0, 1], [0, -1, 0]))  # a row outside every team
+    assert not _in_instance_order(table([], []))
+
+
 def test_expert_analyze_prints_the_table(tmp_path, capsys):
     from analyzer.cli.analyze import main
 
