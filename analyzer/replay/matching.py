@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .kernels.fifo import channel_ids, fifo_pairs
+from .kernels.teamref import team_numbers
 from patterns.tables import COLLECTIVES, LOCKS, MESSAGES, OMP_BARRIERS, OMP_TEAM_MEMBERS, OMP_TEAMS, Table
 
 
@@ -194,7 +195,10 @@ def build_omp_counted(F: dict, J: dict, M: dict, B: dict,
     start = _team_rows(F)
 
     def dense(ref):
-        ref = np.asarray(ref, np.int64)
+        out = np.empty(len(ref), np.int64)
+        if team_numbers(np.asarray(ref), start, dense_of_row, out):
+            return out
+        ref = np.asarray(ref, np.int64)  # a reference out of range: NumPy's indexing says where
         ok = ref >= 0
         r = np.where(ok, ref, 0)
         return np.where(ok, dense_of_row[start[r >> 32] + (r & 0xFFFFFFFF)], -1)
