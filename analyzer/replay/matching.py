@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .kernels.fifo import channel_ids, fifo_pairs
+from .kernels.keyjoin import remap
 from .kernels.teamref import team_numbers
 from patterns.tables import COLLECTIVES, LOCKS, MESSAGES, OMP_BARRIERS, OMP_TEAM_MEMBERS, OMP_TEAMS, Table
 
@@ -278,7 +279,11 @@ def build_locks(L: dict, loc_process: np.ndarray, lock_kind: dict[int, int]) -> 
 
 def remap_cnodes(table: Table, new_id: np.ndarray) -> None:
     """Rewrite builder node ids (columns named cnode / *_cnode) into final ids, in place."""
+    new_id = np.asarray(new_id, np.int64)
     for k in list(table.keys()):
         if k == "cnode" or k.endswith("_cnode"):
+            if table[k].dtype == np.int32:  # as the tables store them: a copy (the column may be another's too)
+                table[k] = remap(table[k].copy(), new_id)  # remapped in place
+                continue
             v = table[k].astype(np.int64)
             table[k] = np.where(v >= 0, new_id[np.maximum(v, 0)], -1).astype(np.int32)

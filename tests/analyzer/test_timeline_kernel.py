@@ -194,9 +194,9 @@ def test_fill_rows_matches_reference(seed):
 
 
 def test_remap():
-    node = np.array([2, -1, 0], np.int32)
+    node = np.array([2, -1, 0, -3], np.int32)
     assert KJ.remap(node, np.array([5, 6, 7], np.int64)) is node
-    assert node.tolist() == [7, -1, 5]
+    assert node.tolist() == [7, -1, 5, -1]
     with pytest.raises(IndexError):
         KJ.remap(np.array([3], np.int32), np.array([5, 6, 7], np.int64))
 

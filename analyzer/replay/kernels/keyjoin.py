@@ -173,12 +173,14 @@ def fill_rows(row, kind, cut_off, want, loc, cut, rows):
 
 @numba.njit(cache=True, nogil=True)
 def remap(node, new_id):
-    """``node[i] := new_id[node[i]]`` in place (int32; -1 stays -1): no second array as long as the table.
-    A node outside ``new_id`` is an error in the call tree: IndexError, nothing changed."""
+    """``node[i] := new_id[node[i]]`` in place (int32; a negative node, none, becomes -1): no second array as long
+    as the table.  A node outside ``new_id`` is an error in the call tree: IndexError, nothing changed."""
     for i in range(node.shape[0]):
         if node[i] >= new_id.shape[0]:
             raise IndexError("call-tree node outside the merged tree")
     for i in range(node.shape[0]):
         if node[i] >= 0:
             node[i] = new_id[node[i]]
+        elif node[i] < -1:
+            node[i] = -1
     return node
