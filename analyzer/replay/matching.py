@@ -84,9 +84,13 @@ def match_messages(S: dict, R: dict) -> tuple[Table, tuple[int, int, int]]:
     so = np.lexsort((S["send_pos"], S["send_loc"], S["send_time"]))
     ro = np.lexsort((R["post_pos"], R["recv_loc"], R["post_time"]))
     partner = fifo_pairs(chan[:ns], so, chan[ns:], ro, n_chan)
-    ri = np.flatnonzero(partner >= 0)  # receive rows are per location in completion order
-    ri = ri[np.argsort(R["recv_loc"][ri], kind="stable")]
-    si = partner[ri]
+    recv_loc = np.asarray(R["recv_loc"])
+    if (partner >= 0).all() and (recv_loc[1:] >= recv_loc[:-1]).all():  # every receive, grouped by location
+        ri, si = None, partner  # the rows as they are: no gathers of the receive columns
+    else:
+        ri = np.flatnonzero(partner >= 0)  # receive rows are per location in completion order
+        ri = ri[np.argsort(recv_loc[ri], kind="stable")]
+        si = partner[ri]
     cols = {}
     for k in ("send_loc", "send_rank", "send_time", "send_region", "send_cnode", "send_enter", "send_exit",
               "send_flags", "send_request", "sendc_region", "sendc_cnode", "sendc_enter", "sendc_exit", "send_pos"):
@@ -97,8 +101,8 @@ def match_messages(S: dict, R: dict) -> tuple[Table, tuple[int, int, int]]:
     for k in ("recv_loc", "recv_rank", "recv_time", "recv_region", "recv_cnode", "recv_enter", "recv_exit",
               "recv_call", "recvp_region", "recvp_cnode", "recvp_enter", "recvp_exit", "recv_request",
               "recv_flags", "recv_bytes", "recv_seq"):
-        cols[k] = R[k][ri]
-    return _typed(cols, MESSAGES), (ns, nr, len(ri))
+        cols[k] = R[k] if ri is None else R[k][ri]
+    return _typed(cols, MESSAGES), (ns, nr, len(si))
 
 
 def build_collectives(C: dict, comm_size: dict[int, int], problems: list[str]) -> Table:
