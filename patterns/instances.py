@@ -408,7 +408,7 @@ def omp_barrier_wait_instances(ctx) -> Table:
 
 
 def _omp_barrier_wait(ctx) -> Table:
-    from .kernels.barrier_waits import count_waits, latest_enters, write_waits  # numba: when analyzing
+    from .kernels.barrier_waits import barrier_waits  # numba: when analyzing
 
     bar = ctx.table("omp_barriers")
     team, cnode = np.asarray(bar["team"]), np.asarray(bar["cnode"])
@@ -421,18 +421,15 @@ def _omp_barrier_wait(ctx) -> Table:
         _, key = np.unique(instance, return_inverse=True)
         key = key.reshape(-1)
         top = int(key.max()) + 1
-    # the latest ENTER over every member of the instance, whatever the role of its call path
-    latest = np.full(max(top, 0), -np.inf)
-    latest_enters(team, cnode, instance, key, enter, latest)
     role = np.asarray(ctx.cnode_role())
-    args = (team, cnode, instance, key, enter, exit_, busy, has_busy)
-    roles = (role, role.dtype.type(Role.OMP_BARRIER), role.dtype.type(Role.OMP_IMPLICIT_BARRIER), latest)
-    n = count_waits(*args, *roles)
+    n = len(instance)  # room for every row; the rows past the last written are never touched
     out = {"row": np.empty(n, np.int64), "instance": np.empty(n, np.int64), "cnode": np.empty(n, np.int64),
            "loc": np.empty(n, np.int64), "enter": np.empty(n, np.float64), "wait": np.empty(n, np.float64),
            "implicit": np.empty(n, np.bool_)}
-    write_waits(*args, np.asarray(bar["loc"]), *roles, *out.values())
-    return Table(out)
+    k = barrier_waits(team, cnode, instance, key, enter, exit_, busy, has_busy, np.asarray(bar["loc"]), role,
+                      role.dtype.type(Role.OMP_BARRIER), role.dtype.type(Role.OMP_IMPLICIT_BARRIER),
+                      np.full(max(top, 0), -np.inf), *out.values())
+    return Table({name: col[:k] for name, col in out.items()})
 
 
 def omp_lock_contention_instances(ctx) -> Table:
