@@ -53,6 +53,8 @@ def barrier_waits(team, cnode, instance, key, enter, exit_, busy, has_busy, loc,
         c = cnode[r]
         if team[r] < 0 or c < 0 or v < 0:
             continue
+        if c >= role_of_cnode.shape[0]:  # NumPy's indexing would have refused it too
+            raise IndexError("omp_barriers: a call path outside the call tree")
         role = role_of_cnode[c]
         if role != barrier_role and role != implicit_role:
             continue

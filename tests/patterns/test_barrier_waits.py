@@ -66,3 +66,11 @@ def test_the_latest_enter_counts_members_outside_barrier_call_paths():
     assert out["row"].tolist() == [0, 1]
     assert out["wait"].tolist() == [4.0, 2.0]  # min(latest 5, exit) - enter: the second left at 4
     assert out["implicit"].tolist() == [False, True]
+
+
+def test_a_call_path_outside_the_call_tree_is_an_index_error():
+    bar = Table({"instance": np.array([0, 0]), "team": np.array([0, 0]), "loc": np.arange(2, dtype=np.int32),
+                 "cnode": np.array([1, len(ROLES)], np.int32), "enter": np.array([1.0, 2.0]),
+                 "exit": np.array([3.0, 3.0])})
+    with pytest.raises(IndexError):
+        _omp_barrier_wait(SimpleNamespace(table=lambda name: bar, cnode_role=lambda: ROLES))
