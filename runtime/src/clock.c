@@ -39,11 +39,29 @@ static int tsc_usable(void)
     return constant && nonstop;
 }
 
+/* One (tick, CLOCK_MONOTONIC) pair: event times count from the tick, clock offsets from the seconds, so the
+ * two must name the same instant.  A preemption between two reads would shift every offset by its length:
+ * the monotonic clock is its own tick; the TSC is read between two clock reads, the tightest of a few. */
+static void clock_pair(uint64_t *tick, double *mono)
+{
+    if (!xt_use_tsc) {
+        *tick = xt_now();
+        *mono = 1e-9 * (double)*tick;
+        return;
+    }
+    double best = 1e30;
+    for (int i = 0; i < 5; i++) {
+        double before = xt_mono_seconds();
+        uint64_t t = xt_now();
+        double after = xt_mono_seconds();
+        if (after - before < best) best = after - before, *tick = t, *mono = before + (after - before) / 2;
+    }
+}
+
 void xt_clock_start(void)
 {
     xt_use_tsc = tsc_usable();
-    mono0 = xt_mono_seconds();
-    tick0 = xt_now();
+    clock_pair(&tick0, &mono0);
 }
 
 /* the clock calibration end point; later calls keep the first value */
@@ -55,8 +73,7 @@ void xt_clock_stop(void)
     do {
         m = xt_mono_seconds();
     } while (m - mono0 < 0.002);
-    tick1 = xt_now();
-    mono1 = xt_mono_seconds();
+    clock_pair(&tick1, &mono1);
 }
 
 double xt_ticks_per_second(void)

@@ -135,9 +135,11 @@ def test_nonblocking_collectives_and_persistent_requests(runtime_built, tmp_path
 @pytest.mark.parametrize("node_size", [None, 2])
 def test_clock_offsets_hierarchical(runtime_built, tmp_path, node_size):
     """On one host every clock is the same, so a rank's offset to rank 0 is just the difference of their
-    start times, which the CLOCK definitions give exactly with EXPERT_CLOCK=monotonic (origin = start in ns).
-    With pseudo-nodes of 2 ranks, rank 2 is a node master that measures its clock by ping-pong: its offset
-    may then be off by the shortest round trip's asymmetry, never more than a few milliseconds here."""
+    start times, which the CLOCK definitions give exactly with EXPERT_CLOCK=monotonic (origin = start in ns):
+    up to the rounding of seconds since boot in a double, not by the time between two clock reads (a
+    preemption there once broke the clock condition in CI). With pseudo-nodes of 2 ranks, rank 2 is a node
+    master that measures its clock by ping-pong: its offset may then be off by the shortest round trip's
+    asymmetry, never more than a few milliseconds here."""
     need("mpicc.openmpi")
     env = dict(MPI_ENV, EXPERT_CLOCK="monotonic")
     if node_size:
@@ -154,4 +156,4 @@ def test_clock_offsets_hierarchical(runtime_built, tmp_path, node_size):
         measured_by_ping_pong = node_size == 2 and rank == 2
         for off in offsets[rank]:
             assert off.local_time > 0
-            assert abs(off.offset - start_difference) < (5e-3 if measured_by_ping_pong else 1e-5)
+            assert abs(off.offset - start_difference) < (5e-3 if measured_by_ping_pong else 1e-8)
