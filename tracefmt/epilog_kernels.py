@@ -38,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .jitcache import track_dependencies
 from .layout import ANY, NO_ID, EventType, RecvFlag
 
 # status slots
@@ -569,3 +570,6 @@ def thread_teams(type_, time, a, b, c, d, parallel_rids, fork_times, thread, ent
             if j < parallel_rids.shape[0] and parallel_rids[j] == a[i] and depth > 0:
                 depth -= 1
     return early
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .jitcache import track_dependencies
 from .nesting import EXIT_EMPTY_STACK, EXIT_MISMATCH, OK, UNCLOSED
 
 
@@ -126,3 +127,6 @@ def decode_records(words, swap, origin, ticks_per_second, at,
             c[j] = np.uint32(w2 >> np.uint64(32))
             d[j] = words[i, 3]
             e[j] = words[i, 4]
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

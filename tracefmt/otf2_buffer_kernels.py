@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .jitcache import track_dependencies
+
 # communicator kinds (by the location's comm table index)
 COMM_UNKNOWN, COMM_RANKS, COMM_SELF = 0, 1, 2
 
@@ -68,3 +70,6 @@ def search(x, keys, vals):
     if lo < keys.shape[0] and keys[lo] == x:
         return vals[lo]
     return np.int64(-1)
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .jitcache import track_dependencies
+
 from .layout import NO_ID, ANY, EventType
 from .otf2_buffer_kernels import COMM_RANKS, COMM_SELF, COMM_UNKNOWN  # noqa: F401
 from .otf2_buffer_kernels import comp as _comp, full64 as _full64, search as _search
@@ -526,3 +528,6 @@ def rebase_times(ticks, seconds, origin, ticks_per_second):
         ticks[i] = t
         seconds[i] = np.float64(np.int64(t)) / ticks_per_second
     return bad
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

@@ -29,6 +29,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .jitcache import track_dependencies
+
 from .layout import NO_ID, EventType, RmaAtomic, RmaFlag, RmaSync, RmaSyncFlag
 from .otf2_buffer_kernels import COMM_RANKS, COMM_SELF, comp as _comp, search as _search
 
@@ -193,3 +195,6 @@ def rma_record(buf, p, rec_end, big, rt, region_bits, t, n, win_dense, win_keys,
     d[n] = dd
     e[n] = ee
     return 1
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

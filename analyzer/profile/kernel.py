@@ -21,6 +21,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from tracefmt.jitcache import track_dependencies
+
 from tracefmt.layout import Role
 from tracefmt.nesting import EXIT_EMPTY_STACK, EXIT_MISMATCH, OK, UNCLOSED, UNDEFINED_REGION
 
@@ -297,3 +299,6 @@ def profile_location(events, volumes, teams, regions, acc):
     if sp > 0:
         return ProfileStatus(UNCLOSED, -1, s_t0[sp - 1], s_rid[sp - 1], tip)
     return ProfileStatus(OK, -1, 0.0, -1, tip)
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

@@ -26,6 +26,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from tracefmt.jitcache import track_dependencies
+
 N_KINDS = 8  # patterns.backward.KINDS
 OMPBARRIER, OMPIDLE = 6, 7
 SR_NONE, SR_ALL, SR_ONE, SR_GROUP, SR_GROUP_SP = range(5)
@@ -393,3 +395,6 @@ def walk_path(inp, sev, loc, end, i, budget):
             _charge(off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, sev, loc, 0, end, -1, mv, mk)
             break
     return -1, budget
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

@@ -32,6 +32,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from tracefmt.jitcache import track_dependencies
+
 # sync_points kinds (patterns.tables.CUT_KINDS)
 SEND, SEND_COMPLETE, RECV, RECV_REQUEST, COLLECTIVE = 1, 2, 3, 4, 5
 # handlings and touches (patterns.backward_points)
@@ -542,3 +544,6 @@ def write_points(claim, p_kind, p_row, p_loc, p_cut, p_cnode, fork_kind, m_team,
             ref2[k] = 1 if np.int64(loc_thread[p_loc[g]]) == who[v] else 0
         k += 1
     return k
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

@@ -16,6 +16,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from tracefmt.jitcache import track_dependencies
+
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _wait(latest, ex, enter, busy, has_busy):
@@ -69,3 +71,6 @@ def barrier_waits(team, cnode, instance, key, enter, exit_, busy, has_busy, loc,
             o_implicit[k] = role == implicit_role
             k += 1
     return k
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

@@ -39,6 +39,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from tracefmt.jitcache import track_dependencies
+
 from .backward import (H_COLL, H_OMPBAR, H_P2P, HA, HB, HK, HN, HT, N_KINDS, OMPBARRIER, OMPIDLE, P_CNODE, P_COMPL,
                        P_CUT, P_LOC, P_MPI, P_SEG, P_TIME, P_TOTAL, P_WAIT, SEG, SP, T_CAUSER, T_IDLE, T_MEMBER, T_SEND,
                        T_WAITER, after, clear, cut_of, diff, local_map, new_maps, offsets, previous_mpi, previous_omp,
@@ -547,3 +549,6 @@ def _replay(inp, cost, snap, res, flags, arrived, counted, waiting, ptr, n_own, 
             if blocked < 0:
                 blocked = l
     return left, moved, blocked, n_em
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

@@ -32,6 +32,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from tracefmt.jitcache import track_dependencies
+
 SEND, SEND_COMPLETE, RECV, RECV_REQUEST, COLLECTIVE, INIT, FINALIZE, FORK, OMP_BARRIER, JOIN = range(1, 11)
 COLL_ALL, COLL_ONE2N, COLL_N2ONE = 0, 1, 2
 #: ``ctr`` of the state: the queue's length, the cut points left
@@ -311,3 +313,6 @@ def leave_time(typ, is_root, own, latest, root_t):
     if typ == COLL_N2ONE and not is_root:
         return own
     return max(own, latest)
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

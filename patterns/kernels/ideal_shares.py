@@ -50,6 +50,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from tracefmt.jitcache import track_dependencies
+
 from .ideal import (COLLECTIVE, FORK, OMP_BARRIER, PG, PN, PNEXT, PROOT, PSTART, RECV, SEND, USED, WAITING,
                     finish_collective, queue_location, release_predicted)
 
@@ -406,3 +408,6 @@ def ideal_receive(ints, floats, seg, glob, seq_span, imp_keys, imp_rows, c_insta
                     a += 5
                     f += 1 + n
     return 0
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

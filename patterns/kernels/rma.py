@@ -11,6 +11,7 @@ import numba
 import numpy as np
 
 from tracefmt.event_codes import MPI_RMA_ATOMIC, MPI_RMA_GET, MPI_RMA_PUT, MPI_RMA_SYNC
+from tracefmt.jitcache import track_dependencies
 from tracefmt.layout import RmaSync
 
 START, COMPLETE, POST, WAIT, TEST = (int(RmaSync.START), int(RmaSync.COMPLETE), int(RmaSync.POST), int(RmaSync.WAIT),
@@ -197,3 +198,6 @@ def lock_queue(first, exclusive, loc, release, lock_row, unlock_row, orig, ops_p
                         m += 1
         g0 = g1
     return out_row[:m].copy(), out_val[:m].copy(), out_comm[:m].copy(), out_holder[:m].copy()
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

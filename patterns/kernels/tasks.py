@@ -6,6 +6,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from tracefmt.jitcache import track_dependencies
+
 
 @numba.njit(cache=True, nogil=True)
 def innermost_team(m_loc, m_enter, m_exit, m_team, q_loc, q_time):
@@ -65,3 +67,6 @@ def pending_until(k_team, k_create, k_start, q_team, q_time):
             j += 1
         out[i] = best
     return out
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from tracefmt.jitcache import track_dependencies
+
 #: SCOUT keeps the last 100 Late Sender instances per location
 RING_SIZE = 100
 
@@ -61,3 +63,6 @@ def wrong_order(loc, kind, send_time, source, instance, ring_size):
                     keep += 1
             count = keep
     return wo, same
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

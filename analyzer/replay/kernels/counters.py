@@ -16,6 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from tracefmt.jitcache import track_dependencies
 from tracefmt.layout import EventType
 
 # plain ints: numba treats module-level ints as compile-time constants
@@ -90,3 +91,6 @@ def counter_increments(events, calls, metric_slot, slot_is_double, n_nodes):
                 if p >= 0:
                     child[call_node[p], s] += d
     return incl - child
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

@@ -12,6 +12,7 @@ import numba
 import numpy as np
 
 from tracefmt.event_codes import ENTER, EXIT, MPI_COLLEXIT, OMP_COLLEXIT
+from tracefmt.jitcache import track_dependencies
 
 
 def type_mask(*codes: int) -> np.ndarray:
@@ -49,3 +50,6 @@ def events_in_calls(etype, wanted, n_calls):
             call[j] = stack[depth - 1] if depth > 0 else -1
             j += 1
     return event, call
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

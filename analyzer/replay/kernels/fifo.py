@@ -14,6 +14,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from tracefmt.jitcache import track_dependencies
+
 
 @numba.njit(cache=True, nogil=True)
 def channel_ids(src, dst, comm, tag):
@@ -78,3 +80,6 @@ def fifo_pairs(send_chan, send_order, recv_chan, recv_order, n_chan):
             partner[row] = by_chan[first[c] + taken[c]]
             taken[c] += 1
     return partner
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

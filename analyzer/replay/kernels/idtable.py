@@ -15,6 +15,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from tracefmt.jitcache import track_dependencies
+
 EMPTY = 0
 USED = 1
 REMOVED = 2
@@ -67,3 +69,6 @@ def take(keys, values, state, key):
             return values[i]
         i = (i + 1) & mask
     return -1
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

@@ -22,6 +22,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from tracefmt.jitcache import track_dependencies
+
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _slot(loc, bits, shift):
@@ -184,3 +186,6 @@ def remap(node, new_id):
         elif node[i] < -1:
             node[i] = -1
     return node
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

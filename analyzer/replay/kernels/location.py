@@ -47,6 +47,8 @@ from collections import namedtuple
 import numba
 import numpy as np
 
+from tracefmt.jitcache import track_dependencies
+
 from tracefmt import layout
 from tracefmt.layout import Role
 from tracefmt.nesting import DEFER, EXIT_EMPTY_STACK, EXIT_MISMATCH, OK, UNCLOSED, UNDEFINED_REGION
@@ -629,3 +631,6 @@ def replay_location(events, loc, region_role, tree, teams):
     else:
         grown = TreeState(parent, region, first_child, next_sibling, first_visit, n_nodes)
     return LocationResult(status, info, open_region, grown, Calls(call_node, call_enter, call_exit, call_parent), rows)
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

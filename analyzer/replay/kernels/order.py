@@ -6,6 +6,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from tracefmt.jitcache import track_dependencies
+
 
 @numba.njit(cache=True, nogil=True)
 def backwards(t):
@@ -52,3 +54,6 @@ def check_order(t: np.ndarray) -> tuple[int, int, float]:
     """:func:`backwards` on a float64 array."""
     n, first, worst = backwards(np.ascontiguousarray(t, dtype=np.float64))
     return int(n), int(first), float(worst)
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from tracefmt.jitcache import track_dependencies
+
 from .bundles import CallSummary
 
 
@@ -53,3 +55,6 @@ def call_summary(calls, n_nodes):
             exc[j] = incl[b] - child[b]
             j += 1
     return CallSummary(nodes, v, inc, exc)
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from tracefmt.jitcache import track_dependencies
+
 
 @numba.njit(cache=True, nogil=True)
 def team_numbers(ref, start, dense_of_row, out) -> bool:
@@ -30,3 +32,6 @@ def team_numbers(ref, start, dense_of_row, out) -> bool:
             return False
         out[i] = dense_of_row[row]
     return True
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes

@@ -31,6 +31,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from tracefmt.jitcache import track_dependencies
+
 from tracefmt import layout
 from tracefmt.layout import Role
 
@@ -341,3 +343,6 @@ def _cut(etype, time, ea, ec, ed, ee, call_node, call_enter, region_role, region
             kr += 1
     k = _flush(acc, seen, touched, nt, n_cut + 1, e_int, e_node, e_time, k, not is_worker)
     return n_cut, k, in_order, n_own
+
+
+track_dependencies(globals())  # recompile the cached kernels when a module they import changes
