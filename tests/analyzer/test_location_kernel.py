@@ -221,3 +221,14 @@ def test_id_table_matches_a_dict(seed):
             assert idtable.take(keys, values, state, np.uint64(key)) == ref.pop(key, -1)
     for key in list(ref):
         assert idtable.take(keys, values, state, np.uint64(key)) == ref.pop(key)
+
+
+@pytest.mark.parametrize("n_keys", [0, 1, 2, 7, 64])
+def test_team_lookup_matches_a_dict(n_keys):
+    """The written-out binary search of ``_find_team`` against a dict of the sorted keys (absent: -1)."""
+    rng = np.random.default_rng(n_keys)
+    keys = np.unique(rng.integers(-5, 200, n_keys)).astype(np.int64)
+    values = rng.integers(0, 1000, len(keys)).astype(np.int64)
+    ref = dict(zip(keys.tolist(), values.tolist()))
+    for team in range(-10, 210):
+        assert K._find_team(keys, values, np.int64(team)) == ref.get(team, -1)

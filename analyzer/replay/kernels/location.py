@@ -181,10 +181,20 @@ def _no_rows():
     return Rows(empty, empty, empty, empty, empty, empty, empty, empty, empty, empty, empty)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def _find_team(team_keys, team_values, team):
-    """Value stored for ``team`` in the sorted ``team_keys``, or -1."""
-    k = np.searchsorted(team_keys, team)
+    """Value stored for ``team`` in the sorted ``team_keys``, or -1.
+
+    Called for every worker's parallel region: without numba's runtime and with the binary search written
+    out (``np.searchsorted`` is a call that counts references of its array), so no atomic reference counts."""
+    lo, hi = 0, team_keys.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if team_keys[mid] < team:
+            lo = mid + 1
+        else:
+            hi = mid
+    k = lo
     if k < team_keys.shape[0] and team_keys[k] == team:
         return team_values[k]
     return -1
