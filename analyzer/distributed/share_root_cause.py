@@ -44,7 +44,7 @@ def share_delay(net, sbs: dict, store=None) -> dict:
     its step."""
     from patterns.kernels.delay import DelayState, delay_round
 
-    states = {s: DelayState(sb.inp) for s, sb in sbs.items()}
+    states = {s: DelayState(sb.inp, sb.n_own) for s, sb in sbs.items()}
     if store is not None:
         for s in states:
             store.map(states[s], key=s)
@@ -78,7 +78,7 @@ def share_delay(net, sbs: dict, store=None) -> dict:
         out = [None] * net.n_shares
         for d in np.unique(sb.em_dest[em]):
             sel = em[sb.em_dest[em] == d]
-            out[int(d)] = {"slot": sb.em_slot[sel], "cost": st.cost[sb.em_point[sel]]}
+            out[int(d)] = {"slot": sb.em_slot[sel], "cost": st.costs_of(sb.em_point[sel])}
         status = Status(int(left), bool(moved or len(em) or len(ids) or force >= 0),
                         int(sb.global_location[blocked]) if blocked >= 0 else NOT_STUCK)
         if store is not None:

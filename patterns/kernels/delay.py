@@ -77,7 +77,7 @@ def _ghost_map(gm, g, mv, mk, m):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _add_costs(off, sp_f, cost, loc, prev, cur, kind, scale):
+def _add_costs(off, sp_f, cost, crow, loc, prev, cur, kind, scale):
     """Scalasca's DelayCostMap::addCosts with one scale: the wait states between prev and cur get wait x scale."""
     if not scale > 0:
         return
@@ -85,12 +85,12 @@ def _add_costs(off, sp_f, cost, loc, prev, cur, kind, scale):
     hi = cur if cur >= 0 else off[SP, loc + 1]
     for j in range(lo, hi):
         if sp_f[j, P_WAIT] > 0:
-            cost[j, kind] += scale * sp_f[j, P_WAIT]
+            cost[crow[j], kind] += scale * sp_f[j, P_WAIT]
 
 
 @numba.njit(cache=True, nogil=True, _nrt=False)
-def _p2p(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_lo, grp_hi, grp, snap, cost, mv, mk, res, n_own,
-         gm):
+def _p2p(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_lo, grp_hi, grp, snap, cost, crow, mv, mk, res,
+         n_own, gm):
     w, c, typ = H[h, HA], H[h, HB], H[h, HT]
     rwait = sp_f[w, P_WAIT]
     if not rwait > 0:
@@ -115,11 +115,11 @@ def _p2p(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_lo, 
         sc_c = snap[h, kind] / den
         if sc_c > 0:
             _emit(res, N_KINDS + kind, lc, mv, mk, d, sc_c)
-        _add_costs(off, sp_f, cost, lc, prev, c, kind, sc_c + (scale_w if kind == typ else 0.0))
+        _add_costs(off, sp_f, cost, crow, lc, prev, c, kind, sc_c + (scale_w if kind == typ else 0.0))
 
 
 @numba.njit(cache=True, nogil=True, _nrt=False)
-def _coll(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_lo, grp_hi, grp, cost, mv, mk, res, rem,
+def _coll(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_lo, grp_hi, grp, cost, crow, mv, mk, res, rem,
           spmap, n_own, gm, delay, base, recent, d):
     """An MPI collective instance (Scalasca's CalculateCollectiveDelay and CalculateScales); ``delay`` [key, call
     path], ``base`` [key], ``recent`` [member, key] and ``d`` [call path]: scratch."""
@@ -193,7 +193,7 @@ def _coll(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_lo,
                 d[x] = max(mv[times, k] - mv[lm, k], 0.0)
                 dsum += d[x]
         for key in range(N_KINDS + 1):
-            inp_v = max(sp_f[p, P_WAIT], 0.0) if key == WAIT else cost[p, key]
+            inp_v = max(sp_f[p, P_WAIT], 0.0) if key == WAIT else cost[crow[p], key]
             s = inp_v / (dsum + pw) if (dsum + pw) > 0 else 0.0
             if s != 0.0:
                 for x in range(m):
@@ -227,11 +227,11 @@ def _coll(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_lo,
                 scale = run
                 run += more
             if scale > 0 and sp_f[j, P_WAIT] > 0:
-                cost[j, kind] += scale * sp_f[j, P_WAIT]
+                cost[crow[j], kind] += scale * sp_f[j, P_WAIT]
 
 
 @numba.njit(cache=True, nogil=True, _nrt=False)
-def _ompbar(h, H, hm_off, hm_sp, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, cost, mv, mk, res, delay, sums):
+def _ompbar(h, H, hm_off, hm_sp, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, cost, crow, mv, mk, res, delay, sums):
     """An OpenMP barrier instance (Scalasca's CalculateOmpBarrierDelay); ``delay``, ``sums``: scratch."""
     latest = H[h, HA]
     ll = sp_i[latest, P_LOC]
@@ -258,7 +258,7 @@ def _ompbar(h, H, hm_off, hm_sp, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, 
         for key in range(N_KINDS + 1):
             if key == OMPBARRIER:
                 continue
-            inp_v = sp_f[latest, P_TIME] - sp_f[p, P_TIME] if key == WAIT else cost[p, key]
+            inp_v = sp_f[latest, P_TIME] - sp_f[p, P_TIME] if key == WAIT else cost[crow[p], key]
             if inp_v == 0.0:  # no scale (the costs stored on a point are mostly none): no division
                 continue
             s = inp_v / den
@@ -283,11 +283,11 @@ def _ompbar(h, H, hm_off, hm_sp, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, 
             kind = OMPBARRIER if key == WAIT else key
             for j in range(lo, latest):
                 if sp_f[j, P_WAIT] > 0:
-                    cost[j, kind] += scale * sp_f[j, P_WAIT]
+                    cost[crow[j], kind] += scale * sp_f[j, P_WAIT]
 
 
 @numba.njit(cache=True, nogil=True, _nrt=False)
-def _idle(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, join_off, join_cut, n_cuts, cost, mv, mk, res):
+def _idle(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, join_off, join_cut, n_cuts, cost, crow, mv, mk, res):
     """Worker threads idle while the master works alone: between the previous join and a fork (or the end)."""
     f, loc, threads = H[h, HA], H[h, HB], H[h, HN]
     prev = previous_omp(off, sp_i, loc, f)
@@ -342,40 +342,50 @@ def _idle(h, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, join_off, join_cu
     if dsum > 0:
         _emit(res, OMPIDLE, loc, mv, mk, dm, scale)
     if wsum > 0:
-        _add_costs(off, sp_f, cost, loc, prev, f, OMPIDLE, scale)
+        _add_costs(off, sp_f, cost, crow, loc, prev, f, OMPIDLE, scale)
 
 
 @numba.njit(cache=True, nogil=True)
-def _run(inp, h, off, snap, cost, mv, mk, res, rem, spmap, delay, sums, recent, dscr, n_own, gm):
+def _run(inp, h, off, snap, cost, crow, mv, mk, res, rem, spmap, delay, sums, recent, dscr, n_own, gm):
     """Handle wait state ``h`` (the rare forced handlings; the hot loop of :func:`_replay` dispatches itself)."""
     k = inp.h[h, HK]
     if k == H_P2P:
         _p2p(h, inp.h, off, inp.seg_cut, inp.seg_cnode, inp.seg_time, inp.sp_i, inp.sp_f, inp.loc_rank, inp.grp_lo,
-             inp.grp_hi, inp.grp, snap, cost, mv, mk, res, n_own, gm)
+             inp.grp_hi, inp.grp, snap, cost, crow, mv, mk, res, n_own, gm)
     elif k == H_COLL:
         _coll(h, inp.h, off, inp.seg_cut, inp.seg_cnode, inp.seg_time, inp.sp_i, inp.sp_f, inp.loc_rank, inp.grp_lo,
-              inp.grp_hi, inp.grp, cost, mv, mk, res, rem, spmap, n_own, gm, delay, sums, recent, dscr)
+              inp.grp_hi, inp.grp, cost, crow, mv, mk, res, rem, spmap, n_own, gm, delay, sums, recent, dscr)
     elif k == H_OMPBAR:
         _ompbar(h, inp.h, inp.hm_off, inp.hm_sp, off, inp.seg_cut, inp.seg_cnode, inp.seg_time, inp.sp_i, inp.sp_f,
-                cost, mv, mk, res, delay, sums)
+                cost, crow, mv, mk, res, delay, sums)
     else:
         _idle(h, inp.h, off, inp.seg_cut, inp.seg_cnode, inp.seg_time, inp.sp_i, inp.sp_f, inp.join_off, inp.join_cut,
-              inp.n_cuts, cost, mv, mk, res)
+              inp.n_cuts, cost, crow, mv, mk, res)
 
 
 class DelayState:
     """What the delay replay keeps between its rounds (one per share; the serial replay has one round).
 
-    ``cost`` ``[point, kind]``: the costs stored on each point (own points, then ghosts); ``snap`` ``[handling,
-    kind]``: a point-to-point waiter's costs when the replay passed it; per handling whether it can run
-    (``ready``), ran (``done``), how many members arrived; per touch whether it was counted; per handling the
-    location waiting for it; per location its next touch; the results ``res`` ``[metric, cnode, location]``.
-    The two cost arrays are zeroed by NumPy: its large arrays are fresh zero pages, faulted in as they are
-    written (numba's ``np.zeros`` writes every page first, 4 KiB at a time: 92 MB and 16 MB at 10^7 events)."""
+    ``cost`` ``[row, kind]``: the costs stored on the points, row ``crow[point]``: a row for each own point that
+    waits (only those are given costs), then one for each ghost (``n_own`` on: another share's point, whose costs
+    arrive), then a zero row that every other point shares (read, never written); ``snap`` ``[handling, kind]``: a
+    point-to-point waiter's costs when the replay passed it; per handling whether it can run (``ready``), ran
+    (``done``), how many members arrived; per touch whether it was counted; per handling the location waiting for
+    it; per location its next touch; the results ``res`` ``[metric, cnode, location]``.  The two cost arrays are
+    zeroed by NumPy: its large arrays are fresh zero pages, faulted in as they are written (numba's ``np.zeros``
+    writes every page first, 4 KiB at a time).  A row per point was 92 MB at 10^7 events, half of it for points
+    that never wait."""
 
-    def __init__(self, inp):
+    def __init__(self, inp, n_own: int | None = None):
         n_h, L = inp.h.shape[0], inp.n_locations
-        self.cost = np.zeros((inp.sp_i.shape[0], N_KINDS))
+        n_sp = inp.sp_i.shape[0]
+        n_own = n_sp if n_own is None else n_own
+        waits = np.flatnonzero(inp.sp_wait[:n_own] > 0)
+        n_rows = len(waits) + (n_sp - n_own)
+        self.crow = np.full(n_sp, n_rows, np.int32 if n_rows < 2**31 else np.int64)  # the zero row
+        self.crow[waits] = np.arange(len(waits))
+        self.crow[n_own:] = np.arange(len(waits), n_rows)
+        self.cost = np.zeros((n_rows + 1, N_KINDS))
         self.snap = np.zeros((n_h, N_KINDS))
         self.res = np.zeros((2 * N_KINDS, inp.n_cnodes, L))
         self.flags = np.zeros((3, n_h), np.bool_)  # ready, done, (unused)
@@ -386,7 +396,11 @@ class DelayState:
         self.forced = 0
 
     def arrays(self):
-        return self.cost, self.snap, self.res, self.flags, self.arrived, self.counted, self.waiting, self.ptr
+        return self.cost, self.crow, self.snap, self.res, self.flags, self.arrived, self.counted, self.waiting, self.ptr
+
+    def costs_of(self, points: np.ndarray) -> np.ndarray:
+        """``[len(points), kind]``: the costs stored on ``points``."""
+        return self.cost[self.crow[points]]
 
 
 _NO_GHOSTS = (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0))
@@ -425,7 +439,7 @@ def delay_round(inp, st: DelayState, n_own: int, gm, ghost_h, in_ghost, in_cost,
 
 
 @numba.njit(cache=True, nogil=True)
-def _replay(inp, cost, snap, res, flags, arrived, counted, waiting, ptr, n_own, gm, ghost_h, in_ghost, in_cost, force,
+def _replay(inp, cost, crow, snap, res, flags, arrived, counted, waiting, ptr, n_own, gm, ghost_h, in_ghost, in_cost, force,
             emitted):
     """Take the incoming costs; if ``force`` >= 0, force location ``force``'s blocked touch and stop; else run
     every location as far as it goes.  Returns (touches left, touches passed, the lowest blocked location or -1,
@@ -452,7 +466,7 @@ def _replay(inp, cost, snap, res, flags, arrived, counted, waiting, ptr, n_own, 
         gp = in_ghost[x]
         h = ghost_h[gp - n_own]
         for k in range(N_KINDS):
-            cost[gp, k] = in_cost[x, k]
+            cost[crow[gp], k] = in_cost[x, k]
         if H[h, HK] == H_P2P:
             for k in range(N_KINDS):
                 snap[h, k] = in_cost[x, k]
@@ -464,10 +478,10 @@ def _replay(inp, cost, snap, res, flags, arrived, counted, waiting, ptr, n_own, 
         h = tc_h[t]
         if tc_kind[t] == T_CAUSER and not ready[h]:
             for k in range(N_KINDS):
-                snap[h, k] = cost[H[h, HA], k]
+                snap[h, k] = cost[crow[H[h, HA]], k]
             ready[h] = True
         elif tc_kind[t] == T_MEMBER and not done[h]:
-            _run(inp, h, off, snap, cost, mv, mk, res, rem, spmap, delay, sums, recent, dscr, n_own, gm)
+            _run(inp, h, off, snap, cost, crow, mv, mk, res, rem, spmap, delay, sums, recent, dscr, n_own, gm)
             done[h] = True
     queue = np.empty(L + 16, np.int64)
     inq = np.zeros(L, np.bool_)
@@ -490,7 +504,7 @@ def _replay(inp, cost, snap, res, flags, arrived, counted, waiting, ptr, n_own, 
             run = -1
             if kind == T_WAITER:
                 for k in range(N_KINDS):
-                    snap[h, k] = cost[H[h, HA], k]
+                    snap[h, k] = cost[crow[H[h, HA]], k]
                 ready[h] = True
                 if waiting[h] >= 0 and not inq[waiting[h]]:
                     queue[qn] = waiting[h]
@@ -527,17 +541,17 @@ def _replay(inp, cost, snap, res, flags, arrived, counted, waiting, ptr, n_own, 
             if run >= 0:  # _run, written out: passing the input bundle copies its 45 array structs per call
                 hk = H[run, HK]
                 if hk == H_OMPBAR:
-                    _ompbar(run, H, hm_off, hm_sp, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, cost, mv, mk,
-                            res, delay, sums)
+                    _ompbar(run, H, hm_off, hm_sp, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, cost, crow, mv,
+                            mk, res, delay, sums)
                 elif hk == H_COLL:
                     _coll(run, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_lo, grp_hi, grp, cost,
-                          mv, mk, res, rem, spmap, n_own, gm, delay, sums, recent, dscr)
+                          crow, mv, mk, res, rem, spmap, n_own, gm, delay, sums, recent, dscr)
                 elif hk == H_P2P:
                     _p2p(run, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, loc_rank, grp_lo, grp_hi, grp, snap,
-                         cost, mv, mk, res, n_own, gm)
+                         cost, crow, mv, mk, res, n_own, gm)
                 else:
                     _idle(run, H, off, seg_cut, seg_cnode, seg_time, sp_i, sp_f, join_off, join_cut, n_cuts,
-                          cost, mv, mk, res)
+                          cost, crow, mv, mk, res)
             ptr[l] += 1
             moved += 1
     left = 0

@@ -42,3 +42,28 @@ def test_parallel_replay_identical_on_random_traces(seed):
     b = analyze(trace, plugins=False, patterns=DELAY, jobs=2)
     for m in a.metric_names:
         assert np.array_equal(a.values[m], b.values[m]), m
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_costs_are_stored_for_waiting_points_only(seed):
+    """A row of costs for each point that waits (no other point is given costs), one zero row for the rest, and the
+    costs read back by point are the reference's stored costs after the replay."""
+    from patterns.kernels.delay import DelayState, _replay
+
+    _, inp = ref.random_inputs(seed)
+    st = DelayState(inp)
+    waits = inp.sp_wait > 0
+    assert st.cost.shape[0] == int(waits.sum()) + 1
+    assert (st.crow[~waits] == st.cost.shape[0] - 1).all()
+    assert sorted(st.crow[waits].tolist()) == list(range(int(waits.sum())))
+    no = np.zeros(0, np.int64)
+    n_sp = inp.sp_i.shape[0]
+    left, *_ = _replay(inp, *st.arrays(), n_sp, (np.zeros(1, np.int64), no, np.zeros(0)), no, no,
+                       np.zeros((0, 8)), -1, no)
+    assert left == 0
+    assert not st.cost[-1].any()  # the shared zero row was never written
+    assert st.costs_of(np.flatnonzero(~waits)).sum() == 0
+    expected = ref.Delay(inp)
+    expected.run()
+    mine = {(int(p), int(k)): float(v) for p, row in enumerate(st.costs_of(np.arange(n_sp))) for k, v in enumerate(row)}
+    ref.assert_close({k: v for k, v in mine.items() if v}, {k: v for k, v in expected.cost.items() if v})
