@@ -369,7 +369,8 @@ class DelayState:
     ``cost`` ``[row, kind]``: the costs stored on the points, row ``crow[point]``: a row for each own point that
     waits (only those are given costs), then one for each ghost (``n_own`` on: another share's point, whose costs
     arrive), then a zero row that every other point shares (read, never written); ``snap`` ``[handling, kind]``: a
-    point-to-point waiter's costs when the replay passed it; per handling whether it can run (``ready``), ran
+    point-to-point waiter's costs when the replay passed it (rows up to the last point-to-point handling only: a
+    row for every handling was 23 MB at 10^7 events); per handling whether it can run (``ready``), ran
     (``done``), how many members arrived; per touch whether it was counted; per handling the location waiting for
     it; per location its next touch; the results ``res`` ``[metric, cnode, location]``.  The two cost arrays are
     zeroed by NumPy: its large arrays are fresh zero pages, faulted in as they are written (numba's ``np.zeros``
@@ -386,7 +387,10 @@ class DelayState:
         self.crow[waits] = np.arange(len(waits))
         self.crow[n_own:] = np.arange(len(waits), n_rows)
         self.cost = np.zeros((n_rows + 1, N_KINDS))
-        self.snap = np.zeros((n_h, N_KINDS))
+        # rows up to the last point-to-point handling (the first handlings, as patterns.backward orders them): only
+        # those have a waiter whose costs are taken (T_WAITER, T_CAUSER and ghost waiters are point-to-point only)
+        p2p = np.flatnonzero(inp.h_kind == H_P2P)
+        self.snap = np.zeros((int(p2p[-1]) + 1 if len(p2p) else 0, N_KINDS))
         self.res = np.zeros((2 * N_KINDS, inp.n_cnodes, L))
         self.flags = np.zeros((3, n_h), np.bool_)  # ready, done, (unused)
         self.arrived = np.zeros(n_h, np.int64)

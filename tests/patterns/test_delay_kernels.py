@@ -47,8 +47,9 @@ def test_parallel_replay_identical_on_random_traces(seed):
 @pytest.mark.parametrize("seed", range(3))
 def test_costs_are_stored_for_waiting_points_only(seed):
     """A row of costs for each point that waits (no other point is given costs), one zero row for the rest, and the
-    costs read back by point are the reference's stored costs after the replay."""
-    from patterns.kernels.delay import DelayState, _replay
+    costs read back by point are the reference's stored costs after the replay; a snapshot row for each
+    point-to-point handling only."""
+    from patterns.kernels.delay import H_P2P, DelayState, _replay
 
     _, inp = ref.random_inputs(seed)
     st = DelayState(inp)
@@ -56,6 +57,7 @@ def test_costs_are_stored_for_waiting_points_only(seed):
     assert st.cost.shape[0] == int(waits.sum()) + 1
     assert (st.crow[~waits] == st.cost.shape[0] - 1).all()
     assert sorted(st.crow[waits].tolist()) == list(range(int(waits.sum())))
+    assert st.snap.shape[0] == int((inp.h_kind == H_P2P).sum())  # point-to-point handlings come first: a row each
     no = np.zeros(0, np.int64)
     n_sp = inp.sp_i.shape[0]
     left, *_ = _replay(inp, *st.arrays(), n_sp, (np.zeros(1, np.int64), no, np.zeros(0)), no, no,
