@@ -37,7 +37,10 @@ def track_dependencies(namespace: dict, packages: tuple[str, ...] = PACKAGES, ro
                and getattr(getattr(v, "py_func", None), "__module__", None) == name]
     if not kernels:
         return
-    digest = dependency_digest(os.path.abspath(path), namespace.get("__package__") or "", packages, root)
+    try:
+        digest = dependency_digest(os.path.abspath(path), namespace.get("__package__") or "", packages, root)
+    except (OSError, UnicodeDecodeError):  # sources not readable as files (a zip import): numba's own check only
+        return
     for k in kernels:
         cache_file = getattr(k._cache, "_cache_file", None)
         stamp = getattr(cache_file, "_source_stamp", None)

@@ -102,3 +102,17 @@ def test_the_project_kernels_track_their_dependencies():
             if re.search(r"njit\([^)]*cache=True", text) and "track_dependencies(globals())" not in text:
                 missing.append(os.path.relpath(path, ROOT))
     assert missing == []
+
+
+def test_unreadable_sources_leave_numba_s_own_check(tmp_path):
+    """A module whose file cannot be read (imported from a zip, say) keeps its kernels' stamps as numba made them."""
+    import numba
+
+    @numba.njit(cache=True)
+    def kernel():
+        return 1
+
+    stamp = kernel._cache._cache_file._source_stamp
+    namespace = {"__name__": kernel.py_func.__module__, "__file__": str(tmp_path / "gone.py"), "kernel": kernel}
+    jitcache.track_dependencies(namespace)
+    assert kernel._cache._cache_file._source_stamp == stamp
