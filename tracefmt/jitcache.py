@@ -21,7 +21,8 @@ import re
 
 #: the top-level packages whose files count as dependencies (the rest is installed software)
 PACKAGES = ("tracefmt", "analyzer", "patterns")
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_THIS = os.path.abspath(__file__)
+_ROOT = os.path.dirname(os.path.dirname(_THIS))
 _IMPORT = re.compile(r"^\s*(?:from\s+(\.*)([\w.]*)\s+import\s+(\([^)]*\)|.*)|import\s+([\w.]+))", re.MULTILINE)
 
 
@@ -66,7 +67,7 @@ def dependencies(path: str, package: str, packages: tuple[str, ...] = PACKAGES, 
     while todo:
         p, pkg = todo.pop()
         for dep in _imports(p, pkg, packages, root, *_stat(p)):
-            if dep not in seen and dep != path:
+            if dep not in seen and dep != path and dep != _THIS:  # this module compiles into no kernel
                 seen.add(dep)
                 todo.append((dep, _package_of(dep, root)))
     return seen

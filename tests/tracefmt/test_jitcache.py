@@ -116,3 +116,9 @@ def test_unreadable_sources_leave_numba_s_own_check(tmp_path):
     namespace = {"__name__": kernel.py_func.__module__, "__file__": str(tmp_path / "gone.py"), "kernel": kernel}
     jitcache.track_dependencies(namespace)
     assert kernel._cache._cache_file._source_stamp == stamp
+
+
+def test_this_module_is_no_dependency():
+    """Every kernel module imports track_dependencies: a change of jitcache.py must not recompile them all."""
+    deps = jitcache.dependencies(os.path.join(ROOT, "tracefmt", "kernels.py"), "tracefmt")
+    assert deps and os.path.join(ROOT, "tracefmt", "jitcache.py") not in deps
