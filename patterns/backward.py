@@ -99,8 +99,8 @@ class BackwardInputs(NamedTuple):
     hm_sp: np.ndarray
     # touches per location in backward order: tc_off[l]:tc_off[l+1]
     tc_off: np.ndarray
-    tc_kind: np.ndarray
-    tc_h: np.ndarray
+    tc_kind: np.ndarray  # int8 T_*
+    tc_h: np.ndarray  # int32 (int64 from 2**31 handlings on: handling_dtype)
 
 
 def backward_inputs(ctx) -> BackwardInputs:
@@ -213,7 +213,8 @@ def _build(ctx) -> BackwardInputs:
     # of its own)
     sp_off = np.searchsorted(sp_loc, np.arange(L + 1, dtype=sp_loc.dtype)).astype(np.int64)  # same type: no copy
     n_touch = 2 * int(np.count_nonzero(h_kind == H_P2P)) + len(hm_sp) + int(np.count_nonzero(h_kind == H_IDLE))
-    tc_kind, tc_h, tc_off = np.empty(n_touch, np.int64), np.empty(n_touch, np.int64), np.empty(L + 1, np.int64)
+    tc_kind, tc_h, tc_off = np.empty(n_touch, np.int8), np.empty(n_touch, handling_dtype(len(h_kind))), \
+        np.empty(L + 1, np.int64)
     count = np.empty(n_sp + L + 1, np.int32 if n_touch < 2**31 else np.int64)
     # h_kind is scanned whole in each pass (contiguous: 8 bytes a handling, not a 40-byte stride); the other columns
     # are read only for the handlings of their kind
@@ -255,6 +256,11 @@ def _build(ctx) -> BackwardInputs:
         h_kind=h[:, 0], h_type=h[:, 1], h_a=h[:, 2], h_b=h[:, 3], h_n=h[:, 4], hm_off=hm_off, hm_sp=hm_sp,
         tc_off=tc_off, tc_kind=tc_kind, tc_h=tc_h,
     )
+
+
+def handling_dtype(n_handlings: int):
+    """The type of the touches' handling column: int32 where every handling fits (fresh memory costs page faults)."""
+    return np.int32 if n_handlings < 2**31 else np.int64
 
 
 def _with_mpi_points(sp_mpi: np.ndarray, sp_off: np.ndarray) -> np.ndarray:

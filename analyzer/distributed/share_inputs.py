@@ -160,9 +160,9 @@ def assemble(w, ghosts: list) -> ShareBackward:
     t_cut = np.concatenate([sp_cut[h[p2p[w_here], 2]], sp_cut[h[p2p, 3]], sp_cut[hm_sp[~gm]],
                             np.where(h[idle, 2] >= 0, sp_cut[np.maximum(h[idle, 2], 0)] if n_own else 0,
                                      np.iinfo(np.int64).max), sp_cut[em]])
-    t_kind = np.repeat(np.array([BP.T_WAITER, BP.T_CAUSER, BP.T_MEMBER, BP.T_IDLE, T_SEND], np.int64),
+    t_kind = np.repeat(np.array([BP.T_WAITER, BP.T_CAUSER, BP.T_MEMBER, BP.T_IDLE, T_SEND], np.int8),
                        [int(w_here.sum()), len(p2p), int((~gm).sum()), len(idle), len(em)])
-    t_h = np.concatenate([p2p[w_here], p2p, grp_h[~gm], idle, np.arange(len(em))]).astype(np.int64)
+    t_h = np.concatenate([p2p[w_here], p2p, grp_h[~gm], idle, np.arange(len(em))]).astype(B.handling_dtype(len(h)))
     ot = order_touches(t_loc.astype(np.int64), t_cut.astype(np.int64), L)
     # where the critical path starts (serially: MPI_Finalize's MAXLOC point if every MPI rank has its point)
     n_fin, n_mpi_ranks, fin = w.cp_totals

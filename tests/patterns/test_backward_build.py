@@ -82,7 +82,7 @@ def test_ordered_touches_are_the_lexsort_of_the_touches(seed):
     t = np.array(touches, np.int64).reshape(-1, 4)
     o = np.lexsort((-t[:, 1], t[:, 0]))
     n = len(t)
-    tc_kind, tc_h, tc_off = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(L + 1, np.int64)
+    tc_kind, tc_h, tc_off = np.empty(n, np.int8), np.empty(n, np.int32), np.empty(L + 1, np.int64)  # as backward.py
     ordered_touches(h_kind, h_a, h_b, hm_off, hm_sp, sp_loc, sp_off, np.empty(n_sp + L + 1, np.int64), tc_kind, tc_h,
                     tc_off)
     assert tc_kind.tolist() == t[o, 2].tolist() and tc_h.tolist() == t[o, 3].tolist()
