@@ -17,6 +17,7 @@ import tracefmt
 from tracefmt.dense import dense_view
 from tracefmt.names import escape_bytes
 from tracefmt.plausible import definition_warnings
+from tracefmt.pages import numpy_page_advice
 from patterns.api import Pattern, PatternError, check_subset_rule, compute_results
 
 from .cube import Cube, LocationInfo, MetricInfo, RegionInfo, region_strings
@@ -358,6 +359,13 @@ def analyze(path_or_trace, patterns=None, plugins: bool = True, progress=None, j
     the analysis covers what survived.  Either way the cube says what was lost or repaired: attribute
     ``SALVAGED_ATTR`` and ``expert-analyze::problemN``.
     """
+    with numpy_page_advice():  # its large tables are fresh memory: huge pages only where they pay (tracefmt.pages)
+        return _analyze(path_or_trace, patterns, plugins, progress, jobs, comm, plugin_files, salvage, memory,
+                        spill_dir, keep_tables, notes, memory_strict, without)
+
+
+def _analyze(path_or_trace, patterns, plugins, progress, jobs, comm, plugin_files, salvage, memory, spill_dir,
+             keep_tables, notes, memory_strict, without) -> Cube | None:
     t0 = _time.perf_counter()
     if isinstance(path_or_trace, (str, os.PathLike)):
         from tracefmt.detect import open_any

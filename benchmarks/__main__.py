@@ -15,6 +15,7 @@ BENCHMARKS = {
     "tasks": "benchmarks.tasks",
     "rma": "benchmarks.rma",
     "scaling": "benchmarks.scaling",
+    "fresh_pages": "benchmarks.fresh_pages",
 }
 
 

@@ -17,6 +17,7 @@ import threading
 import numpy as np
 
 from . import layout
+from .pages import huge_pages_pay
 
 #: records decoded per step; small enough that the raw bytes of one step stay
 #: in the CPU caches while they are checksummed and split into columns, large
@@ -49,7 +50,8 @@ def new_columns(n: int) -> dict[str, np.ndarray]:
     numpy's allocator: from ``POPULATED_COLUMNS_BYTES`` on, its pages are
     faulted in by the one mmap call (no trap per 4 KiB page); from
     ``HUGE_PAGE_COLUMNS_BYTES`` on, its whole 2 MiB pieces ask for
-    transparent huge pages instead.  The mapping is returned to the system
+    transparent huge pages instead, where those pay (:mod:`tracefmt.pages`;
+    else they are faulted in as used).  The mapping is returned to the system
     when the last of the location's columns is dropped.  Small locations, and
     platforms without anonymous mappings, get plain arrays.
     """
@@ -80,7 +82,7 @@ def anonymous_mapping(total: int) -> tuple[mmap.mmap | None, int]:
     # beyond the columns becomes resident
     start = -np.frombuffer(buf, np.uint8, 1).ctypes.data % HUGE_PAGE
     whole = total - total % HUGE_PAGE
-    if hasattr(mmap, "MADV_HUGEPAGE"):
+    if hasattr(mmap, "MADV_HUGEPAGE") and huge_pages_pay():  # not on guests that report free pages (tracefmt.pages)
         try:
             buf.madvise(mmap.MADV_HUGEPAGE, start, whole)
         except OSError:  # kernel without transparent huge pages: small pages, still correct

@@ -25,6 +25,7 @@ def column_memory(request, monkeypatch):
     elif request.param == "huge-page mapping":
         monkeypatch.setattr(memory, "POPULATED_COLUMNS_BYTES", 1)
         monkeypatch.setattr(memory, "HUGE_PAGE_COLUMNS_BYTES", 1)
+        monkeypatch.setenv("EXPERT_HUGE_PAGES", "on")  # also where they would not pay (tracefmt.pages)
     return request.param
 
 
