@@ -3,10 +3,11 @@
 A virtual machine whose balloon device reports free pages to its host (virtio-balloon free page
 reporting: Firecracker, QEMU/KVM with ``free-page-reporting=on``, several clouds) hands every free
 2 MiB block back to the host about two seconds after it was freed.  Its next use as a transparent
-huge page is then 512 faults on the host: 2-4.5 ms per 2 MiB page on the project's VMs, against about
-0.1 ms for one the guest freed a moment ago and 0.9 ms for the same 2 MiB as 4 KiB pages (which the
-guest takes from the small blocks it did not report; docs/performance.md, "Fresh memory").  An
-analysis allocates its large tables fresh, so there huge pages cost up to three times what they save.
+huge page is then 512 faults on the host: 2.3-4.3 ms per 2 MiB page written once on the project's VMs,
+against 0.7 ms for one the guest freed a moment ago and 1.1 ms for the same 2 MiB as 4 KiB pages, which
+the guest takes from the small blocks it did not report (``python -m benchmarks fresh_pages``;
+docs/performance.md, "Fresh memory and huge pages").  An analysis allocates its large tables fresh, so
+there huge pages cost three times what small ones do.
 
 :func:`huge_pages_pay` says which case this machine is (``EXPERT_HUGE_PAGES=on|off`` decides instead);
 the reader's column mappings (``tracefmt.column_memory``) ask for huge pages only where they pay, and
