@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import threading
 
 #: virtio device id of a memory balloon, and its feature bit VIRTIO_BALLOON_F_REPORTING (virtio 1.1, 5.5.3)
 BALLOON_DEVICE_ID = 5
@@ -66,18 +67,28 @@ def _detected() -> bool:
 @contextlib.contextmanager
 def numpy_page_advice():
     """While the block runs, NumPy asks for huge pages for its large arrays only where they pay; its setting is
-    restored afterwards.  Left alone where the user chose it (``NUMPY_MADVISE_HUGEPAGE``) or this NumPy has no
-    such switch.  Process-wide, like NumPy's switch: other threads' arrays meanwhile get the same advice, which
-    changes their speed, never their contents."""
+    restored when the last such block (of any thread) ends.  Left alone where the user chose it
+    (``NUMPY_MADVISE_HUGEPAGE``) or this NumPy has no such switch.  Process-wide, like NumPy's switch: other
+    threads' arrays meanwhile get the same advice, which changes their speed, never their contents."""
     switch = _numpy_switch()
     if switch is None or "NUMPY_MADVISE_HUGEPAGE" in os.environ or huge_pages_pay():
         yield
         return
-    before = switch(False)
+    with _advice_lock:
+        if _advice["blocks"] == 0:
+            _advice["before"] = switch(False)
+        _advice["blocks"] += 1
     try:
         yield
     finally:
-        switch(before)
+        with _advice_lock:
+            _advice["blocks"] -= 1
+            if _advice["blocks"] == 0:
+                switch(_advice["before"])
+
+
+_advice_lock = threading.Lock()
+_advice = {"blocks": 0, "before": True}  # blocks running (of all threads), NumPy's setting before the first
 
 
 def _numpy_switch():

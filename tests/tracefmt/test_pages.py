@@ -133,3 +133,17 @@ def test_large_column_mappings_ask_for_huge_pages_only_where_they_pay(monkeypatc
     assert ("hg" in _vm_flags(time.ctypes.data)) is advised
     time[:] = np.arange(n)  # usable either way
     assert time[-1] == n - 1
+
+
+@needs_switch
+def test_overlapping_blocks_restore_the_setting_when_the_last_ends(monkeypatch):
+    monkeypatch.delenv("NUMPY_MADVISE_HUGEPAGE", raising=False)
+    monkeypatch.setenv("EXPERT_HUGE_PAGES", "off")
+    before = _numpy_advice()
+    first, second = pages.numpy_page_advice(), pages.numpy_page_advice()
+    first.__enter__()
+    second.__enter__()  # as two threads' analyses overlapping
+    first.__exit__(None, None, None)
+    assert _numpy_advice() is False  # the second still runs
+    second.__exit__(None, None, None)
+    assert _numpy_advice() is before
