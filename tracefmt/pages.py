@@ -21,6 +21,7 @@ import contextlib
 import functools
 import os
 import threading
+import warnings
 
 #: virtio device id of a memory balloon, and its feature bit VIRTIO_BALLOON_F_REPORTING (virtio 1.1, 5.5.3)
 BALLOON_DEVICE_ID = 5
@@ -56,7 +57,14 @@ def huge_pages_pay() -> bool:
         return True
     if choice in ("off", "0", "no"):
         return False
+    if choice not in ("auto", ""):
+        _warn_once(choice)
     return _detected()
+
+
+@functools.lru_cache(maxsize=None)
+def _warn_once(choice: str) -> None:
+    warnings.warn(f"EXPERT_HUGE_PAGES={choice!r} is none of on, off, auto: taken as auto", stacklevel=3)
 
 
 @functools.lru_cache(maxsize=None)

@@ -3,6 +3,7 @@
 import importlib
 import os
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -147,3 +148,14 @@ def test_overlapping_blocks_restore_the_setting_when_the_last_ends(monkeypatch):
     assert _numpy_advice() is False  # the second still runs
     second.__exit__(None, None, None)
     assert _numpy_advice() is before
+
+
+def test_an_unknown_setting_is_said_once_and_taken_as_auto(monkeypatch):
+    monkeypatch.setenv("EXPERT_HUGE_PAGES", "sometimes")
+    monkeypatch.setattr(pages, "_detected", lambda: False)
+    pages._warn_once.cache_clear()
+    with pytest.warns(UserWarning, match="EXPERT_HUGE_PAGES='sometimes'.*auto"):
+        assert pages.huge_pages_pay() is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert pages.huge_pages_pay() is False  # not again
