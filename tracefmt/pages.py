@@ -1,7 +1,7 @@
 """Whether fresh memory should ask for 2 MiB pages on this machine, and NumPy's advice while analysing.
 
 A virtual machine whose balloon device reports free pages to its host (virtio-balloon free page
-reporting: Firecracker, QEMU/KVM with ``free-page-reporting=on``, several clouds) hands every free
+reporting, as Firecracker and QEMU's ``free-page-reporting=on`` offer it) hands every free
 2 MiB block back to the host about two seconds after it was freed.  Its next use as a transparent
 huge page is then 512 faults on the host: 2.3-4.3 ms per 2 MiB page written once on the project's VMs,
 against 0.7 ms for one the guest freed a moment ago and 1.1 ms for the same 2 MiB as 4 KiB pages, which
