@@ -159,3 +159,17 @@ def test_an_unknown_setting_is_said_once_and_taken_as_auto(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert pages.huge_pages_pay() is False  # not again
+
+
+def test_the_fresh_pages_benchmark_prints_its_table():
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    r = subprocess.run([sys.executable, "-m", "benchmarks", "fresh_pages", "--mb", "4", "--repeat", "1", "--gap", "0"],
+                       capture_output=True, text=True, cwd=root, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("free page reporting to a host: ")
+    rows = [line.split("|")[1:3] for line in lines[3:]]
+    assert [(p.strip(), m.strip()) for p, m in rows] == [("2 MiB", "just freed"), ("2 MiB", "after 0 s"),
+                                                          ("4 KiB", "just freed"), ("4 KiB", "after 0 s")]
