@@ -23,7 +23,8 @@ import os
 import threading
 import warnings
 
-#: virtio device id of a memory balloon, and its feature bit VIRTIO_BALLOON_F_REPORTING (virtio 1.1, 5.5.3)
+#: virtio device id of a memory balloon, and its feature bit VIRTIO_BALLOON_F_REPORTING (Linux uapi virtio_ids.h,
+#: virtio_balloon.h)
 BALLOON_DEVICE_ID = 5
 FREE_PAGE_REPORTING_BIT = 5
 
