@@ -297,6 +297,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs per row; the one with the least CPU time is shown")
     ap.add_argument("--again", type=int, default=1, metavar="N", help="repeat the call N times in each process; "
                     "\"again\" is the best of them (default 1)")
+    ap.add_argument("--gap", type=float, default=0.0, metavar="S", help="sleep S seconds before each process, so "
+                    "that a host taking back free memory (tracefmt.pages) has taken what the previous run freed, as "
+                    "for a user starting an analysis (default 0: right after each other)")
     args = ap.parse_args(argv)
     os.makedirs(args.dir, exist_ok=True)
     # warm the JIT cache first so compile time is not measured
@@ -323,6 +326,7 @@ def main(argv=None) -> int:
             runs = {suffix: [] for suffix, _ in variants}
             for _ in range(max(1, args.repeat)):
                 for suffix, without in variants:
+                    time.sleep(max(0.0, args.gap))
                     runs[suffix].append(_measure(path, jobs, ranks, phases=args.phases and ranks == 0,
                                                  without=without, again=args.again))
             for suffix, _ in variants:
