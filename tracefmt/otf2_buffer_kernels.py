@@ -1,7 +1,9 @@
-"""Numba helpers of the native OTF2 reader's kernels: OTF2's compressed integers, full words, sparse id tables.
+"""Numba helpers of the native OTF2 reader's kernels: OTF2's compressed integers and full words.
 
 Shared by ``otf2_kernels`` (events) and ``otf2_rma_kernels`` (one-sided records); see ``otf2_defs`` for the
-encoding.
+encoding.  Sparse id tables are looked up with ``sorted_lookup.search`` (dense ones are indexed
+directly by the decoder: its hot loop has no calls with array arguments; inlined, such calls kept numba from
+pruning it, and the loop ran at half speed).
 """
 
 from __future__ import annotations
@@ -50,26 +52,6 @@ def full64(buf, p, big):
         for i in range(8):
             v |= np.uint64(buf[p + i]) << np.uint64(8 * i)
     return v
-
-
-@njit(cache=True, nogil=True)
-def search(x, keys, vals):
-    """The value of key x in the sorted `keys` of a sparse table, -1 if absent.
-
-    Dense tables (``keys`` empty) are indexed directly by the decoder: its hot
-    loop has no calls with array arguments (each costs reference counting;
-    inlined, they kept numba from pruning it: the loop ran at half speed).
-    """
-    lo, hi = 0, keys.shape[0]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if keys[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo < keys.shape[0] and keys[lo] == x:
-        return vals[lo]
-    return np.int64(-1)
 
 
 track_dependencies(globals())  # recompile the cached kernels when a module they import changes

@@ -21,7 +21,8 @@ from .jitcache import track_dependencies
 
 from .layout import NO_ID, ANY, EventType
 from .otf2_buffer_kernels import COMM_RANKS, COMM_SELF, COMM_UNKNOWN  # noqa: F401
-from .otf2_buffer_kernels import comp as _comp, full64 as _full64, search as _search
+from .otf2_buffer_kernels import comp as _comp, full64 as _full64
+from .sorted_lookup import search as _search
 from .otf2_rma_kernels import RMA_FIRST, RMA_LAST, S_LOCK_ROW, rma_record
 
 # kernel status codes (the caller turns them into one-line problems or errors)

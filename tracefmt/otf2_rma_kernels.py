@@ -32,7 +32,8 @@ from numba import njit
 from .jitcache import track_dependencies
 
 from .layout import NO_ID, EventType, RmaAtomic, RmaFlag, RmaSync, RmaSyncFlag
-from .otf2_buffer_kernels import COMM_RANKS, COMM_SELF, comp as _comp, search as _search
+from .otf2_buffer_kernels import COMM_RANKS, COMM_SELF, comp as _comp
+from .sorted_lookup import search as _search
 
 # OTF2 event record types (otf2_events_int.h)
 RMA_WIN_CREATE, RMA_WIN_DESTROY, RMA_COLLECTIVE_BEGIN, RMA_COLLECTIVE_END, RMA_GROUP_SYNC = range(35, 40)

@@ -19,6 +19,7 @@ from analyzer.replay.kernels import idtable
 from analyzer.replay.kernels import location as K
 from analyzer.replay.kernels.bundles import KnownTeams
 from kernel_references import location_rows_reference
+from tracefmt.sorted_lookup import search
 from tracefmt import nesting
 from tracefmt.columns import EventColumns
 from tracefmt.layout import NO_ID, EventType as E, Role
@@ -225,10 +226,11 @@ def test_id_table_matches_a_dict(seed):
 
 @pytest.mark.parametrize("n_keys", [0, 1, 2, 7, 64])
 def test_team_lookup_matches_a_dict(n_keys):
-    """The written-out binary search of ``_find_team`` against a dict of the sorted keys (absent: -1)."""
+    """The written-out binary search the walk looks teams up with (``tracefmt.sorted_lookup.search``) against a dict
+    of the sorted keys (absent: -1)."""
     rng = np.random.default_rng(n_keys)
     keys = np.unique(rng.integers(-5, 200, n_keys)).astype(np.int64)
     values = rng.integers(0, 1000, len(keys)).astype(np.int64)
     ref = dict(zip(keys.tolist(), values.tolist()))
     for team in range(-10, 210):
-        assert K._find_team(keys, values, np.int64(team)) == ref.get(team, -1)
+        assert search(np.int64(team), keys, values) == ref.get(team, -1)

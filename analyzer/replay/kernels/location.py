@@ -51,6 +51,7 @@ from tracefmt.jitcache import track_dependencies
 
 from tracefmt import layout
 from tracefmt.layout import Role
+from tracefmt.sorted_lookup import search
 from tracefmt.nesting import DEFER, EXIT_EMPTY_STACK, EXIT_MISMATCH, OK, UNCLOSED, UNDEFINED_REGION
 
 from . import idtable
@@ -181,25 +182,6 @@ def _no_rows():
     return Rows(empty, empty, empty, empty, empty, empty, empty, empty, empty, empty, empty)
 
 
-@numba.njit(cache=True, nogil=True, _nrt=False)
-def _find_team(team_keys, team_values, team):
-    """Value stored for ``team`` in the sorted ``team_keys``, or -1.
-
-    Called for every worker's parallel region: without numba's runtime and with the binary search written
-    out (``np.searchsorted`` is a call that counts references of its array), so no atomic reference counts."""
-    lo, hi = 0, team_keys.shape[0]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if team_keys[mid] < team:
-            lo = mid + 1
-        else:
-            hi = mid
-    k = lo
-    if k < team_keys.shape[0] and team_keys[k] == team:
-        return team_values[k]
-    return -1
-
-
 @numba.njit(cache=True, nogil=True)
 def _fill_call_cols(calls, node, enter, exit_, region, ints, floats, ci_region, ci_node, cf_enter, cf_exit):
     """Region / node / enter / exit columns of the rows from their call indices (``calls``, -1: none)."""
@@ -247,7 +229,7 @@ def replay_location(events, loc, region_role, tree, teams):
                 role = region_role[r]
                 if role == ROLE_OMP_PARALLEL and ec[i] != NO_ID:
                     n_member += 1
-                    if ed[i] != 0 and ed[i] != NO_ID and _find_team(team_keys, team_nodes, np.int64(ec[i])) < 0:
+                    if ed[i] != 0 and ed[i] != NO_ID and search(np.int64(ec[i]), team_keys, team_nodes) < 0:
                         no_calls = Calls(np.zeros(0, np.int32), np.zeros(0), np.zeros(0), np.zeros(0, np.int32))
                         return LocationResult(DEFER, i, -1, tree, no_calls, _no_rows())
                 elif role == ROLE_OMP_BARRIER or role == ROLE_OMP_IMPLICIT_BARRIER:
@@ -272,7 +254,7 @@ def replay_location(events, loc, region_role, tree, teams):
             n_tcreate += 1
         elif t == THREAD_CREATE or t == THREAD_BEGIN or t == THREAD_END or t == THREAD_JOIN:
             n_thread += 1
-            if t == THREAD_BEGIN and _find_team(team_keys, team_nodes, THREAD_KEY | np.int64(ed[i])) < 0:
+            if t == THREAD_BEGIN and search(THREAD_KEY | np.int64(ed[i]), team_keys, team_nodes) < 0:
                 no_calls = Calls(np.zeros(0, np.int32), np.zeros(0), np.zeros(0), np.zeros(0, np.int32))
                 return LocationResult(DEFER, i, -1, tree, no_calls, _no_rows())
 
@@ -387,8 +369,8 @@ def replay_location(events, loc, region_role, tree, teams):
                 tnum = np.int64(ed[i])
                 if tnum != 0 and tnum != NO_ID:
                     # a worker: continue the master's call path at the team's fork
-                    pnode = _find_team(team_keys, team_nodes, team)
-                    team_ref = _find_team(team_keys, team_refs, team)
+                    pnode = search(team, team_keys, team_nodes)
+                    team_ref = search(team, team_keys, team_refs)
                 else:
                     # the master: its own most recent fork of that team, else one from its process
                     team_ref = -1
@@ -397,7 +379,7 @@ def replay_location(events, loc, region_role, tree, teams):
                             team_ref = (np.int64(loc) << 32) | k
                             break
                     if team_ref < 0:
-                        team_ref = _find_team(team_keys, team_refs, team)
+                        team_ref = search(team, team_keys, team_refs)
                     tnum = 0
                 m_i[MI.team_id, km] = team
                 m_i[MI.team_ref, km] = team_ref
@@ -531,7 +513,7 @@ def replay_location(events, loc, region_role, tree, teams):
                     ref = (np.int64(loc) << 32) | k
                     break
             if ref < 0:
-                ref = _find_team(team_keys, team_refs, team)
+                ref = search(team, team_keys, team_refs)
             j_i[JI.team_ref, kj] = ref
             j_f[JF.join_time, kj] = time[i]
             kj += 1
@@ -589,7 +571,7 @@ def replay_location(events, loc, region_role, tree, teams):
             th_call[kth] = top
             kth += 1
             if t == THREAD_BEGIN:
-                graft = np.int64(_find_team(team_keys, team_nodes, THREAD_KEY | np.int64(ed[i])))
+                graft = np.int64(search(THREAD_KEY | np.int64(ed[i]), team_keys, team_nodes))
             elif t == THREAD_END:
                 graft = -1
 
